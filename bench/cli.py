@@ -205,7 +205,7 @@ def load_plugin(spec: str) -> None:
 
 def _register_optional_commands() -> None:
     """Commands that live in their own modules register themselves on import."""
-    for mod in ("bench.account", "bench.perf", "bench.attack"):
+    for mod in ("bench.account", "bench.perf", "bench.attack", "bench.audit", "bench.sweep", "bench.leaderboard"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

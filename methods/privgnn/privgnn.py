@@ -73,6 +73,10 @@ class PrivGNNConfig(NetConfig):
     teacher_epochs: int | None = None  # None: the same as epochs (200, appendix G.1)
     teacher_batch: int = 32  # teachers trained at once
     features: Literal["auto", "row", "none"] = "auto"
+    # "posterior" (Algorithm 1): Laplace noise on the teacher's probability vector. "log_posterior" is what
+    # the authors' code does (noise on log-softmax outputs); log-probabilities are unbounded, so no
+    # finite sensitivity exists and such a run is NOT private (its ledger says so): for comparison only
+    noise_on: Literal["posterior", "log_posterior"] = "posterior"
 
     def validate(self) -> None:
         validate_net(self)
@@ -157,28 +161,39 @@ class PrivGNN(Method):
         graphs = split_graphs(task, c.features)
         queries = choose_queries(graphs, c.queries, seed)
         q = int(queries.numel())
-        lam = resolve_lambda(self.name, c.lam, budget, lambda l: self.ledger(q, l))
+        if c.noise_on == "log_posterior":
+            if budget.is_private:
+                raise BudgetError(f"{self.name}: noise_on=log_posterior has no finite sensitivity, so it cannot meet "
+                                  f"epsilon={budget.epsilon:g}; run it with --epsilon inf (for comparison only)")
+            lam = c.lam
+        else:
+            lam = resolve_lambda(self.name, c.lam, budget, lambda l: self.ledger(q, l))
         t0 = time.perf_counter()
-        key = ("privgnn", task_key(task), seed, c.features, c.sampling_rate, c.k, c.distance, c.ablation, c.hidden,
+        key = ("privgnn-logp", task_key(task), seed, c.features, c.sampling_rate, c.k, c.distance, c.ablation, c.hidden,
                c.dropout, c.lr, c.weight_decay, self.teacher_epochs, str(dev))
         stats: dict = {}
         if c.ablation == "singlegnn":  # one teacher answers every query: recompute rather than segment
             def rows(a: int, b: int) -> Tensor:
-                return self.teacher_posteriors(graphs, queries[:b], seed, dev, progress, stats)[a:b]
+                return self.teacher_log_posteriors(graphs, queries[:b], seed, dev, progress, stats)[a:b]
             posteriors = cached_rows(key, q, rows)
         else:
-            posteriors = cached_rows(key, q, lambda a, b: self.teacher_posteriors(
+            posteriors = cached_rows(key, q, lambda a, b: self.teacher_log_posteriors(
                 graphs, queries[a:b], seed, dev, progress, stats, offset=a), segment=4 * c.teacher_batch)
         teacher_seconds = time.perf_counter() - t0
-        labels = noisy_argmax(posteriors, lam, seed)
+        log_posteriors, posteriors = posteriors, posteriors.exp()
+        labels = noisy_argmax(log_posteriors if c.noise_on == "log_posterior" else posteriors, lam, seed)
         student, history = train_on_graph(graphs.x_public, graphs.edges_public, queries, labels, task.num_classes, c,
                                           seed, dev, progress, f"{self.name} student")
         if lam is None:
             ledger = PrivacyLedger.non_private(f"{self.name}: pseudo-labels without noise (epsilon=inf requested)")
+        elif c.noise_on == "log_posterior":
+            ledger = PrivacyLedger.non_private(f"{self.name}: Laplace noise on log-probabilities (unbounded "
+                                               "sensitivity), as the authors' code does; no DP guarantee")
         else:
             ledger = self.ledger(q, lam)
         true = graphs.y_public[queries]
         info = {"lam": lam, "queries": q, "sampling_rate": c.sampling_rate, "k": c.k, "ablation": c.ablation,
+                "noise_on": c.noise_on,
                 "teacher_seconds": teacher_seconds, **stats,
                 # evaluation only (public-train labels are never used to train): how good the labels were
                 "pseudo_label_accuracy": float((labels == true).float().mean()),
@@ -199,10 +214,11 @@ class PrivGNN(Method):
             return sample
         return sample[nearest(graphs.x_public[v], graphs.x_private[sample], c.k, c.distance)]
 
-    def teacher_posteriors(self, graphs: Graphs, queries: Tensor, seed: int, device: torch.device,
+    def teacher_log_posteriors(self, graphs: Graphs, queries: Tensor, seed: int, device: torch.device,
                            progress: bool = False, stats: dict | None = None, offset: int = 0) -> Tensor:
-        """Noise-free teacher posteriors [len(queries), C] for ``queries`` (public-local ids), which are
-        queries ``offset, offset + 1, ...`` of the run (query i's subsample and teacher are seeded by i)."""
+        """Noise-free teacher log-posteriors (log-softmax) [len(queries), C] for ``queries`` (public-local
+        ids), which are queries ``offset, offset + 1, ...`` of the run (query i's subsample and teacher
+        are seeded by i). A teacher without training data answers the uniform distribution."""
         c = self.config
         classes = graphs.num_classes
         x_pub, agg_pub, e_pub = (t.to(device) for t in (graphs.x_public, graphs.agg_x_public, graphs.edges_public))
@@ -215,9 +231,9 @@ class PrivGNN(Method):
             gens = [generator(seed, STREAM_TEACHER, 0)]
             model = self._train([sample], gens, graphs, classes, device)
             if sample.numel() == 0:
-                out[:] = uniform_posterior(q, classes)
+                out[:] = uniform_posterior(q, classes).log()
             else:
-                out[:] = F.softmax(model.predict_graph(0, x_pub, agg_pub, e_pub, queries.to(device)), -1).cpu()
+                out[:] = F.log_softmax(model.predict_graph(0, x_pub, agg_pub, e_pub, queries.to(device)), -1).cpu()
         else:
             bar = progress_bar(q, f"{self.name} teachers", progress)
             for start in range(0, q, c.teacher_batch):
@@ -228,10 +244,10 @@ class PrivGNN(Method):
                 model = self._train(node_sets, gens, graphs, classes, device)
                 for j, i in enumerate(idx):
                     if node_sets[j].numel() == 0:
-                        out[i] = uniform_posterior(1, classes)[0]
+                        out[i] = uniform_posterior(1, classes)[0].log()
                     else:
                         v = queries[i:i + 1].to(device)
-                        out[i] = F.softmax(model.predict_graph(j, x_pub, agg_pub, e_pub, v), -1)[0].cpu()
+                        out[i] = F.log_softmax(model.predict_graph(j, x_pub, agg_pub, e_pub, v), -1)[0].cpu()
                 bar.update(len(idx))
             bar.close()
         if stats is not None:
