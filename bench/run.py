@@ -50,6 +50,8 @@ class RunSpec:
     attack_overrides: list[str] = field(default_factory=list)
     bootstrap: int = 1000
     plot_dir: str | None = None
+    # extra MLflow tags on every run (bench.sweep marks its cells and their owner process with them)
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -216,7 +218,8 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
               "delta": budget.delta, "device": str(p.device), "split_hash": task.split_hash(),
               "config_hash": stable_hash(identity), "dataset_source": p.dataset.source,
               **{f"hp.{k}": v for k, v in hparams.items()}}
-    tags = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "config_hash": params["config_hash"]}
+    tags = {**spec.tags, "method": cls.name, "dataset": p.dataset.name, "split": p.split,
+            "config_hash": params["config_hash"]}
     name = f"{cls.name}/{p.dataset.name}/{p.split}/s{seed}"
     with tracking.tracked_run(spec.experiment, name, tags=tags, parent=parent, enabled=spec.track) as run:
         run.log_params(params)
