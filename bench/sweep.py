@@ -508,8 +508,10 @@ def worker_env() -> dict[str, str]:
 
 def run_sweep(cfg: SweepConfig, executor: str = "inprocess", workers: int = 1, max_retries: int = 1,
               address: str | None = None, dry_run: bool = False, reclaim_remote: bool = False,
-              progress: bool = True, out=sys.stderr) -> dict[str, Any]:
+              progress: bool = True, out=None) -> dict[str, Any]:
     from bench.executors import make_executor
+
+    out = out or sys.stderr
 
     if any(c.kind == "audit" for c in cfg.cells) and not audit_available():
         raise SweepError("the config asks for audits but bench.audit is not available in this checkout "

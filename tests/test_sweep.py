@@ -1,0 +1,298 @@
+"""bench sweep: config expansion, cell identity, resume (skip FINISHED, retry FAILED, reclaim orphaned RUNNING),
+executors, and the kill-and-resume fault-tolerance test (SIGKILL mid-sweep, rerun, every cell FINISHED once)."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+
+import pytest
+import yaml
+
+from bench import tracking
+from bench.sweep import SweepError, build_config, cell_states, load_config, owner_id, run_sweep
+from tests.conftest import REPO, bench_env
+
+CSBM = "csbm:nodes=200,classes=3,features=8"
+
+
+def cfg(experiment, **kw):
+    raw = {"experiment": experiment, "datasets": [CSBM], "seeds": [0], "epsilons": [4],
+           "set": {"epochs": 5}, "methods": ["mlp", "dp-mlp"]}
+    raw.update(kw)
+    return build_config(raw, experiment)
+
+
+def by_cell(experiment):
+    """{cell id: Counter(status)} over the top-level runs of the experiment."""
+    out: dict[str, Counter] = {}
+    for r in tracking.search_runs(experiment):
+        if r.data.tags.get("mlflow.parentRunId"):
+            continue
+        out.setdefault(r.data.tags.get("sweep_cell"), Counter())[r.info.status] += 1
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Config expansion (no training)
+# --------------------------------------------------------------------------------------
+
+
+def test_grid_expands_and_non_private_methods_get_one_cell_per_seed():
+    c = build_config({"datasets": [CSBM, "cora"], "seeds": [0, 1], "epsilons": [1, 8],
+                      "methods": ["mlp", {"name": "dp-mlp", "set": {"epochs": 3}}]})
+    runs = [x for x in c.cells if x.kind == "run"]
+    mlp = [x for x in runs if x.method == "mlp"]
+    dp = [x for x in runs if x.method == "dp-mlp"]
+    assert len(mlp) == 2 * 2 and all(math.isinf(x.epsilon) for x in mlp)
+    assert len(dp) == 2 * 2 * 2 and {x.epsilon for x in dp} == {1.0, 8.0}
+    assert {x.split for x in runs if x.dataset == "cora"} == {"public"}
+    assert {x.split for x in runs if x.dataset == CSBM} == {"random-75-10-15"}
+    assert all(x.overrides == ("epochs=3",) for x in dp)
+    assert len({x.cell_id for x in c.cells}) == len(c.cells)
+
+
+def test_identity_is_stable_and_changes_with_the_resolved_config():
+    a = cfg("x").cells
+    assert [x.cell_id for x in a] == [x.cell_id for x in cfg("x").cells]
+    # the experiment is not part of a cell's identity; a hyperparameter, epsilon or seed is
+    assert [x.cell_id for x in a] == [x.cell_id for x in cfg("y").cells]
+    assert {x.cell_id for x in cfg("x", set={"epochs": 6}).cells}.isdisjoint({x.cell_id for x in a})
+    dp4 = [x.cell_id for x in a if x.method == "dp-mlp"]
+    dp8 = [x.cell_id for x in cfg("x", epsilons=[8]).cells if x.method == "dp-mlp"]
+    assert dp4 != dp8
+    # a default value written out explicitly resolves to the same cell
+    from methods.base import get_method
+
+    default_lr = get_method("mlp")().config.lr
+    same = cfg("x", methods=[{"name": "mlp", "set": {"lr": default_lr}}]).cells
+    assert same[0].cell_id == next(x.cell_id for x in a if x.method == "mlp")
+
+
+def test_unsupported_split_is_skipped_with_a_reason_and_per_method_split_override_works():
+    c = build_config({"datasets": ["computers"], "epsilons": [8],
+                      "methods": ["privgnn", {"name": "pate-m", "splits": ["private-public"]}, "dp-mlp"]})
+    privgnn = [x for x in c.cells if x.method == "privgnn"]
+    assert len(privgnn) == 1 and "private-public" in privgnn[0].skip
+    pate = [x for x in c.cells if x.method == "pate-m"]
+    assert len(pate) == 1 and pate[0].skip is None and pate[0].split == "private-public"
+    c2 = build_config({"datasets": ["computers"], "splits": ["public"], "methods": ["mlp"]})
+    assert "public" in c2.cells[0].skip  # a split the dataset does not have
+
+
+@pytest.mark.parametrize("raw, msg", [
+    ({"datasets": [CSBM], "methods": ["nope"]}, "nope"),
+    ({"datasets": [CSBM], "methods": ["mlp"], "epsilon": [1]}, "unknown key"),
+    ({"datasets": [CSBM], "methods": [{"name": "mlp", "set": {"no_such_hp": 1}}]}, "no_such_hp"),
+    ({"datasets": [CSBM], "methods": ["dp-mlp"], "epsilons": [0]}, "epsilon must be > 0"),
+    ({"datasets": [CSBM], "methods": ["mlp"], "seeds": [1, 1]}, "seeds"),
+    ({"methods": ["mlp"]}, "no datasets"),
+    ({"datasets": [CSBM], "methods": ["mlp"], "audits": {"modes": ["sometimes"]}}, "audits.modes"),
+    ({"datasets": [CSBM], "methods": ["mlp"], "attacks": ["no-such-attack"]}, "no-such-attack"),
+])
+def test_bad_configs_are_one_line_errors(raw, msg):
+    from methods.base import BenchError
+
+    with pytest.raises(BenchError, match=msg):
+        build_config(raw)
+
+
+def test_cli_errors_exit_2_with_one_line(tmp_path, capsys):
+    from bench.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("methods: [mlp\n")
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(yaml.safe_dump({"datasets": [CSBM], "methods": ["mlp"]}))
+    for args in (["sweep", str(bad)], ["sweep", str(tmp_path / "missing.yaml")], ["sweep", str(ok), "--workers", "0"],
+                 ["sweep", str(ok), "--address", "auto"], ["sweep", str(ok), "--max-retries", "-1"]):
+        capsys.readouterr()
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
+
+
+def test_audits_without_bench_audit_are_a_clear_error(monkeypatch):
+    import bench.sweep as S
+
+    monkeypatch.setattr(S, "audit_available", lambda: False)
+    c = cfg("audit-missing", audits={"modes": ["one-run"]})
+    assert any(x.kind == "audit" for x in c.cells)
+    with pytest.raises(SweepError, match="bench.audit"):
+        run_sweep(c, progress=False)
+
+
+# --------------------------------------------------------------------------------------
+# Resume in-process
+# --------------------------------------------------------------------------------------
+
+
+def test_finished_cells_are_not_repeated_and_dry_run_lists_them(capsys):
+    exp = "sweep-resume"
+    c = cfg(exp, seeds=[0, 1])
+    s = run_sweep(c, progress=False)
+    assert [r["status"] for r in s["results"]] == ["finished"] * 4
+    again = run_sweep(c, progress=False)
+    assert again["results"] == [] and sorted(again["done_before"]) == sorted(x.cell_id for x in c.cells)
+    dry = run_sweep(cfg(exp, seeds=[0, 1, 2]), dry_run=True, progress=False)
+    assert len(dry["todo"]) == 2 and len(dry["done_before"]) == 4
+    err = capsys.readouterr().err
+    assert "2 to run, 4 done" in err and "run   dp-mlp" in err and "done  mlp" in err
+    counts = by_cell(exp)
+    assert len(counts) == 4 and all(v == Counter(FINISHED=1) for v in counts.values())
+    # the runs are the harness's runs: params, metrics and the spent epsilon from the ledger
+    r = next(r for r in tracking.search_runs(exp) if r.data.params["method"] == "dp-mlp")
+    assert r.data.params["target_epsilon"] == "4.0" and 0 < r.data.metrics["epsilon"] <= 4.0
+    assert r.data.tags["sweep_owner"].split(":")[1] == str(os.getpid())
+
+
+def test_failed_cells_are_retried_up_to_max_retries(monkeypatch):
+    from methods.baselines import MLPMethod
+
+    exp = "sweep-retry"
+    calls = []
+    original = MLPMethod.fit
+
+    def flaky(self, *a, **k):
+        calls.append(1)
+        if len(calls) <= 2:
+            raise RuntimeError("transient failure")
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(MLPMethod, "fit", flaky)
+    c = cfg(exp, methods=["mlp"])
+    s = run_sweep(c, max_retries=1, progress=False)  # fails twice: gives up after 1 retry
+    assert s["results"][0]["status"] == "failed" and s["results"][0]["attempts"] == 2
+    assert by_cell(exp)[c.cells[0].cell_id] == Counter(FAILED=2)
+    again = run_sweep(c, max_retries=1, progress=False)
+    assert again["results"] == [] and again["gave_up"] == [c.cells[0].cell_id]
+    third = run_sweep(c, max_retries=2, progress=False)  # a larger limit allows one more attempt, which succeeds
+    assert [r["status"] for r in third["results"]] == ["finished"]
+    assert by_cell(exp)[c.cells[0].cell_id] == Counter(FAILED=2, FINISHED=1)
+
+
+def test_running_cells_of_dead_owners_are_reclaimed_live_ones_left_alone():
+    exp = "sweep-orphans"
+    c = cfg(exp, methods=["mlp"], seeds=[0, 1])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = owner_id().split(":")[0]
+    orphan = tracking.start_run(exp, "orphan", tags={"sweep_cell": c.cells[0].cell_id,
+                                                    "sweep_owner": f"{host}:{dead.pid}:1"})
+    live = tracking.start_run(exp, "live", tags={"sweep_cell": c.cells[1].cell_id, "sweep_owner": owner_id()})
+    try:
+        s = run_sweep(c, progress=False)
+        assert s["reclaimed"] == [orphan.run_id]
+        assert s["running_elsewhere"] == [c.cells[1].cell_id]
+        assert [r["cell_id"] for r in s["results"]] == [c.cells[0].cell_id]
+        got = tracking.client().get_run(orphan.run_id)
+        assert got.info.status == "KILLED" and "orphaned" in got.data.tags["error"]
+        assert tracking.client().get_run(live.run_id).info.status == "RUNNING"
+    finally:
+        live.end("KILLED")
+    assert by_cell(exp)[c.cells[0].cell_id] == Counter(KILLED=1, FINISHED=1)
+
+
+# --------------------------------------------------------------------------------------
+# Executors
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # ~50 s on a loaded 2-core machine: each spawned worker imports torch and mlflow
+def test_process_executor_logs_to_the_same_store():
+    exp = "sweep-process"
+    c = cfg(exp, seeds=[0, 1], methods=["mlp"])
+    s = run_sweep(c, executor="process", workers=2, progress=False)
+    assert sorted(r["status"] for r in s["results"]) == ["finished", "finished"]
+    assert {k: v for k, v in by_cell(exp).items()} == {x.cell_id: Counter(FINISHED=1) for x in c.cells}
+
+
+@pytest.mark.slow
+def test_ray_executor_on_a_local_instance():
+    pytest.importorskip("ray")
+    exp = "sweep-ray"
+    c = cfg(exp, seeds=[0, 1])
+    s = run_sweep(c, executor="ray", workers=2, progress=False)
+    assert sorted(r["status"] for r in s["results"]) == ["finished"] * 4
+    assert by_cell(exp) == {x.cell_id: Counter(FINISHED=1) for x in c.cells}
+    pids = {r.data.tags.get("sweep_owner") for r in tracking.search_runs(exp)}
+    assert pids == {owner_id()}  # the driver owns the cells; Ray kills its workers with it
+
+
+# --------------------------------------------------------------------------------------
+# Fault tolerance: SIGKILL mid-sweep, rerun, every cell FINISHED exactly once
+# --------------------------------------------------------------------------------------
+
+SLOW_PLUGIN = '''
+import time
+from methods import register
+from methods.baselines import MLPMethod
+
+@register("slow-mlp")
+class SlowMLP(MLPMethod):
+    """mlp that takes at least a second per fit, so a sweep can be killed mid-run"""
+    description = "mlp, slowed down (tests)"
+
+    def fit(self, *a, **k):
+        time.sleep(1.0)
+        return super().fit(*a, **k)
+'''
+
+
+def test_sigkill_mid_sweep_then_rerun_finishes_every_cell_exactly_once(tmp_path):
+    exp = "sweep-kill"
+    plugin = tmp_path / "slow_plugin.py"
+    plugin.write_text(SLOW_PLUGIN)
+    seeds = list(range(6))
+    conf = tmp_path / "kill.yaml"
+    conf.write_text(yaml.safe_dump({"experiment": exp, "datasets": [CSBM], "seeds": seeds, "set": {"epochs": 5},
+                                    "methods": ["slow-mlp"]}))
+    cmd = [sys.executable, "-m", "bench", "--plugin", str(plugin), "sweep", str(conf), "--no-progress"]
+    env = bench_env()
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 240
+    try:
+        while time.time() < deadline:
+            statuses = [r.info.status for r in tracking.search_runs(exp)]
+            if statuses.count("FINISHED") >= 1:
+                break
+            assert proc.poll() is None, proc.stdout.read()
+            time.sleep(0.2)
+        else:
+            pytest.fail("no cell finished in time")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    first_out = proc.stdout.read()
+    before = Counter(r.info.status for r in tracking.search_runs(exp))
+    print(f"\n--- after SIGKILL: run statuses {dict(before)}\n{first_out}")
+    assert proc.returncode == -signal.SIGKILL
+    assert 1 <= before["FINISHED"] < len(seeds), before  # killed mid-way
+    r = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    print(f"--- rerun (exit {r.returncode}):\n{r.stderr}")
+    assert r.returncode == 0, r.stderr
+    counts = by_cell(exp)
+    cells = {x.cell_id for x in load_config_with_plugin(conf, plugin).cells}
+    finished = {cid for cid, c in counts.items() if c["FINISHED"]}
+    assert finished == cells
+    assert all(counts[cid]["FINISHED"] == 1 for cid in cells)  # exactly once
+    assert not any(c["RUNNING"] for c in counts.values())  # the orphan was marked KILLED, not left RUNNING
+    assert sum(c["KILLED"] for c in counts.values()) == before["RUNNING"]
+    if before["RUNNING"]:
+        assert "marked KILLED" in r.stderr
+    print(f"--- end state per cell: {[dict(c) for c in counts.values()]}")
+
+
+def load_config_with_plugin(conf, plugin):
+    from bench.cli import load_plugin
+
+    load_plugin(str(plugin))
+    return load_config(conf)
