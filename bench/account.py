@@ -73,7 +73,11 @@ def _account_parser(sub) -> argparse.ArgumentParser:
     for f in ("--num-nodes", "--walk-length", "--batch-size", "--steps"):
         q.add_argument(f, type=int, required=True)
     q.add_argument("--restarts", type=int, default=1)
-    q.add_argument("--num-subgraphs", type=int, help="the actual number of subgraphs (default: the M_min bound)")
+    g = q.add_mutually_exclusive_group()
+    g.add_argument("--num-subgraphs", type=int, help="the actual number of subgraphs (default: the M_min bound)")
+    g.add_argument("--batchable-subgraphs", type=int,
+                   help="transductive runs: the number of subgraphs rooted at training nodes (the population "
+                        "batches are drawn from; the run logs it as num_subgraphs)")
     _common(q, "--noise-multiplier", "lambda = sigma / (2C)")
 
     q = mech.add_parser("progap", help="ProGAP (Sajadmanesh et al. 2023), Theorems 4.1 (edge) and 4.2 (node)")
@@ -137,7 +141,8 @@ def _builder(args) -> tuple[Callable[[float], PrivacyLedger], str, dict]:
         return (lambda z: P.dpgnn(noise_multiplier=z, **fixed)), "noise_multiplier", fixed
     if m == "drw":
         fixed = {"num_nodes": args.num_nodes, "walk_length": args.walk_length, "restarts": args.restarts,
-                 "batch_size": args.batch_size, "steps": args.steps, "num_subgraphs": args.num_subgraphs}
+                 "batch_size": args.batch_size, "steps": args.steps, "num_subgraphs": args.num_subgraphs,
+                 "batchable_subgraphs": args.batchable_subgraphs}
         extra = {"m_min": P.drw_min_subgraphs(args.num_nodes, args.walk_length, args.restarts)}
         return (lambda z: P.drw(noise_multiplier=z, **fixed)), "noise_multiplier", {**fixed, **extra}
     if m == "progap":

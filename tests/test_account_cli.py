@@ -19,6 +19,9 @@ FORMS = {
             "--delta 1e-5", lambda: P.drw(5000, 4, 50, 1.5, 300, restarts=2)),
     "drw-actual": ("drw --num-nodes 5000 --walk-length 4 --batch-size 50 --noise-multiplier 1.5 --steps 300 "
                    "--num-subgraphs 2000 --delta 1e-5", lambda: P.drw(5000, 4, 50, 1.5, 300, num_subgraphs=2000)),
+    "drw-transductive": ("drw --num-nodes 2708 --walk-length 3 --batch-size 70 --noise-multiplier 4 --steps 33 "
+                         "--batchable-subgraphs 140 --delta 1e-5",
+                         lambda: P.dpsgd_fixed(140, 70, 4.0, 33, unit="feature")),
     "progap-edge": ("progap --level edge --depth 3 --sigma 2 --delta 1e-6", lambda: P.progap_edge(3, 2.0)),
     "progap-node": ("progap --level node --depth 2 --num-nodes 20000 --batch-size 256 --steps-per-stage 100 "
                     "--noise-multiplier 1 --max-degree 100 --sigma-ap 50 --delta 1e-5",

@@ -350,6 +350,8 @@ def test_ledger_refuses_to_mix_units_or_relations():
     lambda: Gaussian(sensitivity=1, sigma=float("nan")),
     lambda: PoissonGaussian(rate=0.1, noise_multiplier=1, count=-1),
     lambda: P.drw(100, 3, 10, 1.0, 10, num_subgraphs=5),
+    lambda: P.drw(100, 3, 10, 1.0, 10, num_subgraphs=50, batchable_subgraphs=20),
+    lambda: P.drw(100, 3, 10, 1.0, 10, batchable_subgraphs=0),
 ])
 def test_invalid_events_are_clear_errors(bad):
     with pytest.raises(LedgerError):

@@ -33,13 +33,23 @@ def drw_min_subgraphs(num_nodes: int, walk_length: int, restarts: int = 1) -> in
 
 
 def drw(num_nodes: int, walk_length: int, batch_size: int, noise_multiplier: float, steps: int, restarts: int = 1,
-        num_subgraphs: int | None = None) -> PrivacyLedger:
+        num_subgraphs: int | None = None, batchable_subgraphs: int | None = None) -> PrivacyLedger:
     """DRW / DRW-R / DRW-D: m of M disjoint subgraphs without replacement, feature-level replace-one,
-    noise multiplier lambda = sigma / (2C); accounted with M_min unless the actual count is given."""
+    noise multiplier lambda = sigma / (2C); accounted with M_min unless the actual count is given.
+
+    ``batchable_subgraphs`` is the transductive population: only subgraphs rooted at labelled nodes are
+    batched, so the rate is m / (their number), which may be far below M_min (Cora: 140 vs 677)."""
     m_min = drw_min_subgraphs(num_nodes, walk_length, restarts)
+    if num_subgraphs is not None and batchable_subgraphs is not None:
+        raise LedgerError("give num_subgraphs (all subgraphs) or batchable_subgraphs (transductive), not both")
+    if batchable_subgraphs is not None:
+        if batchable_subgraphs < 1:
+            raise LedgerError("batchable_subgraphs must be >= 1")
+        return dpsgd_fixed(int(batchable_subgraphs), batch_size, noise_multiplier, steps, unit="feature")
     population = m_min if num_subgraphs is None else int(num_subgraphs)
     if num_subgraphs is not None and num_subgraphs < m_min:
-        raise LedgerError(f"{num_subgraphs} subgraphs is fewer than M_min = {m_min}: impossible for this sampler")
+        raise LedgerError(f"{num_subgraphs} subgraphs is fewer than M_min = {m_min}: impossible for this sampler"
+                          " (transductive runs: give the batchable subgraphs instead)")
     return dpsgd_fixed(population, batch_size, noise_multiplier, steps, unit="feature")
 
 
