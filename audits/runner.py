@@ -1,0 +1,120 @@
+"""Black-box audits of any registered method: ``multi-run`` and ``one-run``.
+
+Only ``Method.fit`` and ``Fitted.predict_proba`` / ``Fitted.epsilon`` are used. The *claimed* epsilon is the
+largest ``fitted.epsilon(delta)`` over every model the audit trained (the ledger's value for what ran,
+never the target). The verdict is VIOLATION when ``epsilon_lb > claimed`` (the lower bound holds with
+probability >= ``confidence``, so a correct method is flagged with probability <= 1 - confidence).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from audits.bounds import DEFAULT_CONFIDENCE, multi_run_audit, one_run_audit
+from audits.canaries import CanaryConfig, CanarySet, make_canaries
+from methods.base import Budget, ConfigError, Method, Task
+from methods.training import progress_bar
+
+MODES = ("one-run", "multi-run")
+PASS, VIOLATION = "PASS", "VIOLATION"
+
+
+@dataclass
+class AuditResult:
+    method: str
+    privacy_unit: str
+    mode: str
+    target_epsilon: float
+    delta: float
+    claimed_epsilon: float  # max over every trained model of its ledger's epsilon(delta)
+    epsilon_lb: float
+    confidence: float
+    verdict: str
+    trials: int  # models trained
+    canaries: int
+    seconds: float
+    details: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        for k in ("target_epsilon", "claimed_epsilon", "epsilon_lb"):
+            if not math.isfinite(d[k]):
+                d[k] = "inf"
+        return d
+
+
+def verdict(claimed: float, lb: float) -> str:
+    return VIOLATION if lb > claimed * (1 + 1e-9) + 1e-12 else PASS
+
+
+def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include: np.ndarray, budget: Budget,
+                seed: int, device: Any) -> tuple[np.ndarray, float]:
+    task = canaries.world(include)
+    method = make_method()
+    method.check_task(task)
+    fitted = method.fit(task, budget, seed=seed, device=device, progress=False)
+    proba = fitted.predict_proba()
+    if tuple(proba.shape) != (task.num_nodes, task.num_classes):
+        raise RuntimeError(f"{method.name}.predict_proba returned shape {tuple(proba.shape)}, expected "
+                           f"({task.num_nodes}, {task.num_classes})")
+    eps = fitted.epsilon(budget.delta) if method.is_private and budget.is_private else math.inf
+    return canaries.scores(proba.cpu()), float(eps)
+
+
+def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: str, *, trials: int = 50,
+          canaries: int = 200, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
+          seed: int = 0, device: Any = "cpu", progress: bool = False) -> AuditResult:
+    """Audit the method built by ``make_method()`` on ``task`` at ``budget``.
+
+    multi-run: one canary; ``trials`` models with it and ``trials`` without (seeds differ per trial);
+    threshold chosen on half of each world's trials, FPR/FNR bounded on the other half.
+    one-run: ``canaries`` canaries, each included independently with probability 1/2, one model.
+    """
+    if mode not in MODES:
+        raise ConfigError(f"unknown audit mode {mode!r} (choose {' or '.join(MODES)})")
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be in (0, 1) (got {confidence})")
+    probe = make_method()
+    unit = probe.privacy_unit
+    t0 = time.perf_counter()
+    if unit == "none" or not budget.is_private:
+        return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, math.inf, 0.0, confidence, PASS,
+                           0, 0, time.perf_counter() - t0,
+                           note="not private (claimed epsilon = inf): every lower bound passes; nothing trained")
+    rng = np.random.default_rng(seed)
+    if mode == "multi-run":
+        if trials < 2:
+            raise ConfigError(f"multi-run needs --trials >= 2 (got {trials})")
+        cs = make_canaries(task, unit, 1, canary, seed=seed)
+        scores_in, scores_out, claimed = [], [], 0.0
+        bar = progress_bar(2 * trials, f"audit {probe.name} multi-run", progress)
+        for t in range(trials):
+            for inc, out in ((True, scores_in), (False, scores_out)):
+                s, eps = _fit_scores(make_method, cs, np.array([inc]), budget, seed * 100_003 + 2 * t + int(inc),
+                                     device)
+                out.append(float(s[0]))
+                claimed = max(claimed, eps)
+                bar.update(1)
+        bar.close()
+        bound = multi_run_audit(np.array(scores_in), np.array(scores_out), budget.delta, confidence, rng)
+        details = {"bound": bound.to_dict(), "scores_in": scores_in, "scores_out": scores_out,
+                   "anchors": cs.anchors, "labels": cs.labels.tolist()}
+        return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, claimed, bound.epsilon_lb,
+                           confidence, verdict(claimed, bound.epsilon_lb), 2 * trials, 1,
+                           time.perf_counter() - t0, details)
+    if canaries < 2:
+        raise ConfigError(f"one-run needs --canaries >= 2 (got {canaries})")
+    cs = make_canaries(task, unit, canaries, canary, seed=seed)
+    include = rng.random(canaries) < 0.5
+    scores, claimed = _fit_scores(make_method, cs, include, budget, seed, device)
+    bound = one_run_audit(scores, include, budget.delta, confidence)
+    details = {"bound": bound.to_dict(), "scores": scores.tolist(), "included": include.tolist(),
+               "labels": cs.labels.tolist()}
+    return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, claimed, bound.epsilon_lb, confidence,
+                       verdict(claimed, bound.epsilon_lb), 1, canaries, time.perf_counter() - t0, details)
