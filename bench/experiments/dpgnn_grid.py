@@ -86,7 +86,8 @@ def fit_one(part: str, method: str, dataset: str, split: str, seed: int, eps: fl
             "info": {k: v for k, v in fitted.info.items() if isinstance(v, (int, float, str, bool))}}
 
 
-def plan(parts: list[str], seeds: list[int], datasets: list[str]) -> list[tuple]:
+def plan(parts: list[str], seeds: list[int], datasets: list[str], batches: list[int] | None = None,
+         ks: list[int] | None = None) -> list[tuple]:
     jobs = []
     if "main" in parts:
         for dataset in [d for d in MAIN_DATASETS if d in datasets]:
@@ -95,11 +96,11 @@ def plan(parts: list[str], seeds: list[int], datasets: list[str]) -> list[tuple]
                     for seed in seeds:
                         jobs.append(("main", method, dataset, split, seed, 12.0, "1/N_train", overrides(method, dataset)))
     if "ablation" in parts:
-        for b in ABLATION_BATCH:
+        for b in batches or ABLATION_BATCH:
             for seed in seeds:
                 jobs.append(("ablation-batch", "dpgnn-adam", ABLATION_DATASET, "random-75-10-15", seed, 12.0,
                              "1/N_train", overrides("dpgnn-adam", ABLATION_DATASET, {"batch_size": b})))
-        for k in ABLATION_K:
+        for k in ks or ABLATION_K:
             for seed in seeds:
                 jobs.append(("ablation-K", "dpgnn-adam", ABLATION_DATASET, "random-75-10-15", seed, 12.0,
                              "1/N_train", overrides("dpgnn-adam", ABLATION_DATASET, {"max_degree": k})))
@@ -181,6 +182,8 @@ def main(argv=None) -> int:
     ap.add_argument("--parts", nargs="+", default=["main", "ablation", "fdp"], choices=["main", "ablation", "fdp"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--datasets", nargs="+", default=MAIN_DATASETS)
+    ap.add_argument("--ablation-batch", type=int, nargs="+", default=None, help=f"default {ABLATION_BATCH}")
+    ap.add_argument("--ablation-k", type=int, nargs="+", default=None, help=f"default {ABLATION_K}")
     ap.add_argument("--out-dir", default="bench/experiments/results")
     args = ap.parse_args(argv)
     out = Path(args.out_dir)
@@ -189,7 +192,7 @@ def main(argv=None) -> int:
     rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
     done = {run_key(r["part"], r["method"], r["dataset"], r["split"], r["seed"], r["target_epsilon"], r["overrides"])
             for r in rows}
-    jobs = [j for j in plan(args.parts, args.seeds, args.datasets)
+    jobs = [j for j in plan(args.parts, args.seeds, args.datasets, args.ablation_batch, args.ablation_k)
             if run_key(j[0], j[1], j[2], j[3], j[4], j[5], j[7]) not in done]
     t_start = time.perf_counter()
     bar = progress_bar(len(jobs), "dpgnn grid", True)
