@@ -1,0 +1,144 @@
+"""bench leaderboard: rows from MLflow runs (bootstrap CIs, spent epsilon, attacks, audits), md/csv/html output,
+plots logged to a leaderboard run. Most runs here are logged directly (fast); one test goes through a real sweep
+with a real attack so the metric names the leaderboard reads are the ones the harness writes."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import math
+import re
+
+import numpy as np
+import pytest
+from scipy.stats import bootstrap
+
+from bench import tracking
+from bench.leaderboard import LeaderboardError, bootstrap_ci, build, collect
+
+
+def fake_run(exp, method, eps, seed, acc, spent, unit="node", dataset="cora", split="public", status="FINISHED",
+             attacks=None, config_hash=None):
+    r = tracking.start_run(exp, f"{method}/{seed}", tags={"method": method, "dataset": dataset, "split": split})
+    r.log_params({"method": method, "dataset": dataset, "split": split, "seed": seed, "privacy_unit": unit,
+                  "target_epsilon": str(eps), "config_hash": config_hash or f"{method}-{eps}-{seed}"})
+    r.log_metrics({"test_acc": acc, "epsilon": spent, **(attacks or {})})
+    r.end(status)
+    return r
+
+
+def fake_audit(exp, method, eps, lb, verdict, mode="one-run"):
+    r = tracking.start_run(exp, "audit", tags={"kind": "audit", "method": method, "dataset": "cora", "split": "public",
+                                               "audit_mode": mode, "verdict": verdict})
+    r.log_params({"target_epsilon": str(eps), "delta": 1e-4, "config_hash": "x"})
+    r.log_metrics({"claimed_epsilon": eps, "epsilon_lb": lb, "audit_seconds": 1.0})
+    r.end("FINISHED")
+
+
+@pytest.fixture(scope="module")
+def board():
+    exp = "lb-fake"
+    accs = [0.60, 0.64, 0.70]
+    for s, a in enumerate(accs):
+        fake_run(exp, "dp-mlp", 1.0, s, a, spent=0.9 + 0.01 * s,
+                 attacks={"attack.threshold.loss.auc": 0.50 + 0.01 * s, "attack.threshold.loss.tpr_at_1pct_fpr": 0.02,
+                          "attack.lira.offline.auc": 0.60, "attack.lira.offline.tpr_at_1pct_fpr": 0.01})
+        fake_run(exp, "dp-mlp", 8.0, s, a + 0.1, spent=7.5)
+        fake_run(exp, "gcn", math.inf, s, 0.8, spent=math.inf, unit="none")
+    fake_run(exp, "dp-mlp", 1.0, 9, 0.0, spent=0.5, status="FAILED")  # failed runs do not count
+    fake_run(exp, "dp-mlp", 1.0, 0, 0.99, spent=0.95, config_hash="dp-mlp-1.0-0")  # a newer run of seed 0
+    fake_run(exp, "gap-edge", 4.0, 0, 0.5, spent=3.9, unit="edge")
+    fake_audit(exp, "dp-mlp", 1.0, 0.4, "PASS")
+    fake_audit(exp, "dp-mlp", 1.0, 1.7, "VIOLATION", mode="multi-run")
+    return exp, accs
+
+
+def test_rows_mean_ci_spent_attacks_audits(board):
+    exp, accs = board
+    rows = {(r.method, r.target_epsilon): r for r in collect(exp)}
+    assert set(rows) == {("dp-mlp", 1.0), ("dp-mlp", 8.0), ("gcn", math.inf), ("gap-edge", 4.0)}
+    r = rows[("dp-mlp", 1.0)]
+    seeds = [0.99, 0.64, 0.70]  # seed 0 counted once: the newest run
+    assert sorted(r.accs) == sorted(seeds)
+    assert r.acc_mean == pytest.approx(np.mean(seeds))
+    ref = bootstrap((np.array(sorted(r.accs)),), np.mean, confidence_level=0.95, n_resamples=2000,
+                    method="percentile", random_state=np.random.default_rng(0)).confidence_interval
+    assert r.ci is not None and r.ci[0] <= r.acc_mean <= r.ci[1]
+    assert r.ci[0] == pytest.approx(ref.low, abs=0.02) and r.ci[1] == pytest.approx(ref.high, abs=0.02)
+    assert r.spent_max == pytest.approx(0.95)  # the max of what the accountant computed, never the target
+    assert r.best_attack("auc") == ("lira.offline", pytest.approx(0.60))
+    assert r.best_attack("tpr")[0] == "threshold.loss"
+    assert r.verdict == "VIOLATION" and max(r.audit_lb) == pytest.approx(1.7)
+    assert r.audit_modes == {"one-run", "multi-run"}
+    g = rows[("gcn", math.inf)]
+    assert g.unit == "none" and math.isinf(g.spent_max) and g.ci == (0.8, 0.8)
+    assert rows[("gap-edge", 4.0)].ci is None  # one seed: no interval
+    assert rows[("dp-mlp", 8.0)].verdict == ""
+
+
+def test_bootstrap_ci_contains_mean_and_narrows_with_more_seeds():
+    rng = np.random.default_rng(1)
+    few = list(rng.normal(0.7, 0.05, 4))
+    many = list(rng.normal(0.7, 0.05, 64))
+    lo, hi = bootstrap_ci(few)
+    lo2, hi2 = bootstrap_ci(many)
+    assert lo <= np.mean(few) <= hi and lo2 <= np.mean(many) <= hi2
+    assert hi2 - lo2 < hi - lo
+    assert bootstrap_ci([0.5]) is None
+
+
+def test_markdown_csv_html_and_the_leaderboard_run(board):
+    exp, _ = board
+    md, _ = build(exp, "md")
+    assert "## cora — privacy unit: node" in md and "## cora — privacy unit: edge" in md
+    line = next(l for l in md.splitlines() if l.startswith("| dp-mlp | public | 1 |"))
+    assert "0.95" in line and "VIOLATION" in line and "lira.offline" in line and "| 3 |" in line
+    text, _ = build(exp, "csv", track=False)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == 4
+    dp1 = next(r for r in rows if r["method"] == "dp-mlp" and r["target_epsilon"] == "1.0")
+    assert float(dp1["spent_epsilon_max"]) == pytest.approx(0.95) and dp1["audit_verdict"] == "VIOLATION"
+    page, _ = build(exp, "html", track=False)
+    assert page.startswith("<!DOCTYPE html>") and "<style>" in page
+    assert not re.search(r"(src|href)=['\"](?!data:)", page)  # self-contained: no external resources
+    imgs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)
+    assert len(imgs) == 1 and base64.b64decode(imgs[0])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "class='viol'" in page
+    lb = [r for r in tracking.search_runs(exp) if r.data.tags.get("kind") == "leaderboard"]
+    assert len(lb) == 1 and lb[0].info.status == "FINISHED"
+    arts = {a.path for a in tracking.client().list_artifacts(lb[0].info.run_id)}
+    assert {"leaderboard.md", "leaderboard.csv", "leaderboard.html", "plots"} <= arts
+    plots = [a.path for a in tracking.client().list_artifacts(lb[0].info.run_id, "plots")]
+    assert plots == ["plots/privacy_utility_cora.png"]
+    # the leaderboard run itself is not a row
+    assert {r.method for r in collect(exp)} == {"dp-mlp", "gcn", "gap-edge"}
+
+
+def test_cli_output_file_and_errors(board, tmp_path, capsys):
+    from bench.cli import main
+
+    exp, _ = board
+    out = tmp_path / "lb.html"
+    assert main(["leaderboard", "--experiment", exp, "--format", "html", "-o", str(out), "--no-track"]) == 0
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    capsys.readouterr()
+    assert main(["leaderboard", "--experiment", "lb-empty-nothing-here"]) == 2
+    assert capsys.readouterr().err.startswith("error: experiment 'lb-empty-nothing-here' has no FINISHED runs")
+    assert main(["leaderboard", "--experiment", exp, "-o", str(tmp_path)]) == 2
+
+
+def test_from_a_real_sweep_with_a_real_attack():
+    from bench.sweep import build_config, run_sweep
+
+    exp = "lb-real"
+    cfg = build_config({"experiment": exp, "datasets": ["csbm:nodes=200,classes=3,features=8"], "seeds": [0, 1],
+                        "epsilons": [4], "set": {"epochs": 5}, "attacks": ["threshold"], "bootstrap": 50,
+                        "methods": ["dp-mlp"]})
+    run_sweep(cfg, progress=False)
+    with pytest.raises(LeaderboardError):
+        collect("lb-real-missing") or build("lb-real-missing", "md", track=False)
+    (row,) = collect(exp)
+    name, auc = row.best_attack("auc")
+    assert name.startswith("threshold.") and 0.0 <= auc <= 1.0
+    assert len(row.accs) == 2 and 0 < row.spent_max <= 4.0
