@@ -62,9 +62,16 @@ class NodeAttackConfig:
     known_fraction: float = 0.5
     # cap on the candidates (a stratified random subset); 0 = all
     max_candidates: int = 0
+    # shadow/reference models (shadow, lira): the fraction of their candidates they train on ("in").
+    # 0 = the target's own member fraction (``NodeView.member_fraction``: the attacker knows the
+    # training-set SIZE, as in Carlini et al. and Olatunji et al., never which nodes); 0.5 = random halves
+    in_fraction: float = 0.0
 
     def validate(self) -> None:
         from attacks.membership import RULE_CHOICES
+
+        if not 0.0 <= self.in_fraction < 1.0:
+            raise ConfigError(f"in_fraction must be in [0, 1) (0 = the target's member fraction; got {self.in_fraction})")
 
         if self.membership not in RULE_CHOICES:
             raise ConfigError(f"membership must be one of {', '.join(RULE_CHOICES)} (got {self.membership!r})")
@@ -164,14 +171,21 @@ class NodeView(_View):
     ``candidates``: node ids in increasing order (their order carries no membership information).
     ``known``: the subset the attacker owns (labelled; its membership in the target is NOT given).
     ``task``: the target's task with the membership-revealing masks removed (see ``attacks.membership``).
+    ``member_fraction``: the fraction of the candidates that are members: the target's training-set
+    size, which the attacker is assumed to know (it is public for the benchmark's splits); never which.
     """
 
     def __init__(self, target: Target, rule, task: Task, candidates: Tensor, known: Tensor, attack: str,
-                 progress: bool) -> None:
+                 progress: bool, member_fraction: float = 0.5) -> None:
         super().__init__(target, task, attack, progress)
         self.rule = rule
         self.candidates = candidates
         self.known = known
+        self.member_fraction = float(member_fraction)
+
+    def in_fraction(self, configured: float) -> float:
+        """The fraction of candidates a shadow/reference model trains on: ``configured``, or 0 = the target's."""
+        return float(configured) if configured > 0 else self.member_fraction
 
     @property
     def method_config(self) -> Any:
@@ -483,7 +497,8 @@ def _node_game(attack: Attack, target: Target, n_bootstrap: int, progress: bool)
     keep = _subsample(labels, int(getattr(cfg, "max_candidates", 0)), gen)
     candidates, labels = candidates[keep], labels[keep]
     known = _stratified_known(labels, float(getattr(cfg, "known_fraction", 0.5)), gen)
-    view = NodeView(target, rule, rule.attacker_task(task), candidates, candidates[known], attack.name, progress)
+    view = NodeView(target, rule, rule.attacker_task(task), candidates, candidates[known], attack.name, progress,
+                    member_fraction=float(labels.double().mean()))
     ids = candidates[~known].numpy()
     variants, notes = _score_and_measure(attack, view, labels, known, n_bootstrap, ids,
                                          derive_seed(target.seed, attack.name, "bootstrap"))

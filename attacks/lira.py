@@ -1,9 +1,14 @@
 """LiRA, the likelihood-ratio attack (Carlini et al. 2022, "Membership inference attacks from first principles").
 
 The attacker trains ``references`` reference models through ``Method.fit`` (the target's method,
-hyperparameters and budget) on tasks built from the attacker task (``NodeView.reference``): each
-candidate is a member ("in") of exactly half of them, chosen at random (balanced), and a non-member
-("out") of the others. For each candidate it records the logit-scaled confidence of its true label
+hyperparameters and budget) on tasks built from the attacker task (``NodeView.reference``). Each
+reference model trains on ``in_fraction`` of the candidates ("in"), the others are "out". Default
+(``in_fraction=0``): the target's member fraction, so reference models see as much training data as
+the target (Carlini et al. sample reference sets of the target's size; for a DP method the size also
+sets the noise calibration). ``in_fraction=0.5`` is Carlini et al.'s random halves with a balanced
+assignment (each candidate in exactly half of the models). With a small member fraction (Cora's public
+split: 6%) many candidates have no "in" model; online LiRA then fills their in-mean (see below) and
+offline LiRA is the one to read. For each candidate it records the logit-scaled confidence of its true label
 
     phi = log p_y - log(sum_{c != y} p_c)      (float64; both sums clamped at 1e-300)
 
@@ -19,9 +24,8 @@ Variances: ``per-node`` (each candidate's own, floored at 1e-3 of the global one
 (PrivGNN's queried public nodes) a candidate can lack in (or out) observations; its missing mean is
 its other mean shifted by the average in-out difference of the candidates that have both.
 
-Default: 8 reference models (a compromise for 2-core CPUs; Carlini et al. use 64-256). The in/out
-assignment is balanced per candidate, so each reference model trains on half of the candidates plus
-the non-candidate structure the attacker task keeps (e.g. the validation nodes).
+Default: 8 reference models (a compromise for 2-core CPUs; Carlini et al. use 64-256). Each reference
+model also keeps the non-candidate structure of the attacker task (e.g. the validation nodes).
 """
 
 from __future__ import annotations
@@ -65,6 +69,14 @@ def balanced_assignment(n: int, k: int, gen: torch.Generator) -> Tensor:
     """[k, n] booleans: each of the n candidates is "in" for exactly floor(k/2) of the k models, at random."""
     ranks = torch.argsort(torch.rand(n, k, generator=gen), dim=1)
     return (ranks < k // 2).t().contiguous()
+
+
+def sized_assignment(n: int, k: int, fraction: float, gen: torch.Generator) -> Tensor:
+    """[k, n] booleans: each model is "in" for a uniformly random round(fraction * n) of the n candidates
+    (at least one in and one out)."""
+    m = min(max(1, round(fraction * n)), n - 1)
+    ranks = torch.argsort(torch.rand(k, n, generator=gen), dim=1)
+    return ranks < m
 
 
 def lira_scores(phi_target: np.ndarray, phi_ref: np.ndarray, inside: np.ndarray, variance: str = "global"
@@ -125,7 +137,9 @@ class LiRAAttack(Attack):
         c = self.config
         cand = view.candidates
         n, k = int(cand.numel()), c.references
-        assign = balanced_assignment(n, k, view.generator("assignment"))
+        frac = view.in_fraction(c.in_fraction)
+        gen = view.generator("assignment")
+        assign = balanced_assignment(n, k, gen) if frac == 0.5 else sized_assignment(n, k, frac, gen)
         y = view.labels[cand].long()
         phi_ref = np.zeros((k, n))
         inside = np.zeros((k, n), dtype=bool)
@@ -140,8 +154,9 @@ class LiRAAttack(Attack):
         phi_t = logit_confidence(view.posteriors(cand), y).numpy()
         variance = c.variance if c.variance != "auto" else ("per-node" if k >= 32 else "global")
         view.notes["variance"] = variance
+        view.notes["in_fraction"] = round(frac, 4)
         view.notes["mean_in_per_candidate"] = float(inside.sum(0).mean())
         return {name: torch.as_tensor(s) for name, s in lira_scores(phi_t, phi_ref, inside, variance).items()}
 
 
-__all__ = ["LiRAAttack", "balanced_assignment", "lira_scores", "logit_confidence"]
+__all__ = ["LiRAAttack", "balanced_assignment", "sized_assignment", "lira_scores", "logit_confidence"]

@@ -3,7 +3,9 @@
 ``shadow`` (Olatunji, Nejdl & Khosla 2021, "Membership inference attack on graph neural networks"):
 
 1. the attacker splits the nodes it knows (``NodeView.known``: half of the candidates by default,
-   disjoint from the evaluated ones) at random into shadow-in and shadow-out halves;
+   disjoint from the evaluated ones) at random into shadow-in and shadow-out parts, shadow-in holding
+   ``in_fraction`` of them (default: the target's member fraction, so the shadow trains on as many
+   nodes, relatively, as the target: the paper's same-size shadow; ``in_fraction=0.5``: halves);
 2. it trains a shadow model with the same method, hyperparameters and budget on a task built from
    its own data in which shadow-in are the members (``NodeView.reference``: e.g. transductive =
    shadow-in labels trained on, on the same public graph);
@@ -125,7 +127,7 @@ class ShadowAttack(Attack):
         bar = progress_bar(c.shadows, f"{self.name} shadows", view.progress)
         for j in range(c.shadows):
             perm = known[torch.randperm(known.numel(), generator=view.generator("split", j))]
-            half = perm.numel() // 2
+            half = min(max(1, round(view.in_fraction(c.in_fraction) * perm.numel())), perm.numel() - 1)
             ref = view.reference(perm[:half], perm[half:])
             fitted, members, non = view.fit(ref, seed=view.seed("shadow", j), method=self.shadow_method())
             nodes = (members | non).nonzero().view(-1)
@@ -135,6 +137,7 @@ class ShadowAttack(Attack):
             bar.update(1)
         bar.close()
         x, y = torch.cat(feats), torch.cat(labels)
+        view.notes["in_fraction"] = round(view.in_fraction(c.in_fraction), 4)
         view.notes["shadow_members"] = int(y.sum())
         view.notes["shadow_non_members"] = int((~y).sum())
         logits = train_attack_mlp(x, y, c.hidden, c.epochs, c.lr, view.seed("mlp"))

@@ -275,6 +275,33 @@ def test_lira_assignment_is_balanced():
     assert 10 < a.sum(1).float().mean() < 40
 
 
+def test_lira_sized_assignment_has_the_asked_size():
+    from attacks.lira import sized_assignment
+
+    a = sized_assignment(200, 8, 0.1, torch.Generator().manual_seed(0))
+    assert a.shape == (8, 200) and (a.sum(1) == 20).all()
+    assert len({tuple(r.nonzero().view(-1).tolist()) for r in a}) == 8  # different random subsets
+    assert (sized_assignment(10, 3, 0.001, torch.Generator()).sum(1) == 1).all()  # at least one in
+
+
+@pytest.mark.parametrize("name", ["shadow", "lira"])
+def test_reference_models_train_on_the_targets_member_fraction_by_default(instruments, tasks, name):
+    task = tasks["random-75-10-15"]
+    members = int(task.train_mask.sum())
+    non = int((~(task.train_mask | task.val_mask)).sum())
+    report = attack(name, "memorise", task, bootstrap=0)
+    assert report.notes["in_fraction"] == pytest.approx(members / (members + non), abs=1e-4)
+    halves = attack(name, "memorise", task, bootstrap=0, in_fraction=0.5)
+    assert halves.notes["in_fraction"] == 0.5
+    if name == "shadow":  # the shadow's own game has the asked proportion of members
+        assert halves.notes["shadow_members"] == report.known // 2
+        assert abs(report.notes["shadow_members"] - report.known * members / (members + non)) <= 1
+    from methods.base import ConfigError
+
+    with pytest.raises(ConfigError, match="in_fraction"):
+        get_attack(name)(in_fraction=1.0)
+
+
 def test_lira_scores_by_hand():
     from scipy.stats import norm
 
