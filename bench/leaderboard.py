@@ -64,6 +64,12 @@ class Row:
     audit_verdicts: list[str] = field(default_factory=list)
     audit_modes: set = field(default_factory=set)
     ci: tuple[float, float] | None = None
+    hparams: tuple = ()  # (key, value) pairs of the runs' hp.* params
+    variant: str = ""  # the hyperparameters that tell this row from others of the same method, split and epsilon
+
+    @property
+    def label(self) -> str:
+        return f"{self.method} [{self.variant}]" if self.variant else self.method
 
     @property
     def acc_mean(self) -> float:
@@ -125,8 +131,9 @@ def collect(experiment: str) -> list[Row]:
     for r in newest.values():
         p, m = r.data.params, r.data.metrics
         eps = _f(p.get("target_epsilon", "inf"))
-        key = (p.get("dataset"), p.get("privacy_unit", "?"), p["method"], p.get("split", "?"), eps)
-        row = rows.setdefault(key, Row(*key))
+        hps = tuple(sorted((k[3:], v) for k, v in p.items() if k.startswith("hp.")))
+        key = (p.get("dataset"), p.get("privacy_unit", "?"), p["method"], p.get("split", "?"), eps, hps)
+        row = rows.setdefault(key, Row(*key[:5], hparams=hps))
         row.accs.append(float(m["test_acc"]))
         row.spent.append(_f(m.get("epsilon", math.inf)))
         for k, v in m.items():
@@ -138,14 +145,14 @@ def collect(experiment: str) -> list[Row]:
         t, p, m = a.data.tags, a.data.params, a.data.metrics
         eps = _f(p.get("target_epsilon", p.get("epsilon", p.get("epsilon_target", m.get("claimed_epsilon")))))
         method, dataset = t.get("method"), t.get("dataset")
-        match = [row for (d, _, meth, sp, e), row in rows.items()
+        match = [row for (d, _, meth, sp, e, _h), row in rows.items()
                  if d == dataset and meth == method and e == eps and (not t.get("split") or t.get("split") == sp)]
         if not match:  # an audit of a configuration without accuracy runs still gets a row
             from methods.base import available_methods
 
             cls = available_methods().get(method)
-            key = (dataset, cls.privacy_unit if cls else "?", method, t.get("split", "?"), eps)
-            match = [rows.setdefault(key, Row(*key))]
+            key = (dataset, cls.privacy_unit if cls else "?", method, t.get("split", "?"), eps, ())
+            match = [rows.setdefault(key, Row(*key[:5]))]
         for row in match:
             if "epsilon_lb" in m:
                 row.audit_lb.append(float(m["epsilon_lb"]))
@@ -153,10 +160,27 @@ def collect(experiment: str) -> list[Row]:
                 row.audit_verdicts.append(t["verdict"])
             if t.get("audit_mode"):
                 row.audit_modes.add(t["audit_mode"])
-    out = sorted(rows.values(), key=lambda r: (r.dataset, r.unit, r.method, r.split, r.target_epsilon))
+    _name_variants(list(rows.values()))
+    out = sorted(rows.values(), key=lambda r: (r.dataset, r.unit, r.method, r.split, r.variant, r.target_epsilon))
     for row in out:
         row.ci = bootstrap_ci(row.accs)
     return out
+
+
+def _name_variants(rows: list[Row]) -> None:
+    """Rows of one method that differ in hyperparameters (a lam grid) are labelled by the keys that differ."""
+    by: dict[tuple, list[Row]] = {}
+    for r in rows:
+        by.setdefault((r.dataset, r.unit, r.method, r.split), []).append(r)
+    for rs in by.values():
+        sets = {r.hparams for r in rs}
+        if len(sets) < 2:
+            continue
+        dicts = [dict(h) for h in sets]
+        keys = sorted({k for d in dicts for k in d if len({x.get(k) for x in dicts}) > 1})
+        for r in rs:
+            d = dict(r.hparams)
+            r.variant = ",".join(f"{k}={d.get(k, '-')}" for k in keys)
 
 
 # --------------------------------------------------------------------------------------
@@ -179,7 +203,7 @@ def row_cells(r: Row) -> list[str]:
     an, av = r.best_attack("auc")
     tn, tv = r.best_attack("tpr")
     ci = "-" if r.ci is None else f"[{r.ci[0]:.4f}, {r.ci[1]:.4f}]"
-    return [r.method, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"), _num(r.acc_mean), ci,
+    return [r.label, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"), _num(r.acc_mean), ci,
             str(len(r.accs)), f"{_num(av)} ({an})" if an else "-", f"{_num(tv)} ({tn})" if tn else "-",
             _num(max(r.audit_lb), ".3g") if r.audit_lb else "-",
             f"{r.verdict} ({', '.join(sorted(r.audit_modes))})" if r.verdict else "-"]
@@ -211,7 +235,7 @@ def to_csv(rows: list[Row]) -> str:
     for r in rows:
         an, av = r.best_attack("auc")
         tn, tv = r.best_attack("tpr")
-        w.writerow([r.dataset, r.unit, r.method, r.split, r.target_epsilon, r.spent_max, r.acc_mean,
+        w.writerow([r.dataset, r.unit, r.label, r.split, r.target_epsilon, r.spent_max, r.acc_mean,
                     "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1], len(r.accs), an,
                     "" if not an else av, tn, "" if not tn else tv, max(r.audit_lb) if r.audit_lb else "", r.verdict])
     return buf.getvalue()
@@ -236,7 +260,7 @@ def plot_dataset(rows: list[Row], dataset: str):
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     groups: dict[tuple[str, str], list[Row]] = {}
     for r in rs:
-        groups.setdefault((r.method, r.split), []).append(r)
+        groups.setdefault((r.label, r.split), []).append(r)
     multi_split = len({s for _, s in groups}) > 1
     for (method, split), g in sorted(groups.items()):
         label = f"{method} ({split})" if multi_split else method

@@ -142,3 +142,20 @@ def test_from_a_real_sweep_with_a_real_attack():
     name, auc = row.best_attack("auc")
     assert name.startswith("threshold.") and 0.0 <= auc <= 1.0
     assert len(row.accs) == 2 and 0 < row.spent_max <= 4.0
+
+
+def test_hyperparameter_variants_get_their_own_labelled_rows():
+    exp = "lb-variants"
+    for lam, acc in ((0.2, 0.5), (0.4, 0.6)):
+        for s in (0, 1):
+            r = tracking.start_run(exp, "privgnn", tags={"method": "privgnn"})
+            r.log_params({"method": "privgnn", "dataset": "computers", "split": "private-public", "seed": s,
+                          "privacy_unit": "node", "target_epsilon": "inf", "config_hash": f"{lam}-{s}",
+                          "hp.lam": lam, "hp.hidden": 64})
+            r.log_metrics({"test_acc": acc + 0.01 * s, "epsilon": 10 * lam})
+            r.end("FINISHED")
+    rows = collect(exp)
+    assert [(r.label, len(r.accs)) for r in rows] == [("privgnn [lam=0.2]", 2), ("privgnn [lam=0.4]", 2)]
+    assert [r.spent_max for r in rows] == [pytest.approx(2.0), pytest.approx(4.0)]
+    md, _ = build(exp, "md", track=False)
+    assert "| privgnn [lam=0.4] | private-public | inf | 4 |" in md
