@@ -1,0 +1,134 @@
+"""Claimed epsilon vs audited epsilon lower bound, per method, epsilon and mode; and the mutant check.
+
+    nice -n 10 python -m bench.experiments.audit_table --grid --output /tmp/audit_grid.json
+    nice -n 10 python -m bench.experiments.audit_table --mutants --output /tmp/audit_mutants.json
+
+``--grid``: every private method family (small "audit" hyperparameters below, so a fit takes seconds) at
+epsilon 1, 4, 8 in both modes on a small csbm graph. ``--mutants``: every mutant of
+``tests/plugins/mutants.py`` next to its correct method at the configuration documented in
+``MUTANT_CONFIGS`` (the same one the tests use). Prints a table; ``--output`` writes all results as JSON
+(atomically). No MLflow logging (use ``bench audit`` for tracked single audits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+from audits.canaries import CanaryConfig
+from audits.runner import audit
+from bench.datasets import load_dataset
+from bench.run import format_table, resolve_budget, write_json_atomic
+from bench.splits import make_task
+from methods.base import get_method
+
+DATASET = "csbm:nodes=1000,classes=3,features=32,degree=4"
+
+# small but faithful configurations (fewer epochs / widths than the papers' defaults) so one fit takes seconds
+AUDIT_METHODS: dict[str, dict] = {
+    "dp-mlp": {},
+    "drw": {"hidden": 16, "max_steps": 300, "batch_size": 32},
+    "dpgnn": {"hidden": 16, "batch_size": 256, "epochs": 5, "max_degree": 3},
+    "gap-edge": {"encoder_epochs": 30, "epochs": 30},
+    "gap-node": {"encoder_epochs": 2, "epochs": 2, "max_degree": 5},
+    "progap-edge": {"epochs": 30},
+    "progap-node": {"epochs": 2, "max_degree": 5},
+    "edgerand": {},
+    "privgnn": {"queries": 40, "k": 40, "epochs": 20, "hidden": 16, "teacher_batch": 8},
+}
+SPLITS = {"privgnn": "private-public"}
+
+#: mutant -> (correct method, shared hyperparameters, dataset, target epsilon, canaries, canary design)
+MUTANT_CONFIGS: dict[str, dict] = {
+    "mutant-dp-mlp-noise": {"correct": "dp-mlp", "set": {}, "dataset": "csbm:nodes=600,classes=3,features=32,degree=4",
+                            "epsilon": 1.0, "canaries": 100, "canary": {"degree": 1, "hops": 2, "scale": 3.0}},
+    "mutant-gap-edge-nonorm": {"correct": "gap-edge", "set": {}, "dataset": "csbm:nodes=600,classes=3,features=32,degree=4",
+                               "epsilon": 1.0, "canaries": 100, "canary": {"degree": 60, "scale": 1.0}},
+    "mutant-dpgnn-nobound": {"correct": "dpgnn", "set": {"max_degree": 2, "batch_size": 256},
+                             "dataset": "csbm:nodes=2000,classes=3,features=32,degree=3", "epsilon": 1.0,
+                             "canaries": 50, "canary": {"degree": 25, "hops": 0, "scale": 1.0}},
+    "mutant-drw-overlap": {"correct": "drw", "set": {"hidden": 16, "batch_size": 16, "noise_multiplier": 4.0,
+                                                     "max_steps": 3000, "lr": 0.05, "layers": 1},
+                           "dataset": "csbm:nodes=2000,classes=3,features=32,degree=3", "epsilon": 1.0,
+                           "canaries": 50, "canary": {"degree": 25, "hops": 0, "scale": 3.0}},
+    "mutant-privgnn-laplace": {"correct": "privgnn", "set": {"queries": 60, "k": 20, "epochs": 20, "hidden": 16,
+                                                             "teacher_batch": 8},
+                               "dataset": "csbm:nodes=1000,classes=3,features=32,degree=4", "split": "private-public",
+                               "epsilon": 1.0, "canaries": 40, "canary": {"degree": 1, "hops": 2, "scale": 1.0}},
+}
+
+
+def run_audit(method: str, overrides: dict, dataset: str, split: str, epsilon: float, mode: str, trials: int,
+              canaries: int, canary: dict, seed: int = 0, delta: float | None = None) -> dict:
+    ds = load_dataset(dataset)
+    task = make_task(ds, split, seed)
+    cls = get_method(method)
+    budget = resolve_budget(epsilon, delta, cls(**overrides), task)
+    t0 = time.perf_counter()
+    r = audit(lambda: cls(**overrides), task, budget, mode, trials=trials, canaries=canaries,
+              canary=CanaryConfig(**canary), seed=seed)
+    out = r.to_dict()
+    out.update(dataset=dataset, split=split, wall_seconds=time.perf_counter() - t0, overrides=overrides)
+    return out
+
+
+def _fmt(x) -> str:
+    return x if isinstance(x, str) else ("inf" if not math.isfinite(x) else f"{x:.3f}")
+
+
+def table(rows: list[dict]) -> str:
+    header = ["method", "unit", "mode", "target eps", "claimed eps", "eps_lb (95%)", "verdict", "fits", "canaries",
+              "seconds"]
+    return format_table(header, [[r["method"], r["privacy_unit"], r["mode"], _fmt(r["target_epsilon"]),
+                                  _fmt(r["claimed_epsilon"]), _fmt(r["epsilon_lb"]), r["verdict"], str(r["trials"]),
+                                  str(r["canaries"]), f"{r['wall_seconds']:.1f}"] for r in rows])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--grid", action="store_true", help="methods x epsilons x modes")
+    ap.add_argument("--mutants", action="store_true", help="each mutant next to its correct method")
+    ap.add_argument("--methods", default=",".join(AUDIT_METHODS), help="grid: comma-separated methods")
+    ap.add_argument("--mutant-list", default=",".join(MUTANT_CONFIGS), help="mutants: comma-separated mutants")
+    ap.add_argument("--epsilons", default="1,4,8")
+    ap.add_argument("--modes", default="one-run,multi-run")
+    ap.add_argument("--trials", type=int, default=10, help="multi-run: models per world")
+    ap.add_argument("--canaries", type=int, default=100, help="one-run: canaries")
+    ap.add_argument("--dataset", default=DATASET)
+    ap.add_argument("--output", "-o")
+    args = ap.parse_args(argv)
+    rows: list[dict] = []
+
+    def done(row: dict) -> None:
+        rows.append(row)
+        print(f"  {row['method']} {row['mode']} eps={row['target_epsilon']}: claimed {_fmt(row['claimed_epsilon'])}, "
+              f"lb {_fmt(row['epsilon_lb'])}, {row['verdict']} ({row['wall_seconds']:.1f}s)", file=sys.stderr,
+              flush=True)
+        if args.output:
+            write_json_atomic(args.output, rows)
+
+    if args.mutants:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "plugins"))
+        import mutants  # noqa: F401  (registers the mutants)
+
+        for name in [m for m in args.mutant_list.split(",") if m]:
+            cfg = MUTANT_CONFIGS[name]
+            for method in (name, cfg["correct"]):
+                done(run_audit(method, cfg["set"], cfg["dataset"], cfg.get("split", "random-75-10-15"),
+                               cfg["epsilon"], "one-run", 0, cfg["canaries"], cfg["canary"]))
+    if args.grid:
+        for method in [m for m in args.methods.split(",") if m]:
+            for eps in [float(e) for e in args.epsilons.split(",")]:
+                for mode in args.modes.split(","):
+                    done(run_audit(method, AUDIT_METHODS.get(method, {}), args.dataset,
+                                   SPLITS.get(method, "random-75-10-15"), eps, mode, args.trials, args.canaries,
+                                   {"degree": 1, "hops": 2}))
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
