@@ -128,7 +128,7 @@ def lira_scores(phi_target: np.ndarray, phi_ref: np.ndarray, inside: np.ndarray,
 @register_attack("lira")
 class LiRAAttack(Attack):
     description = ("LiRA (Carlini et al. 2022), online and offline: per-node Gaussians of logit-scaled "
-                   "confidences under reference models trained on random halves")
+                   "confidences under reference models trained on random subsets of the target's training-set size")
     level = "node"
     Config = LiRAConfig
     smoke_config = {"references": 4}
