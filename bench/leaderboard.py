@@ -257,29 +257,27 @@ def plot_dataset(rows: list[Row], dataset: str):
     finite = sorted({r.target_epsilon for r in rs if math.isfinite(r.target_epsilon)})
     lo, hi = (finite[0], finite[-1]) if finite else (1.0, 1.0)
     x_inf = hi * 4 if finite else 1.0
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.8))
     groups: dict[tuple[str, str], list[Row]] = {}
     for r in rs:
         groups.setdefault((r.label, r.split), []).append(r)
     multi_split = len({s for _, s in groups}) > 1
-    for (method, split), g in sorted(groups.items()):
+    cmap = plt.get_cmap("tab20" if len(groups) > 10 else "tab10")
+    for i, ((method, split), g) in enumerate(sorted(groups.items())):
         label = f"{method} ({split})" if multi_split else method
         g = sorted(g, key=lambda r: r.target_epsilon)
         fin = [r for r in g if math.isfinite(r.target_epsilon)]
         inf = [r for r in g if not math.isfinite(r.target_epsilon)]
-        color = None
+        color = cmap(i % cmap.N)
         if fin:
             xs = [r.target_epsilon for r in fin]
             ys = [r.acc_mean for r in fin]
             err = [[r.acc_mean - (r.ci or (r.acc_mean,) * 2)[0] for r in fin],
                    [(r.ci or (r.acc_mean,) * 2)[1] - r.acc_mean for r in fin]]
-            line = ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
-            color = line[0].get_color()
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label, color=color)
         for r in inf:
             if r.unit == "none" and finite:  # a non-private reference: a dashed line across the plot
-                ln = ax.hlines(r.acc_mean, lo / 1.5, x_inf, linestyles="dashed", colors=color,
-                               label=None if fin else label)
-                color = color or ln.get_color()
+                ax.hlines(r.acc_mean, lo / 1.5, x_inf, linestyles="dashed", colors=[color], label=None if fin else label)
             ax.plot([x_inf], [r.acc_mean], marker="s", linestyle="none", color=color,
                     label=None if (fin or (r.unit == "none" and finite)) else label)
     ax.set_xscale("log")
@@ -293,7 +291,7 @@ def plot_dataset(rows: list[Row], dataset: str):
     ax.set_ylabel("test accuracy (mean, 95% bootstrap CI)")
     ax.set_title(f"Privacy-utility: {dataset}")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
 

@@ -472,17 +472,22 @@ def _audit_cell(c: Cell, experiment: str, owner: str) -> str | None:
     for opt, val in (("--split", c.split), ("--experiment", experiment)):
         if opt in accepted:
             argv += [opt, val]
+    if c.delta is not None and "--delta" in accepted:
+        argv += ["--delta", str(c.delta)]
+    if "--no-progress" in accepted:
+        argv.append("--no-progress")
     for o in c.overrides:
         if "--set" in accepted:
             argv += ["--set", o]
     start_ms = int(time.time() * 1000) - 1
     args = parser.parse_args(argv)
     code = int(args.func(args) or 0)
-    if code != 0:
+    violation = getattr(sys.modules.get("bench.audit"), "VIOLATION_EXIT", 3)
+    if code not in (0, violation):  # a VIOLATION is a finished measurement (bench audit exits 3), not a failure
         raise RuntimeError(f"bench audit exited with status {code}")
     exp = experiment if "--experiment" in accepted else sub.get_default("experiment") or experiment
-    runs = tracking.search_runs(exp, f"tags.kind = 'audit' and tags.method = '{c.method}' "
-                                     f"and attributes.start_time >= {start_ms}")
+    runs = tracking.search_runs(exp, f"tags.kind = 'audit' and tags.method = '{c.method}' and "
+                                     f"tags.audit_mode = '{c.audit_mode}' and attributes.start_time >= {start_ms}")
     runs = [r for r in runs if not r.data.tags.get("sweep_cell")]
     if not runs:
         raise RuntimeError("bench audit logged no audit run")
