@@ -3,6 +3,8 @@
     python -m bench.experiments.attack_table --out /tmp/attacks/table.md \\
         [--datasets cora citeseer computers] [--methods gcn sage] [--epsilons 1 8] [--references 8] [--seeds 0]
 
+    python -m bench.experiments.attack_table summarise /tmp/attacks/*.jsonl --out /tmp/attacks/summary.md
+
 Targets are trained and attacked through ``bench.run`` (``RunSpec(attacks=...)``), exactly as
 ``bench run --attacks`` does, without MLflow tracking. The reported epsilon is the accountant's
 (``RunResult.epsilon``), never the target; non-private methods report ``inf``.
@@ -75,7 +77,56 @@ def write_markdown(path: Path, results: list[dict], note: str) -> None:
     tmp.replace(path)
 
 
+#: the variants of the compact summary, fixed in advance (no post-hoc pick of the best variant on the evaluated nodes)
+SUMMARY = [("threshold", "loss"), ("shadow", "mlp"), ("lira", "online"), ("lira", "offline"),
+           ("link-stealing", "cosine"), ("link-stealing", "correlation"), ("link-stealing", "ref-features-cosine")]
+
+
+def summarise(paths: list[str], out: Path) -> None:
+    """One row per target, ``AUC / TPR@1%FPR`` per fixed variant, from the ``.jsonl`` files of earlier runs."""
+    results: dict[tuple, dict] = {}
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line)
+            key = (r["dataset"], r["split"], r["method"], str(r["target_epsilon"]), r["seed"])
+            prev = results.setdefault(key, {**r, "attacks": []})
+            done = {a["attack"] for a in prev["attacks"]}
+            prev["attacks"] += [a for a in r["attacks"] if a["attack"] not in done]
+    header = ["dataset", "split", "method", "target eps", "spent eps", "test acc",
+              *[f"{a} {v}" for a, v in SUMMARY]]
+    lines = ["Cells: AUC / TPR@1%FPR (point estimates; the 95% intervals are in the full tables). "
+             "ref-features-cosine: the edge game scored on raw features, no model.", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for key in sorted(results, key=lambda k: (k[0], k[1], k[2] not in ("gcn", "sage"), k[2], k[3])):
+        r = results[key]
+        eps = r["epsilon"]
+        eps_s = "inf" if eps in (None, "inf") or (isinstance(eps, float) and math.isinf(eps)) else f"{float(eps):.3g}"
+        cells = [r["dataset"], r["split"], r["method"], str(r["target_epsilon"]), eps_s,
+                 f"{r['metrics'].get('test_acc', float('nan')):.3f}"]
+        by = {a["attack"]: a for a in r["attacks"]}
+        for attack, variant in SUMMARY:
+            a = by.get(attack)
+            if a is None:
+                cells.append("")
+            elif a["status"] != "ok":
+                cells.append("n/a")
+            else:
+                v = a["variants"].get(variant)
+                cells.append("" if v is None else f"{v['auc']['value']:.3f} / {v['tpr_at_1pct_fpr']['value']:.3f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    out.write_text("\n".join(lines) + "\n")
+
+
 def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "summarise":
+        ap = argparse.ArgumentParser(prog="attack_table summarise")
+        ap.add_argument("jsonl", nargs="+")
+        ap.add_argument("--out", required=True)
+        a = ap.parse_args(argv[1:])
+        summarise(a.jsonl, Path(a.out))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="markdown table path (a .jsonl with every result goes beside it)")
     ap.add_argument("--datasets", nargs="+", default=["cora", "citeseer", "computers"])
