@@ -529,8 +529,12 @@ def run_sweep(cfg: SweepConfig, executor: str = "inprocess", workers: int = 1, m
     print(f"# sweep {cfg.path}: {len(cfg.cells)} cells in experiment {cfg.experiment!r}: {len(plan.todo)} to run, "
           f"{len(plan.done)} done, {len(plan.running)} running elsewhere, {len(plan.gave_up)} failed "
           f"> {max_retries} retries, {len(plan.skipped)} skipped", file=out)
+    reasons: dict[str, list[Cell]] = {}
     for c in plan.skipped:
-        print(f"  skip  {c.label}: {c.skip}", file=out)
+        reasons.setdefault(c.skip or "", []).append(c)
+    for reason, cells in reasons.items():  # one line per reason, not per cell
+        more = f" and {len(cells) - 1} more" if len(cells) > 1 else ""
+        print(f"  skip  {cells[0].label}{more}: {reason}", file=out)
     summary: dict[str, Any] = {"experiment": cfg.experiment, "cells": len(cfg.cells), "reclaimed": reclaimed,
                                "done_before": [c.cell_id for c in plan.done],
                                "skipped": {c.cell_id: c.skip for c in plan.skipped},
