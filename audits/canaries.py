@@ -17,7 +17,9 @@ and only canary k's presence ever trains the weights reading column k. ``pattern
   anchors of class ``c_k``; it exists only in the "in" world (removed nodes are at the end, so no other
   index moves). Its *probe* (score node) is an isolated, unlabelled copy of ``f_k`` present in both worlds:
   a model that memorised (f_k, c_k) predicts c_k for it. (The canary itself cannot be queried in the
-  "out" world, where it does not exist.) In the private-public setting the probe is a public query node.
+  "out" world, where it does not exist.) In the private-public setting the probes are public nodes and
+  the whole public-train (query candidate) set in both worlds, so every probe can be queried; the
+  original public-train nodes stay in the public graph, unqueried.
 * ``feature`` (replace one node's feature row; structure and labels public): canary k is a training node
   with label ``c_k`` and the anchors' edges in both worlds; its row is ``f_k`` in the "in" world and zero in
   the "out" world. Probe as above.
@@ -61,6 +63,11 @@ class CanaryConfig:
     # node, in both worlds), the canary's row is that column alone; "random" = random +-1 rows in the
     # data's own feature space
     pattern: str = "dedicated"
+    # anchors: False = existing low-degree training nodes of the canary's class (hop-disjoint); True = m x
+    # degree NEW training nodes with zero rows and the canary's label, each adjacent to its canary only
+    # (present in both worlds): examples whose only signal is the canary, for methods whose bug is how often
+    # one node enters other nodes' examples
+    fresh_anchors: bool = False
 
     def validate(self) -> None:
         if self.hops < 0:
@@ -146,6 +153,7 @@ class CanarySet:
                 extra_edges.append(torch.stack([b.repeat_interleave(L), leaves.reshape(-1)]))
             total = n + 2 * m + L * m
             canary_nodes = torch.empty(0, dtype=torch.long)
+            fresh = 0
         else:
             probes = self.features
             if self.unit == "node":
@@ -154,31 +162,39 @@ class CanarySet:
             else:  # feature: every canary node exists; only its row differs
                 kept = torch.arange(m)
                 canary_rows = torch.where(inc.view(-1, 1), self.features, torch.zeros_like(self.features))
-            x = torch.cat([d.x.float(), probes, canary_rows])
-            y = torch.cat([d.y, self.labels, self.labels[kept]])
-            total = n + m + int(kept.numel())
-            canary_nodes = torch.arange(n + m, total)
+            D = self.cfg.degree
+            fresh = m * D if self.cfg.fresh_anchors else 0  # new zero-row training anchors, both worlds
+            x = torch.cat([d.x.float(), probes, torch.zeros(fresh, F), canary_rows])
+            y = torch.cat([d.y, self.labels, self.labels.repeat_interleave(D) if fresh else self.labels[:0],
+                           self.labels[kept]])
+            first = n + m + fresh
+            total = first + int(kept.numel())
+            canary_nodes = torch.arange(first, total)
             for j, k in enumerate(kept.tolist()):
                 if self.anchors[k]:
                     anc = torch.tensor(self.anchors[k], dtype=torch.long)
-                    extra_edges.append(torch.stack([torch.full_like(anc, n + m + j), anc]))
+                    extra_edges.append(torch.stack([torch.full_like(anc, first + j), anc]))
         edges = torch.cat([d.edge_index] + extra_edges, dim=1) if extra_edges else d.edge_index
         data = d.__class__(x=x, y=y, edge_index=_undirected(edges, total))
         data.num_nodes = total
 
-        def grow(mask: Tensor | None, new_value: bool, canary_value: bool) -> Tensor | None:
+        def grow(mask: Tensor | None, new_value: bool, canary_value: bool, anchor_value: bool = False):
             if mask is None:
                 return None
-            add_score = torch.full((total - n - canary_nodes.numel(),), new_value)
-            return torch.cat([mask, add_score, torch.full((canary_nodes.numel(),), canary_value)])
+            add_score = torch.full((total - n - canary_nodes.numel() - fresh,), new_value)
+            return torch.cat([mask, add_score, torch.full((fresh,), anchor_value),
+                              torch.full((canary_nodes.numel(),), canary_value)])
 
         public = t.setting == "private-public"
+        query = grow(t.query_mask, public, False)
+        if public:  # the public-train (query) set is the probes alone, so every probe is queried
+            query[:n] = False
         return dataclasses.replace(
             t, data=data,
-            train_mask=grow(t.train_mask, False, True),
+            train_mask=grow(t.train_mask, False, True, True),
             val_mask=grow(t.val_mask, False, False),
             test_mask=grow(t.test_mask, False, False),
-            query_mask=grow(t.query_mask, public, False),
+            query_mask=query,
             public_mask=grow(t.public_mask, public, False),
             node_ids=None,
             info={**t.info, "audit_canaries": m, "audit_unit": self.unit, "audit_included": int(inc.sum())})
@@ -228,7 +244,10 @@ def make_canaries(task: Task, unit: str, m: int, cfg: CanaryConfig | None = None
         else:
             signs = torch.from_numpy(rng.choice([-1.0, 1.0], size=(m, F))).float()
             feats = signs / np.sqrt(F) * target
-        if cfg.degree > 0:
+        if cfg.degree > 0 and cfg.fresh_anchors:
+            base = n + m
+            anchors = [list(range(base + k * cfg.degree, base + (k + 1) * cfg.degree)) for k in range(m)]
+        elif cfg.degree > 0:
             adj = _neighbours(d.edge_index, n)
             deg = np.asarray(adj.sum(1)).ravel()
             blocked = np.zeros(n, dtype=bool)

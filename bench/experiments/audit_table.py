@@ -54,10 +54,10 @@ MUTANT_CONFIGS: dict[str, dict] = {
                                                      "max_steps": 3000, "lr": 0.05, "layers": 1},
                            "dataset": "csbm:nodes=2000,classes=3,features=32,degree=3", "epsilon": 1.0,
                            "canaries": 50, "canary": {"degree": 25, "hops": 0, "scale": 3.0}},
-    "mutant-privgnn-laplace": {"correct": "privgnn", "set": {"queries": 60, "k": 20, "epochs": 20, "hidden": 16,
-                                                             "teacher_batch": 8},
-                               "dataset": "csbm:nodes=1000,classes=3,features=32,degree=4", "split": "private-public",
-                               "epsilon": 1.0, "canaries": 40, "canary": {"degree": 1, "hops": 2, "scale": 1.0}},
+    "mutant-privgnn-laplace": {"correct": "privgnn", "set": {"queries": 100, "k": 5, "epochs": 100, "hidden": 16,
+                                                             "dropout": 0.0, "teacher_batch": 8, "sampling_rate": 1.0},
+                               "dataset": "csbm:nodes=1000,classes=8,features=32,degree=4", "split": "private-public",
+                               "epsilon": 1.0, "canaries": 100, "canary": {"degree": 1, "hops": 1, "scale": 1.0}},
 }
 
 
@@ -123,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         for method in [m for m in args.methods.split(",") if m]:
             for eps in [float(e) for e in args.epsilons.split(",")]:
                 for mode in args.modes.split(","):
-                    done(run_audit(method, AUDIT_METHODS.get(method, {}), args.dataset,
+                    overrides = dict(AUDIT_METHODS.get(method, {}))
+                    if "queries" in overrides:  # the probes are the whole query set (audits/canaries.py)
+                        overrides["queries"] = args.canaries if mode == "one-run" else 1
+                    done(run_audit(method, overrides, args.dataset,
                                    SPLITS.get(method, "random-75-10-15"), eps, mode, args.trials, args.canaries,
                                    {"degree": 1, "hops": 2}))
     print(table(rows))

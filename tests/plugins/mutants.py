@@ -12,8 +12,8 @@ piece that breaks the privacy argument, while its ledger still claims the origin
   only; the ledger still uses N(K, r)) and without the out-list cap.
 * ``mutant-gap-edge-nonorm``: GAP (edge) whose NAP skips the row normalisation (and whose encoder-free
   input is not normalised either), so one edge moves an aggregate by a row norm, not by sqrt(2).
-* ``mutant-privgnn-laplace``: PrivGNN whose Laplace noise has 1/100 of the scale 1/lambda that the
-  ledger accounts for.
+* ``mutant-privgnn-laplace``: PrivGNN that draws its Laplace noise with scale lambda instead of 1/lambda
+  (rate and scale confused); at the small lambdas that meet epsilon ~ 1 this is almost no noise.
 
 Patches of module globals (``_patched``) last only for the duration of one ``fit``.
 """
@@ -35,7 +35,6 @@ from methods.privgnn.privgnn import PrivGNN
 from methods.subgraphs import PaddedSubgraphs, dense_adjacency
 
 NOISE_FACTOR = 0.01
-LAPLACE_FACTOR = 100.0
 
 MUTANTS = ("mutant-dp-mlp-noise", "mutant-drw-overlap", "mutant-dpgnn-nobound", "mutant-gap-edge-nonorm",
            "mutant-privgnn-laplace")
@@ -122,7 +121,7 @@ class MutantGAPEdgeNoNorm(GAPEdge):
 
 @register("mutant-privgnn-laplace")
 class MutantPrivGNNLaplace(PrivGNN):
-    description = "MUTANT: PrivGNN with Laplace scale 1/(100 lambda) instead of 1/lambda"
+    description = "MUTANT: PrivGNN with Laplace scale lambda instead of 1/lambda"
 
     def fit(self, *args, **kwargs):
         import methods.privgnn.privgnn as mod
@@ -130,7 +129,7 @@ class MutantPrivGNNLaplace(PrivGNN):
         real = mod.noisy_argmax
 
         def wrong(scores, lam, seed):
-            return real(scores, None if lam is None else lam * LAPLACE_FACTOR, seed)
+            return real(scores, None if lam is None else 1.0 / lam, seed)  # noise lap / (1 / lam) = lap * lam
 
         with _patched("methods.privgnn.privgnn", "noisy_argmax", wrong):
             return super().fit(*args, **kwargs)
