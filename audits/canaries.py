@@ -25,8 +25,9 @@ and only canary k's presence ever trains the weights reading column k. ``pattern
   the "out" world. Probe as above.
 * ``edge`` (add/remove one undirected edge): a pair of new, otherwise isolated, unlabelled nodes
   ``(a_k, b_k)``; ``b_k`` carries class ``c_k``'s mean training feature row (norm ``scale`` x the median
-  row norm), ``a_k`` a zero row; ``b_k`` also has ``degree`` leaf neighbours with the same row (both
-  worlds; they make multi-hop aggregates through ``b_k`` large when a method fails to normalise). The
+  row norm), ``a_k`` a zero row; ``b_k`` also has ``degree`` leaf neighbours with the same row and label
+  ``c_k``, training nodes (both worlds; they teach the model what ``b_k``'s neighbourhood looks like, and
+  make multi-hop aggregates through ``b_k`` large when a method fails to normalise). The
   canary is the edge ``{a_k, b_k}``; the score node is ``a_k``, whose prediction moves towards ``c_k``
   only through that edge. ``a_k`` has no other edge: the lowest-degree placement there is.
 
@@ -153,7 +154,7 @@ class CanarySet:
                 extra_edges.append(torch.stack([b.repeat_interleave(L), leaves.reshape(-1)]))
             total = n + 2 * m + L * m
             canary_nodes = torch.empty(0, dtype=torch.long)
-            fresh = 0
+            fresh = L * m  # the leaves are training nodes labelled c_k (the last nodes)
         else:
             probes = self.features
             if self.unit == "node":
