@@ -143,6 +143,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="method hyperparameter override, as bench run --set")
+    ap.add_argument("--plot-dir", help="also save every ROC plot (linear and log-log) as a PNG here")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch intra-op threads (default 1: on a shared 2-core machine more threads oversubscribe)")
     args = ap.parse_args(argv)
@@ -170,7 +171,7 @@ def main(argv=None) -> int:
                 spec = RunSpec(methods=[method], dataset=dataset, split=split, seeds=args.seeds, epsilon=eps,
                                delta=args.delta if private else None, overrides=args.overrides, track=False,
                                progress=False, attacks=[",".join(attacks)], attack_overrides=sets,
-                               bootstrap=args.bootstrap)
+                               bootstrap=args.bootstrap, plot_dir=args.plot_dir)
                 t0 = time.time()
                 try:
                     prepared = prepare(spec)
