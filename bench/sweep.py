@@ -513,7 +513,7 @@ def worker_env() -> dict[str, str]:
 
 def run_sweep(cfg: SweepConfig, executor: str = "inprocess", workers: int = 1, max_retries: int = 1,
               address: str | None = None, dry_run: bool = False, reclaim_remote: bool = False,
-              progress: bool = True, out=None) -> dict[str, Any]:
+              progress: bool = True, out=None, threads: int = 0) -> dict[str, Any]:
     from bench.executors import make_executor
 
     out = out or sys.stderr
@@ -554,7 +554,8 @@ def run_sweep(cfg: SweepConfig, executor: str = "inprocess", workers: int = 1, m
     from methods.training import progress_bar
 
     ex = make_executor(executor, workers=workers, address=address, env=env)
-    threads = max(1, (os.cpu_count() or 1) // max(1, workers)) if executor != "inprocess" else 0
+    if not threads and executor != "inprocess":
+        threads = max(1, (os.cpu_count() or 1) // max(1, workers))  # no oversubscription by default
     jobs = [(c.to_dict(), cfg.experiment, owner, env, failures[c.cell_id], max_retries, threads) for c in plan.todo]
     bar = progress_bar(len(jobs), "sweep", progress)
     try:
@@ -588,6 +589,9 @@ def _sweep_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--experiment", help="MLflow experiment (overrides the config's)")
     p.add_argument("--reclaim-remote", action="store_true",
                    help="also mark KILLED RUNNING cells owned by sweeps on other hosts (they cannot be checked)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch threads per cell (default: torch's own in-process; cores / workers in workers); "
+                        "1 is much faster on a machine shared with other jobs")
     p.add_argument("--output", "-o", metavar="FILE", help="write the sweep summary as JSON")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=cmd_sweep)
@@ -599,13 +603,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise SweepError("--workers must be >= 1")
     if args.max_retries < 0:
         raise SweepError("--max-retries must be >= 0")
+    if args.threads < 0:
+        raise SweepError("--threads must be >= 0")
     if args.address and args.executor != "ray":
         raise SweepError("--address is for --executor ray")
     cfg = load_config(args.config)
     if args.experiment:
         cfg.experiment = args.experiment
     summary = run_sweep(cfg, args.executor, args.workers, args.max_retries, args.address, args.dry_run,
-                        args.reclaim_remote, progress=not args.no_progress)
+                        args.reclaim_remote, progress=not args.no_progress, threads=args.threads)
     if args.output:
         from bench.run import write_json_atomic
 
