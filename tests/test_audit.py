@@ -101,6 +101,26 @@ def test_edge_worlds_differ_by_one_edge_per_canary(task):
     assert a.num_edges == b.num_edges + 1
 
 
+def test_fresh_anchors_and_edge_leaves(task):
+    cs = make_canaries(task, "node", 3, CanaryConfig(degree=4, fresh_anchors=True), seed=0)
+    inc = np.array([True, False, True])
+    a, b = cs.world(inc), cs.world(np.zeros(3, bool))
+    n = cs.num_base
+    fresh = list(range(n + 3, n + 3 + 12))
+    assert cs.anchors[0] == fresh[:4] and a.num_nodes == b.num_nodes + 2
+    # anchors exist in both worlds: zero rows, training nodes labelled like their canary
+    for w in (a, b):
+        assert bool(w.train_mask[fresh].all()) and float(w.data.x[fresh].abs().sum()) == 0.0
+        assert w.data.y[fresh].tolist() == cs.labels.repeat_interleave(4).tolist()
+    # their only edges are to their own canary, and only where it exists
+    assert not any(u in fresh for u, _ in _edges(b))
+    canary0 = n + 3 + 12
+    assert {v for u, v in _edges(a) if u == canary0} == set(cs.anchors[0])
+    e = make_canaries(task, "edge", 2, CanaryConfig(degree=3), seed=0).world(np.array([True, False]))
+    leaves = list(range(n + 4, n + 10))
+    assert bool(e.train_mask[leaves].all()) and not bool(e.train_mask[n:n + 4].any())
+
+
 def test_too_many_canaries_is_a_config_error(task):
     with pytest.raises(ConfigError, match="hop-disjoint"):
         make_canaries(task, "node", 400, CanaryConfig(degree=3, hops=3))
