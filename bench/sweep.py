@@ -481,7 +481,11 @@ def _audit_cell(c: Cell, experiment: str, owner: str) -> str | None:
             argv += ["--set", o]
     start_ms = int(time.time() * 1000) - 1
     args = parser.parse_args(argv)
-    code = int(args.func(args) or 0)
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):  # its report is in the run; the sweep prints one line per cell
+        code = int(args.func(args) or 0)
     violation = getattr(sys.modules.get("bench.audit"), "VIOLATION_EXIT", 3)
     if code not in (0, violation):  # a VIOLATION is a finished measurement (bench audit exits 3), not a failure
         raise RuntimeError(f"bench audit exited with status {code}")

@@ -111,7 +111,7 @@ def test_cli_errors_exit_2_with_one_line(tmp_path, capsys):
     ok = tmp_path / "ok.yaml"
     ok.write_text(yaml.safe_dump({"datasets": [CSBM], "methods": ["mlp"]}))
     for args in (["sweep", str(bad)], ["sweep", str(tmp_path / "missing.yaml")], ["sweep", str(ok), "--workers", "0"],
-                 ["sweep", str(ok), "--address", "auto"], ["sweep", str(ok), "--max-retries", "-1"]):
+                 ["sweep", str(ok), "--address", "auto"], ["sweep", str(ok), "--max-retries", "-1"], ["sweep", str(ok), "--threads", "-1"]):
         capsys.readouterr()
         assert main(args) == 2
         err = capsys.readouterr().err
