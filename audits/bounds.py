@@ -3,8 +3,9 @@
 Both bounds are statements "with probability >= confidence over the audit's randomness, the mechanism is
 NOT (eps, delta)-DP for any eps < epsilon_lb". They are only valid when every quantity used to choose
 the test (threshold, direction, number of guesses) is fixed before the evaluated outcomes are seen;
-``audits.runner`` selects them on held-out trials (multi-run) or fixes them in advance and pays for a
-small grid with a Bonferroni correction (one-run).
+``audits.runner`` selects them on held-out trials (multi-run: threshold AND direction, so a canary that
+makes the score drop is caught too) or fixes them in advance and pays for a small grid with a Bonferroni
+correction (one-run: "in" = the highest scores only).
 
 Multi-run (Jagielski et al. 2020; Nasr et al. 2021). For any test of "canary in" vs "canary out" with
 false-positive rate FPR and false-negative rate FNR, (eps, delta)-DP implies
@@ -30,6 +31,7 @@ increases with eps). With delta = 0 it is the pure-DP bound of Theorem 3.1.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -91,6 +93,7 @@ class MultiRunBound:
     fpr_upper: float
     fnr_upper: float
     confidence: float
+    direction: int = 1  # +1: "in" iff score >= threshold; -1: "in" iff score <= threshold
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -124,19 +127,25 @@ def candidate_thresholds(scores: np.ndarray) -> np.ndarray:
 
 
 def select_threshold(scores_in: np.ndarray, scores_out: np.ndarray, delta: float,
-                     confidence: float = DEFAULT_CONFIDENCE) -> float:
-    """The threshold maximising the multi-run bound on the SELECTION trials (ties: the middle one)."""
+                     confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, int]:
+    """The test maximising the multi-run bound on the SELECTION trials: a threshold and a direction
+    (+1: "in" iff score >= t; -1: "in" iff score <= t, i.e. -score >= -t). Ties: the middle threshold."""
     scores_in, scores_out = np.asarray(scores_in, float), np.asarray(scores_out, float)
     if scores_in.size == 0 or scores_out.size == 0:
         raise ConfigError("threshold selection needs trials with and without the canary")
-    thresholds = candidate_thresholds(np.concatenate([scores_in, scores_out]))
-    values = []
-    for t in thresholds:
-        fp, fn = errors_at(scores_in, scores_out, t)
-        values.append(multi_run_bound(fp, scores_out.size, fn, scores_in.size, delta, confidence).epsilon_lb)
-    values = np.asarray(values)
-    best = np.flatnonzero(values >= values.max() - 1e-12)
-    return float(thresholds[best[len(best) // 2]])
+    best_value, best = -1.0, (0.0, 1)
+    for sign in (1, -1):
+        si, so = sign * scores_in, sign * scores_out
+        thresholds = candidate_thresholds(np.concatenate([si, so]))
+        values = []
+        for t in thresholds:
+            fp, fn = errors_at(si, so, t)
+            values.append(multi_run_bound(fp, so.size, fn, si.size, delta, confidence).epsilon_lb)
+        values = np.asarray(values)
+        top = np.flatnonzero(values >= values.max() - 1e-12)
+        if values.max() > best_value + 1e-12:
+            best_value, best = float(values.max()), (float(sign * thresholds[top[len(top) // 2]]), sign)
+    return best
 
 
 def multi_run_audit(scores_in: np.ndarray, scores_out: np.ndarray, delta: float,
@@ -149,9 +158,10 @@ def multi_run_audit(scores_in: np.ndarray, scores_out: np.ndarray, delta: float,
     pi, po = rng.permutation(scores_in.size), rng.permutation(scores_out.size)
     si, ei = scores_in[pi[: scores_in.size // 2]], scores_in[pi[scores_in.size // 2:]]
     so, eo = scores_out[po[: scores_out.size // 2]], scores_out[po[scores_out.size // 2:]]
-    t = select_threshold(si, so, delta, confidence)
-    fp, fn = errors_at(ei, eo, t)
-    return multi_run_bound(fp, eo.size, fn, ei.size, delta, confidence, threshold=t)
+    t, sign = select_threshold(si, so, delta, confidence)
+    fp, fn = errors_at(sign * ei, sign * eo, sign * t)
+    bound = multi_run_bound(fp, eo.size, fn, ei.size, delta, confidence, threshold=t)
+    return dataclasses.replace(bound, direction=sign)
 
 
 # --------------------------------------------------------------------------------------

@@ -97,9 +97,17 @@ def test_multi_run_threshold_is_chosen_on_held_out_half():
     assert np.mean(np.array(same) == 0.0) >= 0.9
 
 
-def test_select_threshold_separates():
-    t = select_threshold(np.array([5.0, 6.0, 7.0]), np.array([0.0, 1.0, 2.0]), 0.0)
-    assert 2.0 < t < 5.0
+def test_select_threshold_separates_in_either_direction():
+    low, high = np.linspace(0, 2, 20), np.linspace(5, 7, 20)
+    t, sign = select_threshold(high, low, 0.0)
+    assert 2.0 < t < 5.0 and sign == 1
+    t, sign = select_threshold(low, high, 0.0)
+    assert 2.0 < t < 5.0 and sign == -1
+    # a canary that lowers the score is as informative as one that raises it
+    rng = np.random.default_rng(1)
+    up = multi_run_audit(np.arange(40) + 100.0, np.arange(40.0), 0.0, rng=rng)
+    down = multi_run_audit(np.arange(40.0), np.arange(40) + 100.0, 0.0, rng=np.random.default_rng(1))
+    assert down.direction == -1 and down.epsilon_lb == pytest.approx(up.epsilon_lb) and down.epsilon_lb > 1
 
 
 @given(st.integers(2, 60), st.integers(2, 60), st.data())
