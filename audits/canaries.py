@@ -3,9 +3,11 @@
 An audit compares worlds that differ in exactly one privacy unit per canary, and reads only what the
 released model serves (``predict_proba``), so any registered method -- plugins included -- can be audited.
 
-Node layout of every world: ``[base task nodes | score nodes (m) | canary nodes (m)]``. Everything except
-the canary units themselves is present in BOTH worlds, so index ``N + k`` is canary k's score node in every
-world and the worlds are neighbours in the method's own relation:
+Node layout of every world: ``[base task nodes | score nodes (m) | fresh anchors (m x degree, optional)
+| canary nodes (node unit: only the included ones; feature unit: all m)]``; edge unit: ``[base | a (m) |
+b (m) | leaves (m x degree)]``. Everything except the canary units themselves is present in BOTH worlds,
+so index ``N + k`` is canary k's score node in every world and the worlds are neighbours in the method's
+own relation (see the cases below).
 
 Canary rows (node and feature units): by default each canary owns one extra feature column that is zero
 for every other node in both worlds (``pattern="dedicated"``): the most out-of-distribution row there is,
@@ -14,7 +16,8 @@ and only canary k's presence ever trains the weights reading column k. ``pattern
 
 * ``node`` (add/remove a node with its features, label and edges): canary k is a training node with
   out-of-distribution features ``f_k``, a random label ``c_k`` and edges to ``degree`` low-degree training
-  anchors of class ``c_k``; it exists only in the "in" world (removed nodes are at the end, so no other
+  anchors of class ``c_k`` (or, with ``fresh_anchors``, to ``degree`` new zero-row training nodes labelled
+  ``c_k`` whose only edge is to the canary, present in both worlds); it exists only in the "in" world (removed nodes are at the end, so no other
   index moves). Its *probe* (score node) is an isolated, unlabelled copy of ``f_k`` present in both worlds:
   a model that memorised (f_k, c_k) predicts c_k for it. (The canary itself cannot be queried in the
   "out" world, where it does not exist.) In the private-public setting the probes are public nodes and
