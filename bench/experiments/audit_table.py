@@ -48,9 +48,10 @@ MUTANT_CONFIGS: dict[str, dict] = {
     "mutant-gap-edge-nonorm": {"correct": "gap-edge", "set": {},
                                "dataset": "csbm:nodes=600,classes=8,features=32,degree=4", "epsilon": 1.0,
                                "canaries": 100, "canary": {"degree": 30, "scale": 1.0}},
-    "mutant-dpgnn-nobound": {"correct": "dpgnn", "set": {"max_degree": 1, "batch_size": 256, "epochs": 30, "lr": 0.3},
+    # NOT flagged (one-run AUC ~0.6 vs ~0.5 for the correct method): the black-box audit lacks the power here
+    "mutant-dpgnn-nobound": {"correct": "dpgnn", "set": {"max_degree": 1, "batch_size": 256, "epochs": 30, "lr": 0.05},
                              "dataset": "csbm:nodes=1000,classes=8,features=32,degree=3", "epsilon": 1.0,
-                             "canaries": 80, "canary": {"degree": 50, "hops": 0, "scale": 1.0, "fresh_anchors": True}},
+                             "canaries": 100, "canary": {"degree": 30, "hops": 0, "scale": 1.0, "fresh_anchors": True}},
     "mutant-drw-overlap": {"correct": "drw", "set": {"hidden": 16, "batch_size": 64, "noise_multiplier": 4.0,
                                                      "max_steps": 3000, "lr": 0.05, "layers": 1},
                            "dataset": "csbm:nodes=1000,classes=8,features=32,degree=3", "epsilon": 1.0,
