@@ -107,6 +107,20 @@ def test_bad_attack_input_is_one_line_and_leaves_nothing(args, message, tmp_path
     assert len(tracking.search_runs(exp)) == before
 
 
+def test_attack_plugins_load_in_process_with_the_plugin_option(capsys):
+    from tests.plugins import attack_plugin
+
+    attack_plugin.unregister_all()  # only --plugin may register them now
+    try:
+        code = main(["--plugin", PLUGIN, "attack", "-m", "memorise", "-d", CSBM, "-a", "max-posterior",
+                     "--bootstrap", "20", "--no-progress", "--experiment", "attack-cli-plugin"])
+        out = capsys.readouterr().out
+        assert code == 0 and "max-posterior" in out and "1.000" in out
+    finally:
+        attack_plugin.register_all()
+
+
+@pytest.mark.slow
 def test_attack_plugins_load_like_method_plugins(tmp_path):
     # one real process: --plugin registers the file's methods and attacks before the command runs
     uri = f"sqlite:///{tmp_path / 'm.db'}"
