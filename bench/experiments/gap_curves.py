@@ -63,18 +63,19 @@ def fit_one(method: str, dataset: str, seed: int, eps: float, extra: dict | None
              "info": {k: v for k, v in fitted.info.items() if isinstance(v, (int, float, str, bool))}}, fitted)
 
 
-def plan(datasets: list[str], seeds: list[int], levels: list[str]) -> list[tuple]:
+def plan(datasets: list[str], seeds: list[int], levels: list[str], edge_eps: list[float] | None = None,
+         node_eps: list[float] | None = None) -> list[tuple]:
     jobs = []
     for dataset in datasets:
         for seed in seeds:
             for ref in REFERENCES:
                 jobs.append((ref, dataset, seed, math.inf))
             if "edge" in levels:
-                for eps in EDGE_EPS:
+                for eps in edge_eps or EDGE_EPS:
                     for method in EDGE_METHODS:
                         jobs.append((method, dataset, seed, eps))
             if "node" in levels:
-                for eps in NODE_EPS:
+                for eps in node_eps or NODE_EPS:
                     for method in NODE_METHODS:
                         jobs.append((method, dataset, seed, eps))
     return jobs
@@ -167,6 +168,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--levels", nargs="+", default=["edge", "node"], choices=["edge", "node"])
     ap.add_argument("--methods", nargs="+", default=None, help="only these methods (default: all of the level)")
+    ap.add_argument("--edge-eps", type=float, nargs="+", default=None, help=f"default {EDGE_EPS}")
+    ap.add_argument("--node-eps", type=float, nargs="+", default=None, help=f"default {NODE_EPS}")
     ap.add_argument("--convergence", action="store_true", help="also the K=3 per-stage convergence plot")
     ap.add_argument("--out-dir", default="bench/experiments/results")
     args = ap.parse_args(argv)
@@ -175,7 +178,7 @@ def main(argv=None) -> int:
     log = out / "gap_runs.jsonl"
     rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
     done = {key(r["method"], r["dataset"], r["seed"], r["target_epsilon"]) for r in rows}
-    jobs = [j for j in plan(args.datasets, args.seeds, args.levels)
+    jobs = [j for j in plan(args.datasets, args.seeds, args.levels, args.edge_eps, args.node_eps)
             if key(j[0], j[1], j[2], str(j[3])) not in done and (args.methods is None or j[0] in args.methods)]
     t_start = time.perf_counter()
     bar = progress_bar(len(jobs), "gap curves", True)
