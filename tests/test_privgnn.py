@@ -249,3 +249,14 @@ def test_computers_end_to_end(data_root):
     assert f.info["teacher_label_accuracy"] > 0.6
     assert f.epsilon(1e-4) == pytest.approx(P.privgnn(16, 1.0, 0.3).epsilon(1e-4))
     assert f.predict_proba().shape == (task.num_nodes, task.num_classes)
+
+
+def test_query_nodes_are_published_for_attack2(pp_task):
+    """PrivGNN's Attack-2 (queried vs un-queried public nodes) needs the queried nodes as task indices."""
+    from attacks.membership import query_nodes
+
+    for cls, kw in ((PrivGNN, {"queries": 6, "k": 20, "lam": 0.5}), (PATEM, {"queries": 6, "teachers": 3, "lam": 0.5})):
+        fitted = cls(**kw, **SMALL).fit(pp_task, Budget(math.inf, 1e-4), seed=0)
+        q = query_nodes(pp_task, fitted)
+        assert q.numel() == 6 and q.unique().numel() == 6
+        assert bool(pp_task.query_mask[q].all()) and not bool(pp_task.train_mask[q].any())

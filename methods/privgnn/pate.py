@@ -99,6 +99,9 @@ class PATEMethod(Method):
         true = graphs.y_public[queries]
         top = votes.max(1).values
         info = {"lam": lam, "queries": q, "teachers": c.teachers, "teacher_seconds": teacher_seconds,
+                # the pseudo-labelled public nodes (task indices): public data, released with the student's
+                # training set; PrivGNN's Attack-2 asks whether a public node was one of them
+                "query_nodes": graphs.public_ids[queries],
                 "mean_part_size": graphs.num_private / c.teachers,
                 "mean_top_vote_share": float((top / votes.sum(1).clamp(min=1)).mean()),
                 # evaluation only: public-train labels never enter training

@@ -195,6 +195,9 @@ class PrivGNN(Method):
         info = {"lam": lam, "queries": q, "sampling_rate": c.sampling_rate, "k": c.k, "ablation": c.ablation,
                 "noise_on": c.noise_on,
                 "teacher_seconds": teacher_seconds, **stats,
+                # the pseudo-labelled public nodes (task indices): public data, released with the student's
+                # training set; PrivGNN's Attack-2 asks whether a public node was one of them
+                "query_nodes": graphs.public_ids[queries],
                 # evaluation only (public-train labels are never used to train): how good the labels were
                 "pseudo_label_accuracy": float((labels == true).float().mean()),
                 "teacher_label_accuracy": float((posteriors.argmax(1) == true).float().mean()),
