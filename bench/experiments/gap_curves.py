@@ -195,7 +195,7 @@ def main(argv=None) -> int:
     if args.convergence:
         dataset = args.datasets[0]
         row, fitted = fit_one("progap-edge", dataset, args.seeds[0], 1.0, {"depth": 3, "plot": True})
-        shutil.copy(fitted.info["figures"], out / "progap_convergence.png")
+        shutil.copy(fitted.info["figures"][0], out / "progap_convergence.png")
         stages = {}
         for h in fitted.history:
             stages.setdefault(int(h["stage"]), []).append(h)
