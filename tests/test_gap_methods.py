@@ -196,3 +196,13 @@ def test_edgerand_spends_its_budget_on_link_and_density(small_task):
     assert released.layout != torch.strided  # a sparse adjacency of the released graph
     idx = released.to_sparse_coo().coalesce().indices().flip(0)
     assert set(map(tuple, idx.t().tolist())) != true
+
+
+@pytest.mark.parametrize("name", ["gap-edge", "gap-node"])
+def test_gap_without_encoder_aggregates_the_raw_features(name, small_task):
+    """encoder_layers=0: X(0) is the normalised raw features (wider than hidden) and every hop keeps that width."""
+    assert small_task.num_features != get_method(name).Config().hidden
+    fitted = fit(name, small_task, encoder_layers=0)
+    p = fitted.predict_proba()
+    assert p.shape == (small_task.num_nodes, small_task.num_classes) and torch.allclose(p.sum(1), torch.ones(len(p)))
+    assert fitted.epsilon(BUDGET.delta) <= BUDGET.epsilon * (1 + 1e-9)

@@ -108,7 +108,8 @@ class GAPEdge(Method):
         adj_t = common.edge_graph(task, s.device)
         xs, ledger = _aggregate(adj_t, x0, K, sigma, s.gens["nap"], EDGE_SENSITIVITY, "edge", PrivacyLedger())
         del adj_t
-        clf = ProgressiveNet(x0.size(1), c.hidden, task.num_classes, K + 1, c.base_layers, norm).to(s.device).stage(K)
+        clf = ProgressiveNet(x0.size(1), c.hidden, task.num_classes, K + 1, c.base_layers, norm,
+                             later_in_dim=x0.size(1)).to(s.device).stage(K)
         best = train_full_batch(clf, xs, s.split, epochs=c.epochs, lr=c.lr, weight_decay=c.weight_decay,
                                 history=history, stage=1, bar=pbar)
         pbar.close()
@@ -161,7 +162,8 @@ class GAPNode(Method):
         adj_t, facts = common.node_graph(task, s, D)
         xs, ledger = _aggregate(adj_t, x0, K, sigma_ap, s.gens["nap"], node_sensitivity(D), "node", ledger)
         del adj_t
-        clf = ProgressiveNet(x0.size(1), c.hidden, task.num_classes, K + 1, c.base_layers, norm).to(s.device).stage(K)
+        clf = ProgressiveNet(x0.size(1), c.hidden, task.num_classes, K + 1, c.base_layers, norm,
+                             later_in_dim=x0.size(1)).to(s.device).stage(K)
         ledger = train_dp(clf, xs, s.split, epochs=c.epochs, batch_size=c.batch_size, lr=c.lr, clip=c.clip,
                           noise_multiplier=z, sample_gen=s.gens["sample"], noise_gen=s.gens["noise"], ledger=ledger,
                           history=history, stage=1, bar=pbar)

@@ -47,9 +47,13 @@ class ProgressiveNet(nn.Module):
     a ``ProgressiveNet`` over (X(0), ..., X(K)) trained in one go.
     """
 
-    def __init__(self, in_dim: int, hidden: int, classes: int, stages: int, base_layers: int, norm: Norm) -> None:
+    def __init__(self, in_dim: int, hidden: int, classes: int, stages: int, base_layers: int, norm: Norm,
+                 later_in_dim: int | None = None) -> None:
+        """``later_in_dim``: the input width of stages >= 1 (default ``hidden``: ProGAP aggregates the previous
+        stage's embeddings; GAP aggregates X(0) itself, so its hops keep X(0)'s width)."""
         super().__init__()
-        self.bases = nn.ModuleList(BaseMLP(in_dim if s == 0 else hidden, hidden, base_layers, norm)
+        later = hidden if later_in_dim is None else later_in_dim
+        self.bases = nn.ModuleList(BaseMLP(in_dim if s == 0 else later, hidden, base_layers, norm)
                                    for s in range(stages))
         self.heads = nn.ModuleList(nn.Linear(hidden * (s + 1), classes) for s in range(stages))
 
