@@ -23,7 +23,7 @@ from typing import Any
 from attacks import metrics as M
 from attacks.base import Attack, AttackReport, Target, available_attacks, get_attack, run_attack
 from bench import tracking
-from bench.cli import _float, command, data_args, tracking_args
+from bench.cli import command, data_args, target_args, tracking_args
 from methods.base import Budget, ConfigError, Fitted, Method, Task
 
 
@@ -220,19 +220,8 @@ def _attack_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("attack", help="membership-inference attacks on trained models; tracked as MLflow child runs",
                        description="Train each method (one run per seed, as `bench run`), then attack it; each "
                                    "attack is an MLflow child run with its metrics and ROC plot.")
-    p.add_argument("--method", "-m", action="append", required=True, metavar="M[,M...]",
-                   help="method name(s), comma-separated or repeated (see `bench list methods`)")
-    p.add_argument("--dataset", "-d", required=True, help="dataset name, e.g. cora, computers, csbm:nodes=5000")
-    p.add_argument("--split", "-s", help="split name (default: public for Planetoid, ogb for ogbn-*, else random-75-10-15)")
+    target_args(p, output_help="also write targets and attack results as JSON")
     attack_args(p, required=True)
-    p.add_argument("--epsilon", "-e", type=_float, help="target epsilon for private methods ('inf' = no noise)")
-    p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED", help="seeds (default: 0)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="method hyperparameter override; 'method.key=value' targets one method (repeatable)")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
-    p.add_argument("--output", "-o", metavar="FILE", help="also write targets and attack results as JSON")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     data_args(p)
     tracking_args(p)
     p.set_defaults(func=cmd_attack)

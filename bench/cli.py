@@ -44,6 +44,22 @@ def data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--download", action="store_true", help="download missing raw files into the cache (needs network)")
 
 
+def target_args(p: argparse.ArgumentParser, output_help: str = "also write the results as JSON") -> None:
+    """What picks the trained targets: methods, dataset, split, budget, seeds, overrides, device, output."""
+    p.add_argument("--method", "-m", action="append", required=True, metavar="M[,M...]",
+                   help="method name(s), comma-separated or repeated (see `bench list methods`)")
+    p.add_argument("--dataset", "-d", required=True, help="dataset name, e.g. cora, computers, csbm:nodes=5000")
+    p.add_argument("--split", "-s", help="split name (default: public for Planetoid, ogb for ogbn-*, else random-75-10-15)")
+    p.add_argument("--epsilon", "-e", type=_float, help="target epsilon for private methods ('inf' = no noise)")
+    p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED", help="seeds (default: 0)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="hyperparameter override; 'method.key=value' targets one method (repeatable)")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
+    p.add_argument("--output", "-o", metavar="FILE", help=output_help)
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
 def tracking_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--experiment", default="dp-gnn-bench", help="MLflow experiment name (default: %(default)s)")
     p.add_argument("--no-track", action="store_true", help="do not log to MLflow")
@@ -57,18 +73,7 @@ def tracking_args(p: argparse.ArgumentParser) -> None:
 @command("run", "train and evaluate methods on a dataset split; tracked in MLflow")
 def _run_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("run", help=COMMANDS["run"][1], description="Train, evaluate and log one run per method and seed.")
-    p.add_argument("--method", "-m", action="append", required=True, metavar="M[,M...]",
-                   help="method name(s), comma-separated or repeated (see `bench list methods`)")
-    p.add_argument("--dataset", "-d", required=True, help="dataset name, e.g. cora, computers, csbm:nodes=5000")
-    p.add_argument("--split", "-s", help="split name (default: public for Planetoid, ogb for ogbn-*, else random-75-10-15)")
-    p.add_argument("--epsilon", "-e", type=_float, help="target epsilon for private methods ('inf' = no noise)")
-    p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED", help="seeds (default: 0)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="hyperparameter override; 'method.key=value' targets one method (repeatable)")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
-    p.add_argument("--output", "-o", metavar="FILE", help="also write the results as JSON")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    target_args(p)
     _attack_options(p)
     data_args(p)
     tracking_args(p)
