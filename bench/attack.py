@@ -15,7 +15,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -229,23 +228,10 @@ def _attack_parser(sub) -> argparse.ArgumentParser:
 
 
 def cmd_attack(args: argparse.Namespace) -> int:
-    from bench.run import RunSpec, prepare, run_one, write_json_atomic
+    from bench.cli import run_targets
+    from bench.run import write_json_atomic
 
-    methods = [m.strip() for item in args.method for m in item.split(",") if m.strip()]
-    spec = RunSpec(methods=methods, dataset=args.dataset, split=args.split, seeds=args.seeds, epsilon=args.epsilon,
-                   delta=args.delta, overrides=args.overrides, device=args.device, data_root=args.data_root,
-                   download=args.download, experiment=args.experiment, track=not args.no_track,
-                   progress=not args.no_progress, attacks=args.attacks, attack_overrides=args.attack_overrides,
-                   bootstrap=args.bootstrap, plot_dir=args.plot_dir)
-    prepared = prepare(spec)
-    results = []
-    for cls in prepared.classes:
-        for seed in spec.seeds:
-            r = run_one(prepared, cls, seed)
-            results.append(r)
-            eps = "inf" if math.isinf(r.epsilon) else f"{r.epsilon:.4g}"
-            print(f"  {r.method} seed {seed}: test acc {r.metrics.get('test_acc', float('nan')):.4f}, epsilon {eps}, "
-                  f"{len(r.attacks)} attack(s)", file=sys.stderr)
+    results = run_targets(args)
     print(attack_table(results))
     if args.output:
         write_json_atomic(args.output, [r.to_dict() for r in results])

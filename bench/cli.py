@@ -88,8 +88,10 @@ def _attack_options(p: argparse.ArgumentParser) -> None:
     attack_args(p, required=False)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from bench.run import RunSpec, prepare, results_table, run_one, write_json_atomic
+def run_targets(args: argparse.Namespace) -> list:
+    """Train and evaluate every method x seed that ``target_args`` picked (attacks included when asked for),
+    reporting progress on stderr; the shared body of ``bench run`` and ``bench attack``."""
+    from bench.run import RunSpec, prepare, run_one
 
     methods = [m.strip() for item in args.method for m in item.split(",") if m.strip()]
     attack_opts = {k: getattr(args, k) for k in ("attacks", "attack_overrides", "bootstrap", "plot_dir")}
@@ -112,10 +114,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             r = run_one(prepared, cls, seed)
             results.append(r)
             eps = "inf" if math.isinf(r.epsilon) else f"{r.epsilon:.4g}"
+            attacks = f", {len(r.attacks)} attack(s)" if spec.attacks else ""
             print(f"  {r.method} seed {seed}: test acc {r.metrics.get('test_acc', float('nan')):.4f}, "
-                  f"epsilon {eps}, {r.seconds:.1f}s", file=sys.stderr)
+                  f"epsilon {eps}, {r.seconds:.1f}s{attacks}", file=sys.stderr)
+    return results
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from bench.run import results_table, write_json_atomic
+
+    results = run_targets(args)
     print(results_table(results))
-    if spec.attacks:
+    if args.attacks:
         from bench.attack import attack_table
 
         print()
