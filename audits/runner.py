@@ -1,6 +1,8 @@
-"""Black-box audits of any registered method: ``multi-run`` and ``one-run``.
+"""Audits of any registered method: ``multi-run`` and ``one-run``, black-box or (DP-SGD) white-box.
 
-Only ``Method.fit`` and ``Fitted.predict_proba`` / ``Fitted.epsilon`` are used. The *claimed* epsilon is the
+Black-box (``canary_type="input"``, the default) uses only ``Method.fit`` and ``Fitted.predict_proba`` /
+``Fitted.epsilon``. White-box (``canary_type="gradient"``, :mod:`audits.whitebox`) also replaces the clipped
+gradients of the canaries' DP-SGD examples and scores the released noisy gradient sums. The *claimed* epsilon is the
 largest ``fitted.epsilon(delta)`` over every model the audit trained (the ledger's value for what ran,
 never the target). The verdict is VIOLATION when ``epsilon_lb > claimed`` (the lower bound holds with
 probability >= ``confidence``, so a correct method is flagged with probability <= 1 - confidence).
@@ -21,6 +23,7 @@ from methods.base import Budget, ConfigError, Method, Task
 from methods.training import progress_bar
 
 MODES = ("one-run", "multi-run")
+CANARY_TYPES = ("input", "gradient")
 PASS, VIOLATION = "PASS", "VIOLATION"
 
 
@@ -54,27 +57,54 @@ def verdict(claimed: float, lb: float) -> str:
 
 
 def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include: np.ndarray, budget: Budget,
-                seed: int, device: Any) -> tuple[np.ndarray, float]:
+                seed: int, device: Any, canary_type: str = "input") -> tuple[np.ndarray, float]:
     task = canaries.world(include)
     method = make_method()
     method.check_task(task)
-    fitted = method.fit(task, budget, seed=seed, device=device, progress=False)
-    proba = fitted.predict_proba()
-    if tuple(proba.shape) != (task.num_nodes, task.num_classes):
-        raise RuntimeError(f"{method.name}.predict_proba returned shape {tuple(proba.shape)}, expected "
-                           f"({task.num_nodes}, {task.num_classes})")
+    if canary_type == "gradient":
+        from audits.whitebox import GradientCanaries, canary_columns
+        from methods.dpsgd import gradient_hook
+
+        hook = GradientCanaries(canary_columns(task.num_features, canaries.m), task.num_features)
+        with gradient_hook(hook):
+            fitted = method.fit(task, budget, seed=seed, device=device, progress=False)
+        if bool(np.any(include)) and int(hook.occurrences.sum()) == 0:
+            raise RuntimeError(f"gradient canaries: no DP-SGD example of {method.name} held an included canary in "
+                               f"{hook.steps} steps (does the method train on its training nodes' raw features?)")
+        scores = hook.scores.numpy()
+    else:
+        fitted = method.fit(task, budget, seed=seed, device=device, progress=False)
+        proba = fitted.predict_proba()
+        if tuple(proba.shape) != (task.num_nodes, task.num_classes):
+            raise RuntimeError(f"{method.name}.predict_proba returned shape {tuple(proba.shape)}, expected "
+                               f"({task.num_nodes}, {task.num_classes})")
+        scores = canaries.scores(proba.cpu())
     eps = fitted.epsilon(budget.delta) if method.is_private and budget.is_private else math.inf
-    return canaries.scores(proba.cpu()), float(eps)
+    return scores, float(eps)
+
+
+def check_canary_type(method: Method, canary_type: str, canary: CanaryConfig) -> None:
+    """A clear error when ``canary_type`` does not apply to ``method`` or the canary design."""
+    if canary_type not in CANARY_TYPES:
+        raise ConfigError(f"unknown canary type {canary_type!r} (choose {' or '.join(CANARY_TYPES)})")
+    if canary_type == "gradient":
+        if not getattr(method, "gradient_canaries", False):
+            raise ConfigError(f"gradient canaries need a DP-SGD method whose examples read raw node features "
+                              f"(dp-mlp, drw, drw-r, drw-d, dpgnn, dpgnn-adam); {method.name} is not one")
+        if canary.pattern != "dedicated":
+            raise ConfigError("gradient canaries need the dedicated canary pattern (one feature column per canary)")
 
 
 def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: str, *, trials: int = 50,
           canaries: int = 200, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
-          seed: int = 0, device: Any = "cpu", progress: bool = False) -> AuditResult:
+          seed: int = 0, device: Any = "cpu", progress: bool = False, canary_type: str = "input") -> AuditResult:
     """Audit the method built by ``make_method()`` on ``task`` at ``budget``.
 
     multi-run: one canary; ``trials`` models with it and ``trials`` without (seeds differ per trial);
     threshold chosen on half of each world's trials, FPR/FNR bounded on the other half.
     one-run: ``canaries`` canaries, each included independently with probability 1/2, one model.
+    canary_type: ``input`` (black box: score = the probe's confidence on the canary's label) or
+    ``gradient`` (white box, DP-SGD methods: score = the released noisy gradient at the canary's coordinate).
     """
     if mode not in MODES:
         raise ConfigError(f"unknown audit mode {mode!r} (choose {' or '.join(MODES)})")
@@ -82,6 +112,8 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
         raise ConfigError(f"confidence must be in (0, 1) (got {confidence})")
     probe = make_method()
     unit = probe.privacy_unit
+    canary = canary or CanaryConfig()
+    check_canary_type(probe, canary_type, canary)
     t0 = time.perf_counter()
     if unit == "none" or not budget.is_private:
         return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, math.inf, 0.0, confidence, PASS,
@@ -97,13 +129,14 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
         for t in range(trials):
             for inc, out in ((True, scores_in), (False, scores_out)):
                 s, eps = _fit_scores(make_method, cs, np.array([inc]), budget, seed * 100_003 + 2 * t + int(inc),
-                                     device)
+                                     device, canary_type)
                 out.append(float(s[0]))
                 claimed = max(claimed, eps)
                 bar.update(1)
         bar.close()
         bound = multi_run_audit(np.array(scores_in), np.array(scores_out), budget.delta, confidence, rng)
-        details = {"bound": bound.to_dict(), "scores_in": scores_in, "scores_out": scores_out,
+        details = {"canary_type": canary_type, "bound": bound.to_dict(), "scores_in": scores_in,
+                   "scores_out": scores_out,
                    "anchors": cs.anchors, "labels": cs.labels.tolist()}
         return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, claimed, bound.epsilon_lb,
                            confidence, verdict(claimed, bound.epsilon_lb), 2 * trials, 1,
@@ -112,9 +145,10 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
         raise ConfigError(f"one-run needs --canaries >= 2 (got {canaries})")
     cs = make_canaries(task, unit, canaries, canary, seed=seed)
     include = rng.random(canaries) < 0.5
-    scores, claimed = _fit_scores(make_method, cs, include, budget, seed, device)
+    scores, claimed = _fit_scores(make_method, cs, include, budget, seed, device, canary_type)
     bound = one_run_audit(scores, include, budget.delta, confidence)
-    details = {"bound": bound.to_dict(), "scores": scores.tolist(), "included": include.tolist(),
+    details = {"canary_type": canary_type, "bound": bound.to_dict(), "scores": scores.tolist(),
+               "included": include.tolist(),
                "labels": cs.labels.tolist()}
     return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, claimed, bound.epsilon_lb, confidence,
                        verdict(claimed, bound.epsilon_lb), 1, canaries, time.perf_counter() - t0, details)

@@ -2,10 +2,10 @@
 
 Input is validated like ``bench run`` (same RunSpec/prepare path) before anything is trained or logged.
 One audit = ONE MLflow run with tags ``kind=audit``, ``method``, ``dataset``, ``split``, ``audit_mode``,
-``verdict`` (PASS | VIOLATION); params ``trials``, ``canaries``, ``target_epsilon``, ``delta``,
-``confidence``, ``privacy_unit``, ``config_hash`` (+ the canary design and hyperparameters); metrics
-``claimed_epsilon``, ``epsilon_lb``, ``audit_seconds``; artifact ``audit.json`` (scores, inclusion bits,
-the bound's counts), so the bound can be recomputed.
+``canary_type`` (input | gradient), ``verdict`` (PASS | VIOLATION); params ``trials``, ``canaries``,
+``target_epsilon``, ``delta``, ``confidence``, ``privacy_unit``, ``config_hash`` (+ the canary design and
+hyperparameters); metrics ``claimed_epsilon``, ``epsilon_lb``, ``audit_seconds``; artifact ``audit.json``
+(scores, inclusion bits, the bound's counts), so the bound can be recomputed.
 
 Exit status: 0 PASS, 3 VIOLATION, 2 bad input, 1 unexpected failure.
 """
@@ -47,6 +47,11 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                    help="canary feature norm / median row norm (default: %(default)s)")
     p.add_argument("--canary-pattern", choices=["dedicated", "random"], default="dedicated",
                    help="canary rows: one extra feature column each, or random +-1 rows (default: %(default)s)")
+    p.add_argument("--canary-type", choices=["input", "gradient"], default="input",
+                   help="input: black box, score = the released model's confidence on the canary's label; "
+                        "gradient: white box for DP-SGD methods on raw features (dp-mlp, drw*, dpgnn*), the canary's "
+                        "examples get a clipped gradient on a coordinate of their own and the score is the sum of "
+                        "the released noisy gradients there (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="audit seed: split, canaries, inclusion bits, training seeds")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="method hyperparameter override (repeatable)")
@@ -107,6 +112,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     budget = resolve_budget(spec.epsilon, spec.delta, method, task)
     method.check_budget(budget)
     if method.privacy_unit != "none":
+        from audits.runner import check_canary_type
+
+        check_canary_type(method, args.canary_type, canary)
         from audits.canaries import make_canaries
 
         # a dry run of the canary design, so a graph too small for the canaries is an input error
@@ -117,14 +125,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 "epsilon": str(budget.epsilon), "delta": budget.delta, "hparams": hparams}
     config_hash = stable_hash(identity)
     tags = {"kind": "audit", "method": cls.name, "dataset": p.dataset.name, "split": p.split,
-            "audit_mode": args.mode, "config_hash": config_hash}
+            "audit_mode": args.mode, "canary_type": args.canary_type, "config_hash": config_hash}
     params = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "seed": args.seed,
               "trials": args.trials if args.mode == "multi-run" else 1,
               "canaries": args.canaries if args.mode == "one-run" else 1,
               "target_epsilon": str(budget.epsilon), "delta": budget.delta, "confidence": args.confidence,
               "privacy_unit": cls.privacy_unit, "config_hash": config_hash, "split_hash": task.split_hash(),
               "canary.hops": canary.hops, "canary.degree": canary.degree, "canary.scale": canary.scale,
-              "canary.pattern": canary.pattern, **{f"hp.{k}": v for k, v in hparams.items()}}
+              "canary.pattern": canary.pattern, "canary.type": args.canary_type,
+              **{f"hp.{k}": v for k, v in hparams.items()}}
     name = f"audit {cls.name}/{p.dataset.name}/{p.split}/{args.mode}"
     print(f"# auditing {cls.name} (unit: {cls.privacy_unit}) on {p.dataset.name}/{p.split}, {args.mode}, target "
           f"{budget}", file=sys.stderr)
@@ -133,7 +142,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         result = audit(lambda: cls(**overrides), task, budget, args.mode, trials=args.trials,
                        canaries=args.canaries, confidence=args.confidence, canary=canary, seed=args.seed,
-                       device=p.device, progress=spec.progress)
+                       device=p.device, progress=spec.progress, canary_type=args.canary_type)
         seconds = time.perf_counter() - t0
         result.seconds = seconds
         run.log_metrics({"claimed_epsilon": result.claimed_epsilon, "epsilon_lb": result.epsilon_lb,
@@ -141,7 +150,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         run.set_tags({"verdict": result.verdict, **({"note": result.note} if result.note else {})})
         run.log_dict({**result.to_dict(), "params": params}, "audit.json")
     print(f"method          {cls.name} ({cls.privacy_unit}-level)")
-    print(f"mode            {args.mode} ({result.trials} model(s), {result.canaries} canary(ies))")
+    print(f"mode            {args.mode} ({result.trials} model(s), {result.canaries} canary(ies), "
+          f"{'white-box gradient' if args.canary_type == 'gradient' else 'black-box input'} canaries)")
     print(f"target epsilon  {fmt_eps(budget.epsilon)}  delta {budget.delta:.3g}")
     print(f"claimed epsilon {fmt_eps(result.claimed_epsilon)}  (max over trained models of the ledger's epsilon)")
     print(f"epsilon_lb      {fmt_eps(result.epsilon_lb)}  at {args.confidence:.0%} confidence")

@@ -308,6 +308,8 @@ class Method(ABC):
     settings: ClassVar[tuple[str, ...]] = SETTINGS
     #: hyperparameter overrides that make a fit take seconds on a ~200-node graph (contract tests)
     smoke_config: ClassVar[dict[str, Any]] = {}
+    #: DP-SGD on examples that read the raw node features: white-box gradient canaries apply (audits.whitebox)
+    gradient_canaries: ClassVar[bool] = False
 
     def __init__(self, **overrides: Any) -> None:
         self.config = make_config(self.Config, overrides, owner=self.name or type(self).__name__)

@@ -58,6 +58,7 @@ class _MLPModule(torch.nn.Module):
 class DPMLP(Method):
     description = "MLP on node features with DP-Adam (node-level; Poisson-sampled DP-SGD)"
     privacy_unit = "node"
+    gradient_canaries = True
     Config = DPMLPConfig
     smoke_config = {"epochs": 3, "hidden": 16, "batch_size": 32}
 

@@ -268,6 +268,7 @@ class DPGNN(Method):
 
     description = "DP-GNN (Daigavane et al. 2022): node-level DP-SGD on in-degree-bounded r-hop trees"
     privacy_unit = "node"
+    gradient_canaries = True
     Config: ClassVar[type] = DPGNNSGDConfig
     settings = ("transductive", "inductive")
     optimizer: ClassVar[str] = "sgd"

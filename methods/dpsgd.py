@@ -22,9 +22,10 @@ event that matches how they drew (Poisson -> add/remove; fixed-size without repl
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Callable, Iterator, Literal, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -37,6 +38,38 @@ LossFn = Callable[[Tensor, Tensor], Tensor]  # (outputs [B, C], targets [B]) -> 
 
 def cross_entropy_per_example(out: Tensor, target: Tensor) -> Tensor:
     return nn.functional.cross_entropy(out, target, reduction="none")
+
+
+# --------------------------------------------------------------------------------------
+# Gradient hooks (white-box audits)
+# --------------------------------------------------------------------------------------
+
+
+class GradientHook(Protocol):
+    """What a white-box auditor may do to DP-SGD (``audits.whitebox``): replace the clipped gradients of
+    chosen examples by its own (of norm at most the clipping threshold, so the method's guarantee still
+    covers the run) and read every noisy gradient sum (which the accountant composes over, so it is
+    released in the threat model DP-SGD is analysed in)."""
+
+    def split(self, opt: "DPOptimizer", inputs: tuple[Tensor, ...], target: Tensor
+              ) -> tuple[tuple[Tensor, ...], Tensor, list[Tensor] | None]:
+        """(inputs and targets of the examples left to the model, extra clipped-gradient sums or None)."""
+
+    def observe(self, opt: "DPOptimizer", noisy_sums: list[Tensor]) -> None:
+        """The noisy sums of this step (per parameter tensor, before dividing by the denominator)."""
+
+
+_GRADIENT_HOOKS: list[GradientHook] = []
+
+
+@contextlib.contextmanager
+def gradient_hook(hook: GradientHook) -> Iterator[GradientHook]:
+    """Within this block every :meth:`DPOptimizer.step` goes through ``hook`` (audits only)."""
+    _GRADIENT_HOOKS.append(hook)
+    try:
+        yield hook
+    finally:
+        _GRADIENT_HOOKS.remove(hook)
 
 
 # --------------------------------------------------------------------------------------
@@ -239,12 +272,22 @@ class DPOptimizer:
         if noise_std < 0 or denominator <= 0:
             raise BenchError("noise_std must be >= 0 and denominator > 0")
         clip = self.clip
+        hook = _GRADIENT_HOOKS[-1] if _GRADIENT_HOOKS else None
+        extra = None
+        if hook is not None:
+            inputs, target, extra = hook.split(self, inputs, target)
         sums, norms, losses = self.grads.norms_and_sum(inputs, target, clip, self.per_layer)
+        if extra is not None:
+            sums = [s + e.to(s) for s, e in zip(sums, extra)]
         params = self.grads.params
+        released = []
         with torch.no_grad():
             for (_, p), s in zip(params, sums):
                 noisy = s + (self._normal(s.shape, noise_std, s) if noise_std > 0 else 0.0)
+                released.append(noisy)
                 p.grad = (noisy / denominator).to(p.dtype)
+        if hook is not None:
+            hook.observe(self, released)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         b = int(target.numel())

@@ -148,6 +148,7 @@ def _affordable(ledger: PrivacyLedger, event: Event, budget: Budget, max_k: int)
 
 class DRWBase(_RandomWalkTraining, Method):
     privacy_unit = "feature"
+    gradient_canaries = True
     Config = DRWConfig
     defaults: ClassVar[dict] = {}
     smoke_config = {"walk_length": 2, "hidden": 16, "max_steps": 30, "noise_multiplier": 1.0, "batch_size": 20,

@@ -175,20 +175,17 @@ def test_dp_mlp_mutant_multi_run(task, mutants):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", [
-    "mutant-gap-edge-nonorm", "mutant-drw-overlap", "mutant-privgnn-laplace",
-    # strict: when the audit gains the power to flag it, this fails and the xfail must go
-    pytest.param("mutant-dpgnn-nobound", marks=pytest.mark.xfail(
-        strict=True, reason="black-box one-run audit lacks power against DP-GNN without the degree bound at eps=1 "
-                            "(canary AUC ~0.6); not flagged"))])
+    "mutant-gap-edge-nonorm", "mutant-drw-overlap", "mutant-privgnn-laplace", "mutant-dpgnn-nobound"])
 def test_other_mutants(mutant, mutants):
     from bench.experiments.audit_table import MUTANT_CONFIGS, run_audit
 
     cfg = MUTANT_CONFIGS[mutant]
     split = cfg.get("split", "random-75-10-15")
+    kind = cfg.get("canary_type", "input")
     bad = run_audit(mutant, cfg["set"], cfg["dataset"], split, cfg["epsilon"], "one-run", 0, cfg["canaries"],
-                    cfg["canary"])
+                    cfg["canary"], canary_type=kind)
     good = run_audit(cfg["correct"], cfg["set"], cfg["dataset"], split, cfg["epsilon"], "one-run", 0,
-                     cfg["canaries"], cfg["canary"])
+                     cfg["canaries"], cfg["canary"], canary_type=kind)
     assert good["verdict"] == PASS
     assert bad["verdict"] == VIOLATION
 
@@ -234,6 +231,10 @@ def test_cli_violation_exit_code_and_mlflow_run(tmp_path, capsys, mutants):
     (["--method", "dp-mlp", "--dataset", "csbm:nodes=200", "--epsilon", "1", "--confidence", "1.5"], "confidence"),
     (["--method", "dp-mlp", "--dataset", "csbm:nodes=200", "--epsilon", "1", "--canaries", "500",
       "--canary-degree", "3"], "hop-disjoint"),
+    (["--method", "gap-node", "--dataset", "csbm:nodes=200", "--epsilon", "1", "--canary-type", "gradient"],
+     "gradient canaries need a DP-SGD method"),
+    (["--method", "dp-mlp", "--dataset", "csbm:nodes=200", "--epsilon", "1", "--canary-type", "gradient",
+      "--canary-pattern", "random"], "dedicated"),
 ])
 def test_cli_bad_input_is_one_line_error(argv, message, capsys, tmp_path):
     from bench.cli import main

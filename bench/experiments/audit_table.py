@@ -48,10 +48,15 @@ MUTANT_CONFIGS: dict[str, dict] = {
     "mutant-gap-edge-nonorm": {"correct": "gap-edge", "set": {},
                                "dataset": "csbm:nodes=600,classes=8,features=32,degree=4", "epsilon": 1.0,
                                "canaries": 100, "canary": {"degree": 30, "scale": 1.0}},
-    # NOT flagged (one-run AUC ~0.6 vs ~0.5 for the correct method): the black-box audit lacks the power here
-    "mutant-dpgnn-nobound": {"correct": "dpgnn", "set": {"max_degree": 1, "batch_size": 256, "epochs": 30, "lr": 0.05},
+    # white box: the black-box audit (30 anchors, 30 epochs) sees the leak (canary AUC ~0.6 vs ~0.5) but cannot
+    # bound it at epsilon 1. Each canary node gets 500 fresh anchors, so without the degree bound it enters 501
+    # training subgraphs where the ledger assumes N(K=1, r=1) = 2; flat clipping puts the whole threshold on the
+    # canary coordinate (per-layer clipping would give it C / sqrt(6))
+    "mutant-dpgnn-nobound": {"correct": "dpgnn", "set": {"max_degree": 1, "batch_size": 256, "epochs": 2, "lr": 0.05,
+                                                         "per_layer_clipping": False},
                              "dataset": "csbm:nodes=1000,classes=8,features=32,degree=3", "epsilon": 1.0,
-                             "canaries": 100, "canary": {"degree": 30, "hops": 0, "scale": 1.0, "fresh_anchors": True}},
+                             "canaries": 100, "canary_type": "gradient",
+                             "canary": {"degree": 500, "hops": 0, "scale": 1.0, "fresh_anchors": True}},
     "mutant-drw-overlap": {"correct": "drw", "set": {"hidden": 16, "batch_size": 64, "noise_multiplier": 4.0,
                                                      "max_steps": 3000, "lr": 0.05, "layers": 1},
                            "dataset": "csbm:nodes=1000,classes=8,features=32,degree=3", "epsilon": 1.0,
@@ -64,16 +69,18 @@ MUTANT_CONFIGS: dict[str, dict] = {
 
 
 def run_audit(method: str, overrides: dict, dataset: str, split: str, epsilon: float, mode: str, trials: int,
-              canaries: int, canary: dict, seed: int = 0, delta: float | None = None) -> dict:
+              canaries: int, canary: dict, seed: int = 0, delta: float | None = None,
+              canary_type: str = "input") -> dict:
     ds = load_dataset(dataset)
     task = make_task(ds, split, seed)
     cls = get_method(method)
     budget = resolve_budget(epsilon, delta, cls(**overrides), task)
     t0 = time.perf_counter()
     r = audit(lambda: cls(**overrides), task, budget, mode, trials=trials, canaries=canaries,
-              canary=CanaryConfig(**canary), seed=seed)
+              canary=CanaryConfig(**canary), seed=seed, canary_type=canary_type)
     out = r.to_dict()
-    out.update(dataset=dataset, split=split, wall_seconds=time.perf_counter() - t0, overrides=overrides)
+    out.update(dataset=dataset, split=split, wall_seconds=time.perf_counter() - t0, overrides=overrides,
+               canary_type=canary_type)
     return out
 
 
@@ -120,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             cfg = MUTANT_CONFIGS[name]
             for method in (name, cfg["correct"]):
                 done(run_audit(method, cfg["set"], cfg["dataset"], cfg.get("split", "random-75-10-15"),
-                               cfg["epsilon"], "one-run", 0, cfg["canaries"], cfg["canary"]))
+                               cfg["epsilon"], "one-run", 0, cfg["canaries"], cfg["canary"],
+                               canary_type=cfg.get("canary_type", "input")))
     if args.grid:
         for method in [m for m in args.methods.split(",") if m]:
             for eps in [float(e) for e in args.epsilons.split(",")]:

@@ -1,0 +1,126 @@
+"""White-box gradient canaries for DP-SGD methods (``--canary-type gradient``).
+
+The black-box audit can only see what the released model predicts; DP-SGD's guarantee is much stronger: it
+covers every noisy gradient sum of every step, whatever the clipped gradient of any example is. The
+gradient canary audits that guarantee directly, in the style of the "Dirac canaries" of Nasr et al.
+(2021, 2023) and Steinke et al. (2023, Section 6):
+
+* the worlds are the node/feature-unit canary worlds of :mod:`audits.canaries` with the ``dedicated``
+  pattern, so canary k is the only node whose feature column ``F + k`` is non-zero;
+* during a fit, every DP-SGD example (a node for DP-MLP, a whole subgraph for DRW and DP-GNN) whose
+  input contains a canary's column is taken out of the model's batch, and the auditor puts in its place a
+  clipped gradient of its own: the threshold ``C`` (per-layer clipping: the first layer's share) on the
+  coordinate ``W1[0, F + k]`` of the first layer's weight -- the weight that reads canary k's column, so
+  no other example ever has a gradient there (for an example holding several canaries the budget is split
+  evenly, ``C / sqrt(j)`` each, so its norm stays ``C``);
+* canary k's score is the sum over all steps of the released noisy gradient sum at that coordinate,
+  divided by the threshold: about (number of canary-k examples drawn) + N(0, sum_t (sigma_t / C_t)^2).
+
+Both moves are inside the threat model of every DP-SGD accountant: an example's clipped gradient may be
+any vector of norm <= C, and the accountant composes over the release of every step's noisy sum. So for a
+correct method the audit's bound stays below the claim, while a method that lets one node reach more
+examples than its ledger assumes (DP-GNN without the degree bound, DRW with overlapping walks) or adds less
+noise than it accounts for shows at once: the signal is the number of examples holding the node.
+
+Only methods whose DP-SGD examples read the raw node features support it (``Method.gradient_canaries``:
+``dp-mlp``, ``drw``, ``drw-r``, ``drw-d``, ``dpgnn``, ``dpgnn-adam``); GAP/ProGAP train on noisy
+aggregates, whose canary sits in the aggregation perturbation, not in a DP-SGD example.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from methods.base import ConfigError
+
+
+class GradientCanaries:
+    """A :class:`methods.dpsgd.GradientHook` for ``m`` dedicated-column canaries.
+
+    ``columns[k]`` is canary k's feature column, ``num_features`` the width of the world's features.
+    After a fit: ``scores`` [m] (float64), ``occurrences`` [m] (canary examples drawn), ``max_per_step`` [m]
+    (the most examples holding canary k in one batch: at most the method's occurrence bound when it is
+    correct), ``steps``.
+    """
+
+    def __init__(self, columns: Tensor, num_features: int) -> None:
+        self.columns = torch.as_tensor(columns, dtype=torch.long).view(-1)
+        if self.columns.numel() == 0:
+            raise ConfigError("gradient canaries: no canary column")
+        if int(self.columns.max()) >= num_features or int(self.columns.min()) < 0:
+            raise ConfigError("gradient canaries: a canary column lies outside the features")
+        self.num_features = int(num_features)
+        m = int(self.columns.numel())
+        self.scores = torch.zeros(m, dtype=torch.float64)
+        self.occurrences = torch.zeros(m, dtype=torch.long)
+        self.max_per_step = torch.zeros(m, dtype=torch.long)
+        self.steps = 0
+        self._param: int | None = None
+        self._threshold = 0.0
+
+    # -- where the canary gradient goes --------------------------------------------------
+
+    def _locate(self, opt) -> int:
+        if self._param is None:
+            for i, (_, p) in enumerate(opt.grads.params):
+                if p.dim() == 2 and p.size(1) == self.num_features:
+                    self._param = i
+                    break
+            else:
+                raise ConfigError("gradient canaries: the model has no first-layer weight reading the "
+                                  f"{self.num_features} input features (not a DP-SGD method on raw features)")
+        return self._param
+
+    @staticmethod
+    def threshold(opt, index: int) -> float:
+        """The clipping threshold that applies to parameter tensor ``index`` at this step."""
+        clip = opt.clip
+        if not opt.per_layer:
+            return float(clip)
+        if isinstance(clip, (list, tuple)):
+            return float(clip[index])
+        return float(clip) / math.sqrt(len(opt.grads.params))
+
+    # -- the hook ------------------------------------------------------------------------
+
+    def split(self, opt, inputs: tuple[Tensor, ...], target: Tensor):
+        x = inputs[0]
+        if x.size(-1) != self.num_features:
+            raise ConfigError("gradient canaries: this method's DP-SGD examples do not read the raw node features "
+                              f"(width {x.size(-1)}, expected {self.num_features})")
+        index = self._locate(opt)
+        self._threshold = c = self.threshold(opt, index)
+        b = int(target.numel())
+        if b == 0:
+            return inputs, target, None
+        cols = self.columns.to(x.device)
+        present = (x.index_select(-1, cols) != 0).reshape(b, -1, cols.numel()).any(1)  # [B, m]
+        hit = present.any(1)
+        if not bool(hit.any()):
+            return inputs, target, None
+        rows = present[hit].to(torch.float64)
+        per = rows / rows.sum(1, keepdim=True).sqrt()  # an example with j canaries: C / sqrt(j) on each
+        counts = present.sum(0).cpu()
+        self.occurrences += counts
+        self.max_per_step = torch.maximum(self.max_per_step, counts)
+        params = opt.grads.params
+        extra = [torch.zeros_like(p) for _, p in params]
+        w = extra[index]
+        w[0, cols] = (per.sum(0) * c).to(w.dtype).to(w.device)
+        keep = ~hit
+        return tuple(t[keep] for t in inputs), target[keep], extra
+
+    def observe(self, opt, noisy_sums: list[Tensor]) -> None:
+        index = self._locate(opt)
+        c = self._threshold or self.threshold(opt, index)
+        cols = self.columns.to(noisy_sums[index].device)
+        self.scores += noisy_sums[index][0, cols].detach().double().cpu() / c
+        self.steps += 1
+
+
+def canary_columns(num_features: int, m: int) -> Tensor:
+    """The dedicated columns of :func:`audits.canaries.make_canaries`: the last ``m`` of the world."""
+    return torch.arange(num_features - m, num_features)
