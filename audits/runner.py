@@ -68,9 +68,8 @@ def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include:
         hook = GradientCanaries(canary_columns(task.num_features, canaries.m), task.num_features)
         with gradient_hook(hook):
             fitted = method.fit(task, budget, seed=seed, device=device, progress=False)
-        if bool(np.any(include)) and int(hook.occurrences.sum()) == 0:
-            raise RuntimeError(f"gradient canaries: no DP-SGD example of {method.name} held an included canary in "
-                               f"{hook.steps} steps (does the method train on its training nodes' raw features?)")
+        if hook.steps == 0:  # (an included canary that was never drawn is legitimate: its score is noise)
+            raise RuntimeError(f"gradient canaries: {method.name} took no DP-SGD step through the hook")
         scores = hook.scores.numpy()
     else:
         fitted = method.fit(task, budget, seed=seed, device=device, progress=False)

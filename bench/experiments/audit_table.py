@@ -4,7 +4,9 @@
     nice -n 10 python -m bench.experiments.audit_table --mutants --output /tmp/audit_mutants.json
 
 ``--grid``: every private method family (small "audit" hyperparameters below, so a fit takes seconds) at
-epsilon 1, 4, 8 in both modes on a small csbm graph. ``--mutants``: every mutant of
+epsilon 1, 4, 8 in both modes on a small csbm graph; ``--canary-types input,gradient`` adds the white-box
+gradient canaries for the DP-SGD methods (dp-mlp, drw, dpgnn). Multi-run trains ``--trials`` models per world
+(default 50: with fewer than ~20 even perfect separation bounds nothing, see the README). ``--mutants``: every mutant of
 ``tests/plugins/mutants.py`` next to its correct method at the configuration documented in
 ``MUTANT_CONFIGS`` (the same one the tests use). Prints a table; ``--output`` writes all results as JSON
 (atomically). No MLflow logging (use ``bench audit`` for tracked single audits).
@@ -89,9 +91,10 @@ def _fmt(x) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    header = ["method", "unit", "mode", "target eps", "claimed eps", "eps_lb (95%)", "verdict", "fits", "canaries",
-              "seconds"]
-    return format_table(header, [[r["method"], r["privacy_unit"], r["mode"], _fmt(r["target_epsilon"]),
+    header = ["method", "unit", "mode", "canary", "target eps", "claimed eps", "eps_lb (95%)", "verdict", "fits",
+              "canaries", "seconds"]
+    return format_table(header, [[r["method"], r["privacy_unit"], r["mode"], r.get("canary_type", "input"),
+                                  _fmt(r["target_epsilon"]),
                                   _fmt(r["claimed_epsilon"]), _fmt(r["epsilon_lb"]), r["verdict"], str(r["trials"]),
                                   str(r["canaries"]), f"{r['wall_seconds']:.1f}"] for r in rows])
 
@@ -104,8 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mutant-list", default=",".join(MUTANT_CONFIGS), help="mutants: comma-separated mutants")
     ap.add_argument("--epsilons", default="1,4,8")
     ap.add_argument("--modes", default="one-run,multi-run")
-    ap.add_argument("--trials", type=int, default=10, help="multi-run: models per world")
+    ap.add_argument("--canary-types", default="input",
+                    help="grid: comma-separated input,gradient (gradient: the DP-SGD methods only)")
+    ap.add_argument("--trials", type=int, default=50, help="multi-run: models per world")
     ap.add_argument("--canaries", type=int, default=100, help="one-run: canaries")
+    ap.add_argument("--canary-degree", type=int, default=1, help="grid: anchor edges per canary node")
+    ap.add_argument("--hops", type=int, default=2, help="grid: receptive field the canaries are hop-disjoint for")
     ap.add_argument("--dataset", default=DATASET)
     ap.add_argument("--output", "-o")
     args = ap.parse_args(argv)
@@ -113,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def done(row: dict) -> None:
         rows.append(row)
-        print(f"  {row['method']} {row['mode']} eps={row['target_epsilon']}: claimed {_fmt(row['claimed_epsilon'])}, "
-              f"lb {_fmt(row['epsilon_lb'])}, {row['verdict']} ({row['wall_seconds']:.1f}s)", file=sys.stderr,
+        print(f"  {row['method']} {row['mode']} {row.get('canary_type', 'input')} eps={row['target_epsilon']}: "
+              f"claimed {_fmt(row['claimed_epsilon'])}, lb {_fmt(row['epsilon_lb'])}, {row['verdict']} ({row['wall_seconds']:.1f}s)", file=sys.stderr,
               flush=True)
         if args.output:
             write_json_atomic(args.output, rows)
@@ -131,14 +138,17 @@ def main(argv: list[str] | None = None) -> int:
                                canary_type=cfg.get("canary_type", "input")))
     if args.grid:
         for method in [m for m in args.methods.split(",") if m]:
-            for eps in [float(e) for e in args.epsilons.split(",")]:
-                for mode in args.modes.split(","):
-                    overrides = dict(AUDIT_METHODS.get(method, {}))
-                    if "queries" in overrides:  # the probes are the whole query set (audits/canaries.py)
-                        overrides["queries"] = args.canaries if mode == "one-run" else 1
-                    done(run_audit(method, overrides, args.dataset,
-                                   SPLITS.get(method, "random-75-10-15"), eps, mode, args.trials, args.canaries,
-                                   {"degree": 1, "hops": 2}))
+            for kind in [k for k in args.canary_types.split(",") if k]:
+                if kind == "gradient" and not get_method(method).gradient_canaries:
+                    continue
+                for eps in [float(e) for e in args.epsilons.split(",")]:
+                    for mode in args.modes.split(","):
+                        overrides = dict(AUDIT_METHODS.get(method, {}))
+                        if "queries" in overrides:  # the probes are the whole query set (audits/canaries.py)
+                            overrides["queries"] = args.canaries if mode == "one-run" else 1
+                        done(run_audit(method, overrides, args.dataset,
+                                       SPLITS.get(method, "random-75-10-15"), eps, mode, args.trials, args.canaries,
+                                       {"degree": args.canary_degree, "hops": args.hops}, canary_type=kind))
     print(table(rows))
     return 0
 
