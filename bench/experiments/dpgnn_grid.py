@@ -12,7 +12,8 @@
               baseline (issue 4's table uses delta 1e-5).
 
 Each run is one line of ``DIR/dpgnn_runs.jsonl``; a rerun skips the runs already there (delete the file to
-start over). Tables: ``DIR/dpgnn_main.md``, ``dpgnn_ablation.md``, ``dpgnn_fdp.md``. The DP-GNN
+start over), so ``--methods``/``--splits`` slices can run as parallel processes on one ``DIR`` (rerun once at
+the end to rewrite the tables from every line). Tables: ``DIR/dpgnn_main.md``, ``dpgnn_ablation.md``, ``dpgnn_fdp.md``. The DP-GNN
 hyperparameters below were chosen on validation accuracy of seed 0 (non-private tuning, as the paper).
 """
 
@@ -184,6 +185,8 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", nargs="+", default=MAIN_DATASETS)
     ap.add_argument("--ablation-batch", type=int, nargs="+", default=None, help=f"default {ABLATION_BATCH}")
     ap.add_argument("--ablation-k", type=int, nargs="+", default=None, help=f"default {ABLATION_K}")
+    ap.add_argument("--methods", nargs="+", default=None, help="only these methods (default: all of the part)")
+    ap.add_argument("--splits", nargs="+", default=None, help="only these splits (default: all of the part)")
     ap.add_argument("--out-dir", default="bench/experiments/results")
     args = ap.parse_args(argv)
     out = Path(args.out_dir)
@@ -193,7 +196,8 @@ def main(argv=None) -> int:
     done = {run_key(r["part"], r["method"], r["dataset"], r["split"], r["seed"], r["target_epsilon"], r["overrides"])
             for r in rows}
     jobs = [j for j in plan(args.parts, args.seeds, args.datasets, args.ablation_batch, args.ablation_k)
-            if run_key(j[0], j[1], j[2], j[3], j[4], j[5], j[7]) not in done]
+            if run_key(j[0], j[1], j[2], j[3], j[4], j[5], j[7]) not in done
+            and (args.methods is None or j[1] in args.methods) and (args.splits is None or j[3] in args.splits)]
     t_start = time.perf_counter()
     bar = progress_bar(len(jobs), "dpgnn grid", True)
     for part, method, dataset, split, seed, eps, delta_rule, over in jobs:
