@@ -39,8 +39,9 @@ from torch import Tensor
 from attacks import metrics as M
 from attacks.membership import (NotApplicable, Reference, edgeless_task, rule_for, sample_non_edges,
                                 training_edges)
-from methods.base import (BenchError, Budget, ConfigError, Fitted, Method, NoConfig, Task, get_method,
+from methods.base import (BenchError, Budget, ConfigError, Fitted, Method, NoConfig, Task, fit_method, get_method,
                           make_config)
+from methods.streams import RunStreams
 from methods.training import progress_bar
 
 Level = Literal["node", "edge"]
@@ -110,17 +111,16 @@ class Target:
     method: Method
     budget: Budget
     fitted: Fitted
-    seed: int = 0
+    seed: int | RunStreams = 0  # the target run's seed or streams
     device: Any = "cpu"
 
+    @property
+    def streams(self) -> RunStreams:
+        return RunStreams.of(self.seed)
 
-def derive_seed(*path: Any) -> int:
-    """A 31-bit seed for a named random stream (a path of ints and strings)."""
-    import hashlib
-
-    ints = [int(p) if isinstance(p, (int, np.integer)) else
-            int.from_bytes(hashlib.sha256(str(p).encode()).digest()[:8], "little") for p in path]
-    return int(np.random.SeedSequence(ints).generate_state(1, np.uint32)[0] >> 1)
+    def attack_streams(self, attack: str) -> RunStreams:
+        """The streams of one attack on this target: a child of the target run's, independent of its noise."""
+        return self.streams.child("attack", attack)
 
 
 def _posteriors(fitted: Fitted, nodes: Tensor | None, num_nodes: int, num_classes: int) -> Tensor:
@@ -145,6 +145,7 @@ class _View:
         self.budget = target.budget
         self.progress = progress
         self._attack = attack
+        self._streams = target.attack_streams(attack)
         self.inference_private = target.fitted.info.get("inference_private") if target.fitted.info else None
         self.notes: dict[str, Any] = {}  # facts an attack reports (logged as parameters)
 
@@ -153,11 +154,15 @@ class _View:
         return self.task.data.y
 
     def seed(self, *path: Any) -> int:
-        """A seed for the attacker's own random stream ``path`` (derived from the target's seed)."""
-        return derive_seed(self._target.seed, self._attack, *path)
+        """An integer seed for the attacker's own random stream ``path`` (a child of the target run's streams)."""
+        return self._streams.int_seed("attack", *path)
 
     def generator(self, *path: Any) -> torch.Generator:
-        return torch.Generator().manual_seed(self.seed(*path))
+        return self._streams.torch("attack", *path)
+
+    def streams(self, *path: Any) -> RunStreams:
+        """The streams of one shadow or reference model the attacker trains."""
+        return self._streams.child("shadow", *path)
 
     def posteriors(self, nodes: Tensor | None = None) -> Tensor:
         """The released model's class probabilities (float64), as ``Fitted.predict_proba`` serves them."""
@@ -206,7 +211,7 @@ class NodeView(_View):
             raise ValueError("a reference task cannot have a node both inside and outside")
         return self.rule.reference(self.task, self.method_config, inside, outside)
 
-    def fit(self, ref: Reference, seed: int, method: str | None = None) -> tuple[Fitted, Tensor, Tensor]:
+    def fit(self, ref: Reference, seed: int | RunStreams, method: str | None = None) -> tuple[Fitted, Tensor, Tensor]:
         """Train a shadow/reference model on ``ref.task``; return it with its (members, non-members) masks.
 
         ``method``: None trains the target's method with the target's hyperparameters and budget;
@@ -225,7 +230,7 @@ class NodeView(_View):
             if m.is_private and not budget.is_private:
                 raise ConfigError(f"shadow method {method} is private but the target ran without a budget")
         m.check_task(ref.task)
-        fitted = m.fit(ref.task, budget, seed=seed, device=t.device, progress=False)
+        fitted = fit_method(m, ref.task, budget, RunStreams.of(seed), device=t.device, progress=False)
         members, non = ref.membership(fitted)
         return fitted, members, non
 
@@ -493,7 +498,8 @@ def _node_game(attack: Attack, target: Target, n_bootstrap: int, progress: bool)
                             f"{int(non.sum())} non-members")
     candidates = (members | non).nonzero().view(-1)
     labels = members[candidates]
-    gen = torch.Generator().manual_seed(derive_seed(target.seed, attack.name, "game"))
+    streams = target.attack_streams(attack.name)
+    gen = streams.torch("game")
     keep = _subsample(labels, int(getattr(cfg, "max_candidates", 0)), gen)
     candidates, labels = candidates[keep], labels[keep]
     known = _stratified_known(labels, float(getattr(cfg, "known_fraction", 0.5)), gen)
@@ -501,7 +507,7 @@ def _node_game(attack: Attack, target: Target, n_bootstrap: int, progress: bool)
                     member_fraction=float(labels.double().mean()))
     ids = candidates[~known].numpy()
     variants, notes = _score_and_measure(attack, view, labels, known, n_bootstrap, ids,
-                                         derive_seed(target.seed, attack.name, "bootstrap"))
+                                         streams.int_seed("game", "bootstrap"))
     return AttackReport(attack.name, "node", "ok", membership=rule.name,
                         evaluated_members=int(labels[~known].sum()), evaluated_non_members=int((~labels[~known]).sum()),
                         known=int(known.sum()), variants=variants, notes=notes, ids=ids,
@@ -514,7 +520,8 @@ def _edge_game(attack: Attack, target: Target, n_bootstrap: int, progress: bool)
     edges = training_edges(task)
     if edges.size(1) == 0:
         raise NotApplicable("the training graph has no edge")
-    gen = torch.Generator().manual_seed(derive_seed(target.seed, attack.name, "game"))
+    streams = target.attack_streams(attack.name)
+    gen = streams.torch("game")
     cap = int(getattr(cfg, "pairs", 0))
     if cap and edges.size(1) > cap:
         edges = edges[:, torch.randperm(edges.size(1), generator=gen)[:cap]]
@@ -527,17 +534,13 @@ def _edge_game(attack: Attack, target: Target, n_bootstrap: int, progress: bool)
     view = EdgeView(target, edgeless_task(task), pairs, known, attack.name, progress)
     ids = pairs[:, ~known].numpy()
     variants, notes = _score_and_measure(attack, view, labels, known, n_bootstrap, ids,
-                                         derive_seed(target.seed, attack.name, "bootstrap"))
+                                         streams.int_seed("game", "bootstrap"))
     return AttackReport(attack.name, "edge", "ok", membership="training-edges-vs-non-edges",
                         evaluated_members=int(labels[~known].sum()), evaluated_non_members=int((~labels[~known]).sum()),
                         known=int(known.sum()), variants=variants, notes=notes, ids=ids,
                         params={"membership": "training-edges-vs-non-edges", "candidates": int(labels.numel())})
 
 
-def progress(total: int, desc: str, enabled: bool):
-    return progress_bar(total, desc, enabled)
-
-
 __all__ = ["Attack", "AttackReport", "EdgeAttackConfig", "EdgeView", "NodeAttackConfig", "NodeView", "NotApplicable",
-           "Target", "VariantResult", "available_attacks", "derive_seed", "get_attack", "register_attack",
+           "Target", "VariantResult", "available_attacks", "get_attack", "register_attack",
            "run_attack", "unregister_attack"]

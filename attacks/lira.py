@@ -146,7 +146,7 @@ class LiRAAttack(Attack):
         bar = progress_bar(k, f"{self.name} references", view.progress)
         for j in range(k):
             ref = view.reference(cand[assign[j]], cand[~assign[j]])
-            fitted, members, _ = view.fit(ref, seed=view.seed("reference", j))
+            fitted, members, _ = view.fit(ref, seed=view.streams("reference", j))
             phi_ref[j] = logit_confidence(view.reference_posteriors(fitted, cand), y).numpy()
             inside[j] = members[cand].numpy()
             bar.update(1)

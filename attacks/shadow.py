@@ -129,7 +129,7 @@ class ShadowAttack(Attack):
             perm = known[torch.randperm(known.numel(), generator=view.generator("split", j))]
             half = min(max(1, round(view.in_fraction(c.in_fraction) * perm.numel())), perm.numel() - 1)
             ref = view.reference(perm[:half], perm[half:])
-            fitted, members, non = view.fit(ref, seed=view.seed("shadow", j), method=self.shadow_method())
+            fitted, members, non = view.fit(ref, seed=view.streams("shadow", j), method=self.shadow_method())
             nodes = (members | non).nonzero().view(-1)
             p = view.reference_posteriors(fitted, nodes)
             feats.append(sorted_features(p, c.features))

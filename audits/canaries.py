@@ -51,6 +51,7 @@ import torch
 from torch import Tensor
 
 from methods.base import ConfigError, Task
+from methods.streams import RunStreams
 
 UNITS = ("node", "edge", "feature")
 
@@ -211,15 +212,17 @@ class CanarySet:
         return (pc.log() - rest.log()).numpy()
 
 
-def make_canaries(task: Task, unit: str, m: int, cfg: CanaryConfig | None = None, seed: int = 0) -> CanarySet:
-    """Design m hop-disjoint canaries for ``unit`` on ``task`` (see the module docstring)."""
+def make_canaries(task: Task, unit: str, m: int, cfg: CanaryConfig | None = None,
+                  seed: int | RunStreams = 0) -> CanarySet:
+    """Design m hop-disjoint canaries for ``unit`` on ``task`` (see the module docstring), from the ``canaries``
+    stream of the audit's streams (``seed``): independent of the inclusion coins (the ``coins`` stream)."""
     cfg = cfg or CanaryConfig()
     cfg.validate()
     if unit not in UNITS:
         raise ConfigError(f"cannot audit privacy unit {unit!r} (auditable: {', '.join(UNITS)})")
     if m < 1:
         raise ConfigError(f"need at least one canary (got {m})")
-    rng = np.random.default_rng(seed)
+    rng = RunStreams.of(seed).numpy("canaries")
     d = task.data
     n, F, C = task.num_nodes, task.num_features, task.num_classes
     x = d.x.float()

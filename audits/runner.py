@@ -19,8 +19,9 @@ import numpy as np
 
 from audits.bounds import DEFAULT_CONFIDENCE, multi_run_audit, one_run_audit
 from audits.canaries import CanaryConfig, CanarySet, make_canaries
-from methods.base import Budget, ConfigError, Method, Task
-from methods.training import progress_bar
+from methods.base import Budget, ConfigError, Method, Task, fit_method
+from methods.progress import progress_bar
+from methods.streams import RunStreams
 
 MODES = ("one-run", "multi-run")
 CANARY_TYPES = ("input", "gradient")
@@ -57,7 +58,7 @@ def verdict(claimed: float, lb: float) -> str:
 
 
 def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include: np.ndarray, budget: Budget,
-                seed: int, device: Any, canary_type: str = "input") -> tuple[np.ndarray, float]:
+                seed: int | RunStreams, device: Any, canary_type: str = "input") -> tuple[np.ndarray, float]:
     task = canaries.world(include)
     method = make_method()
     method.check_task(task)
@@ -67,12 +68,12 @@ def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include:
 
         hook = GradientCanaries(canary_columns(task.num_features, canaries.m), task.num_features)
         with gradient_hook(hook):
-            fitted = method.fit(task, budget, seed=seed, device=device, progress=False)
+            fitted = fit_method(method, task, budget, RunStreams.of(seed), device=device, progress=False)
         if hook.steps == 0:  # (an included canary that was never drawn is legitimate: its score is noise)
             raise RuntimeError(f"gradient canaries: {method.name} took no DP-SGD step through the hook")
         scores = hook.scores.numpy()
     else:
-        fitted = method.fit(task, budget, seed=seed, device=device, progress=False)
+        fitted = fit_method(method, task, budget, RunStreams.of(seed), device=device, progress=False)
         proba = fitted.predict_proba()
         if tuple(proba.shape) != (task.num_nodes, task.num_classes):
             raise RuntimeError(f"{method.name}.predict_proba returned shape {tuple(proba.shape)}, expected "
@@ -80,6 +81,12 @@ def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include:
         scores = canaries.scores(proba.cpu())
     eps = fitted.epsilon(budget.delta) if method.is_private and budget.is_private else math.inf
     return scores, float(eps)
+
+
+def inclusion_coins(streams: RunStreams, m: int) -> np.ndarray:
+    """The one-run audit's fair coins: canary k is in the training data iff ``coins[k]``. Drawn from the
+    ``coins`` stream alone, so they are independent of the canaries' design (features, labels, anchors)."""
+    return streams.numpy("coins").random(m) < 0.5
 
 
 def check_canary_type(method: Method, canary_type: str, canary: CanaryConfig) -> None:
@@ -96,8 +103,13 @@ def check_canary_type(method: Method, canary_type: str, canary: CanaryConfig) ->
 
 def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: str, *, trials: int = 50,
           canaries: int = 200, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
-          seed: int = 0, device: Any = "cpu", progress: bool = False, canary_type: str = "input") -> AuditResult:
+          seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False,
+          canary_type: str = "input") -> AuditResult:
     """Audit the method built by ``make_method()`` on ``task`` at ``budget``.
+
+    Randomness: the audit's streams (``seed``) give the canaries' design (``canaries``), the inclusion coins
+    and the threshold split (``coins``) and every trained model (``trial``, t, world) independent streams:
+    the coins are independent of everything the guesser sees, as the one-run theorem needs.
 
     multi-run: one canary; ``trials`` models with it and ``trials`` without (seeds differ per trial);
     threshold chosen on half of each world's trials, FPR/FNR bounded on the other half.
@@ -118,22 +130,23 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
         return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, math.inf, 0.0, confidence, PASS,
                            0, 0, time.perf_counter() - t0,
                            note="not private (claimed epsilon = inf): every lower bound passes; nothing trained")
-    rng = np.random.default_rng(seed)
+    streams = RunStreams.of(seed)
     if mode == "multi-run":
         if trials < 2:
             raise ConfigError(f"multi-run needs --trials >= 2 (got {trials})")
-        cs = make_canaries(task, unit, 1, canary, seed=seed)
+        cs = make_canaries(task, unit, 1, canary, seed=streams)
         scores_in, scores_out, claimed = [], [], 0.0
         bar = progress_bar(2 * trials, f"audit {probe.name} multi-run", progress)
         for t in range(trials):
             for inc, out in ((True, scores_in), (False, scores_out)):
-                s, eps = _fit_scores(make_method, cs, np.array([inc]), budget, seed * 100_003 + 2 * t + int(inc),
+                s, eps = _fit_scores(make_method, cs, np.array([inc]), budget, streams.child("trial", t, int(inc)),
                                      device, canary_type)
                 out.append(float(s[0]))
                 claimed = max(claimed, eps)
                 bar.update(1)
         bar.close()
-        bound = multi_run_audit(np.array(scores_in), np.array(scores_out), budget.delta, confidence, rng)
+        bound = multi_run_audit(np.array(scores_in), np.array(scores_out), budget.delta, confidence,
+                                streams.numpy("coins", "threshold"))
         details = {"canary_type": canary_type, "bound": bound.to_dict(), "scores_in": scores_in,
                    "scores_out": scores_out,
                    "anchors": cs.anchors, "labels": cs.labels.tolist()}
@@ -142,9 +155,9 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
                            time.perf_counter() - t0, details)
     if canaries < 2:
         raise ConfigError(f"one-run needs --canaries >= 2 (got {canaries})")
-    cs = make_canaries(task, unit, canaries, canary, seed=seed)
-    include = rng.random(canaries) < 0.5
-    scores, claimed = _fit_scores(make_method, cs, include, budget, seed, device, canary_type)
+    cs = make_canaries(task, unit, canaries, canary, seed=streams)
+    include = inclusion_coins(streams, canaries)
+    scores, claimed = _fit_scores(make_method, cs, include, budget, streams.child("trial", 0), device, canary_type)
     bound = one_run_audit(scores, include, budget.delta, confidence)
     details = {"canary_type": canary_type, "bound": bound.to_dict(), "scores": scores.tolist(),
                "included": include.tolist(),

@@ -1,27 +1,33 @@
-"""``bench account``: epsilon of a mechanism's ledger, or with ``--epsilon`` the calibrated noise.
+"""``bench account``: epsilon of a method family's ledger, the calibrated noise for a target, or a tracked run's.
 
     bench account dpsgd --sampling poisson --sampling-rate Q --noise-multiplier S --steps T --delta D
     bench account dpsgd --sampling fixed --population N --batch-size M --noise-multiplier S --steps T --delta D
+    bench account dp-mlp --num-train N --batch-size B --noise-multiplier S --steps T --delta D
     bench account dpgnn --num-train N --batch-size M --max-degree K --layers R --noise-multiplier L --steps T --delta D
     bench account drw --num-nodes N --walk-length L [--restarts R] --batch-size M --noise-multiplier L --steps T --delta D
+                      [--num-subgraphs M | --batchable-subgraphs M_TRAIN]
+    bench account gap --level edge --depth K --sigma S --delta D            (ProGAP's edge level is the same ledger)
+    bench account gap --level node --depth K --num-train N --batch-size B --encoder-steps T1 --classifier-steps T2
+                      --noise-multiplier S --max-degree D --delta D
     bench account progap --level edge --depth K --sigma S --delta D
-    bench account progap --level node --depth K --num-nodes N --batch-size B --steps-per-stage T
-                         --noise-multiplier S --max-degree D --sigma-ap SAP --delta D
+    bench account progap --level node --depth K --num-train N --batch-size B --steps-per-stage T
+                         --noise-multiplier S --max-degree D [--sigma-ap SAP] --delta D
+    bench account edgerand --epsilon-link E1 --epsilon-density E2 --delta D
     bench account privgnn --queries Q --lam LAMBDA --sampling-rate GAMMA --delta D [--single-teacher]
-                          [--convention sound|paper] [--sensitivity S]
-    bench account pate --queries Q --lam LAMBDA --delta D [--convention sound|paper]
+    bench account pate --queries Q --lam LAMBDA --delta D
+    bench account run RUN_ID [--delta D] [--json]
 
-Every form takes ``--conversion improved|standard`` (default improved), ``--accountant rdp|pld``
-(default rdp) and ``--json``. Giving ``--epsilon E`` instead of the noise prints the smallest noise that
-meets (E, delta). For ``progap --level node`` one multiplier z is calibrated for both mechanisms:
-gradient noise multiplier z and sigma_AP = z * sqrt(D) (equal noise-to-sensitivity, as GAP's code does).
+Each family form calls the same function (``methods.privacy.presets``) that the method's ``fit`` builds its
+ledger with, so an account and a run cannot disagree. Sound conventions are the defaults: an undirected edge
+has NAP sensitivity sqrt(2); ProGAP/GAP's node-level Poisson population is the training nodes
+(``--num-train``); PrivGNN's posterior has L1 sensitivity 2. ``--convention paper`` gives the papers' own
+values (edge sensitivity 1; ProGAP's population ``--num-nodes``, all nodes; PrivGNN's and PATE's published
+accountants, methods/privgnn/paper_accounting.py), labelled as not sound where they are not.
 
-``privgnn --convention paper`` and ``pate --convention paper`` reproduce PrivGNN's published
-numbers with the paper's own formulas (methods/privgnn/paper_accounting.py): for privgnn, Zhu & Wang's
-exact subsampling formula, L1 sensitivity 1 (unless --sensitivity), the standard conversion over
-orders 2..32; for pate, Papernot et al.'s data-independent moments accountant (l = 1..8). Note that
-the paper's tables used delta = 1e-3 where it states 1e-4 (1e-4 where it states 1e-5). The default
-``--convention sound`` is the suite's accountant: sensitivity 2, Zhu & Wang's general upper bound.
+Every family form takes ``--conversion improved|standard`` (default improved), ``--accountant rdp|pld``
+(default rdp) and ``--json``; ``--epsilon E`` in place of the noise prints the smallest noise that meets
+(E, delta). ``run RUN_ID`` rebuilds a tracked run's ledger from the recipe logged with it (family +
+parameters), checks it against the logged events, and prints its epsilon at the run's delta (or ``--delta``).
 """
 
 from __future__ import annotations
@@ -29,29 +35,39 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Callable
+from typing import Any, Callable
 
-from bench.cli import COMMANDS, _float, command
-from methods.base import BenchError, BudgetError
-from methods.privacy import LedgerError, PrivacyLedger, calibrate_noise
-from methods.privacy import presets as P
+from bench.cliargs import _float, command
+from methods.errors import BenchError, BudgetError
+
+PAPER_NOTE = "the paper's convention, not a sound bound for this mechanism on undirected graphs"
 
 
-def _common(p: argparse.ArgumentParser, noise_flag: str, noise_help: str) -> None:
+def _common(p: argparse.ArgumentParser, noise_flag: str | None, noise_help: str) -> None:
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument(noise_flag, type=_float, help=noise_help)
+    if noise_flag:
+        g.add_argument(noise_flag, type=_float, help=noise_help)
     g.add_argument("--epsilon", type=_float, help="calibrate the noise to this epsilon instead")
     p.add_argument("--delta", type=_float, required=True)
+    _output(p)
+
+
+def _output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conversion", choices=["improved", "standard"], default="improved",
                    help="RDP -> DP conversion (default: improved; standard = Mironov Prop. 3, as papers report)")
     p.add_argument("--accountant", choices=["rdp", "pld"], default="rdp")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _convention(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--convention", choices=["sound", "paper"], default="sound",
+                   help=f"sound (default) or the paper's {what}")
+
+
 @command("account", "compute epsilon for a mechanism (or calibrate its noise to a target epsilon)")
 def _account_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("account", help=COMMANDS["account"][1], description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("account", help="compute epsilon for a mechanism (or calibrate its noise to a target epsilon)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     mech = p.add_subparsers(dest="mechanism", metavar="MECHANISM", title="mechanisms")
     mech.required = True
 
@@ -63,6 +79,11 @@ def _account_parser(sub) -> argparse.ArgumentParser:
     q.add_argument("--steps", type=int, required=True)
     q.add_argument("--unit", choices=["node", "edge", "feature"], default="node")
     _common(q, "--noise-multiplier", "noise std / per-example sensitivity")
+
+    q = mech.add_parser("dp-mlp", help="DP-MLP: DP-SGD over Poisson batches of the training nodes")
+    for f in ("--num-train", "--batch-size", "--steps"):
+        q.add_argument(f, type=int, required=True)
+    _common(q, "--noise-multiplier", "noise std / clipping threshold")
 
     q = mech.add_parser("dpgnn", help="DP-GNN (Daigavane et al. 2022), Theorem 1")
     for f in ("--num-train", "--batch-size", "--max-degree", "--layers", "--steps"):
@@ -80,22 +101,36 @@ def _account_parser(sub) -> argparse.ArgumentParser:
                         "batches are drawn from; the run logs it as num_subgraphs)")
     _common(q, "--noise-multiplier", "lambda = sigma / (2C)")
 
-    q = mech.add_parser("progap", help="ProGAP (Sajadmanesh et al. 2023), Theorems 4.1 (edge) and 4.2 (node)")
-    q.add_argument("--level", choices=["edge", "node"], required=True)
-    q.add_argument("--depth", type=int, required=True, help="K")
-    q.add_argument("--num-nodes", type=int)
-    q.add_argument("--batch-size", type=int)
-    q.add_argument("--steps-per-stage", type=int)
-    q.add_argument("--max-degree", type=int)
-    q.add_argument("--sigma-ap", type=_float, help="node level: std of the aggregation noise")
-    g = q.add_mutually_exclusive_group(required=True)
-    g.add_argument("--sigma", type=_float, help="edge level: std of the aggregation noise")
-    g.add_argument("--noise-multiplier", type=_float, help="node level: DP-SGD noise multiplier")
-    g.add_argument("--epsilon", type=_float, help="calibrate the noise to this epsilon instead")
-    q.add_argument("--delta", type=_float, required=True)
-    q.add_argument("--conversion", choices=["improved", "standard"], default="improved")
-    q.add_argument("--accountant", choices=["rdp", "pld"], default="rdp")
-    q.add_argument("--json", action="store_true")
+    for name, title in (("gap", "GAP (Sajadmanesh et al. 2023): edge or node level"),
+                        ("progap", "ProGAP (Sajadmanesh & Gatica-Perez 2023), Theorems 4.1 (edge) and 4.2 (node)")):
+        q = mech.add_parser(name, help=title)
+        q.add_argument("--level", choices=["edge", "node"], required=True)
+        q.add_argument("--depth", type=int, required=True, help="K (NAP releases)")
+        q.add_argument("--num-train", type=int, help="node level: training nodes (the Poisson population)")
+        q.add_argument("--batch-size", type=int)
+        q.add_argument("--max-degree", type=int)
+        if name == "gap":
+            q.add_argument("--encoder-steps", type=int)
+            q.add_argument("--classifier-steps", type=int)
+        else:
+            q.add_argument("--steps-per-stage", type=int)
+            q.add_argument("--sigma-ap", type=_float,
+                           help="node level: std of the aggregation noise (default: multiplier x sqrt(D))")
+            q.add_argument("--num-nodes", type=int,
+                           help="node level, --convention paper only: the theorem's N (all nodes)")
+        g = q.add_mutually_exclusive_group(required=True)
+        g.add_argument("--sigma", type=_float, help="edge level: std of the aggregation noise")
+        g.add_argument("--noise-multiplier", type=_float, help="node level: DP-SGD noise multiplier z")
+        g.add_argument("--epsilon", type=_float, help="calibrate the noise to this epsilon instead")
+        q.add_argument("--delta", type=_float, required=True)
+        _convention(q, "edge sensitivity 1 (one directed entry) and, for ProGAP node level, population N")
+        _output(q)
+
+    q = mech.add_parser("edgerand", help="EdgeRand: randomized response on the adjacency + a Laplace edge count")
+    q.add_argument("--epsilon-link", type=_float, required=True)
+    q.add_argument("--epsilon-density", type=_float, required=True)
+    q.add_argument("--delta", type=_float, default=0.0)
+    _output(q)
 
     q = mech.add_parser("privgnn", help="PrivGNN (Olatunji et al. 2023): Poisson-subsampled Laplace per query")
     q.add_argument("--queries", type=int, required=True)
@@ -104,27 +139,38 @@ def _account_parser(sub) -> argparse.ArgumentParser:
                    help="L1 sensitivity of a posterior vector (default 2, sound; 1 with --convention paper)")
     q.add_argument("--single-teacher", action="store_true",
                    help="the SINGLEGNN ablation: one subsample and one teacher answer every query")
-    q.add_argument("--convention", choices=["sound", "paper"], default="sound",
-                   help="paper: the formulas behind the paper's Tables 2-3 (not a sound bound)")
+    _convention(q, "formulas behind its Tables 2-3 (not a sound bound)")
     _common(q, "--lam", "lambda = 1 / Laplace scale")
 
     q = mech.add_parser("pate", help="PATE-M / PATE-G (PrivGNN's baselines): Laplace-noisy vote counts per query")
     q.add_argument("--queries", type=int, required=True)
-    q.add_argument("--convention", choices=["sound", "paper"], default="sound",
-                   help="paper: Papernot et al.'s data-independent moments accountant, as the paper's Table 2")
+    _convention(q, "data-independent moments accountant (Papernot et al. 2017), as PrivGNN's Table 2")
     _common(q, "--lam", "lambda = 1 / Laplace scale on each vote count")
+
+    q = mech.add_parser("run", help="re-account a tracked run: rebuild its logged ledger and print its epsilon")
+    q.add_argument("run_id", metavar="RUN_ID", help="MLflow run id (bench run prints it in --output JSON)")
+    q.add_argument("--delta", type=_float, help="delta (default: the run's own)")
+    q.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_account)
     return p
 
 
 def _need(args, *names: str) -> None:
-    missing = [n for n in names if getattr(args, n.replace("-", "_")) is None]
+    missing = [n for n in names if getattr(args, n.replace("-", "_"), None) is None]
     if missing:
         raise BenchError(f"account {args.mechanism}: missing " + ", ".join("--" + m for m in missing))
 
 
-def _builder(args) -> tuple[Callable[[float], PrivacyLedger], str, dict]:
-    """(noise -> ledger, the noise parameter's name, the fixed parameters)."""
+def _refuse(args, *names: str, why: str) -> None:
+    given = [n for n in names if getattr(args, n.replace("-", "_"), None) is not None]
+    if given:
+        raise BenchError(f"account {args.mechanism}: {', '.join('--' + n for n in given)} {why}")
+
+
+def _builder(args) -> tuple[Callable[[float], Any], str, dict]:
+    """(noise -> ledger, the noise parameter's name, the fixed parameters) for a family form."""
+    from methods.privacy import presets as P
+
     m = args.mechanism
     if m == "dpsgd":
         if args.sampling == "poisson":
@@ -135,6 +181,9 @@ def _builder(args) -> tuple[Callable[[float], PrivacyLedger], str, dict]:
         return (lambda z: P.dpsgd_fixed(args.population, args.batch_size, z, args.steps, args.unit)), \
             "noise_multiplier", {"sampling": "fixed", "population": args.population, "batch_size": args.batch_size,
                                  "steps": args.steps}
+    if m == "dp-mlp":
+        fixed = {"num_train": args.num_train, "batch_size": args.batch_size, "steps": args.steps}
+        return (lambda z: P.dp_mlp(noise_multiplier=z, **fixed)), "noise_multiplier", fixed
     if m == "dpgnn":
         fixed = {"num_train": args.num_train, "batch_size": args.batch_size, "max_degree": args.max_degree,
                  "layers": args.layers, "steps": args.steps}
@@ -145,24 +194,46 @@ def _builder(args) -> tuple[Callable[[float], PrivacyLedger], str, dict]:
                  "batchable_subgraphs": args.batchable_subgraphs}
         extra = {"m_min": P.drw_min_subgraphs(args.num_nodes, args.walk_length, args.restarts)}
         return (lambda z: P.drw(noise_multiplier=z, **fixed)), "noise_multiplier", {**fixed, **extra}
-    if m == "progap":
+    if m in ("gap", "progap"):
+        conv = args.convention
         if args.level == "edge":
-            if args.noise_multiplier is not None:
-                raise BenchError("progap --level edge takes --sigma (or --epsilon), not --noise-multiplier")
-            return (lambda s: P.progap_edge(args.depth, s)), "sigma", {"level": "edge", "depth": args.depth}
-        _need(args, "num-nodes", "batch-size", "steps-per-stage", "max-degree")
-        if args.sigma is not None:
-            raise BenchError("progap --level node takes --noise-multiplier and --sigma-ap (or --epsilon)")
-        fixed = {"level": "node", "depth": args.depth, "num_nodes": args.num_nodes, "batch_size": args.batch_size,
-                 "steps_per_stage": args.steps_per_stage, "max_degree": args.max_degree}
+            _refuse(args, "noise-multiplier", why="is node-level; edge level takes --sigma (or --epsilon)")
+            _refuse(args, "num-train", "batch-size", "max-degree", "encoder-steps", "classifier-steps",
+                    "steps-per-stage", "sigma-ap", "num-nodes", why="apply to --level node only")
+            fixed = {"level": "edge", "depth": args.depth, "convention": conv,
+                     "sensitivity": P.edge_sensitivity(conv)}
+            return (lambda s: P.aggregation_edge(args.depth, s, conv)), "sigma", fixed
+        _refuse(args, "sigma", why="is edge-level; node level takes --noise-multiplier (or --epsilon)")
+        if m == "gap":
+            if conv == "paper":
+                raise BenchError("account gap --level node: GAP's node-level ledger has no paper convention here "
+                                 "(its code composes the same parts; use the default)")
+            _need(args, "num-train", "batch-size", "encoder-steps", "classifier-steps", "max-degree")
+            fixed = {"level": "node", "depth": args.depth, "num_train": args.num_train,
+                     "batch_size": args.batch_size, "encoder_steps": args.encoder_steps,
+                     "classifier_steps": args.classifier_steps, "max_degree": args.max_degree}
+            kw = {k: v for k, v in fixed.items() if k != "level"}
+            return (lambda z: P.gap_node(noise_multiplier=z, **kw)), "noise_multiplier", fixed
+        _need(args, "batch-size", "steps-per-stage", "max-degree")
+        if conv == "paper":
+            _need(args, "num-nodes")
+        elif args.num_nodes is not None:
+            raise BenchError("account progap --level node: --num-nodes is the paper's population (all nodes), "
+                             "which understates the sampling rate; the sound ledger samples the training nodes: "
+                             "give --num-train (or --convention paper with --num-nodes)")
+        else:
+            _need(args, "num-train")
+        fixed = {"level": "node", "depth": args.depth, "num_train": args.num_train, "num_nodes": args.num_nodes,
+                 "batch_size": args.batch_size, "steps_per_stage": args.steps_per_stage,
+                 "max_degree": args.max_degree, "convention": conv}
         kw = {k: v for k, v in fixed.items() if k != "level"}
-        if args.epsilon is None:
-            _need(args, "sigma-ap")
+        if kw["num_train"] is None:
+            kw["num_train"] = kw["num_nodes"]
+        if args.epsilon is None and args.sigma_ap is not None:
             fixed["sigma_ap"] = args.sigma_ap
-            return (lambda z: P.progap_node(noise_multiplier=z, sigma_ap=args.sigma_ap, **kw)), \
-                "noise_multiplier", fixed
-        root_d = math.sqrt(args.max_degree)
-        return (lambda z: P.progap_node(noise_multiplier=z, sigma_ap=z * root_d, **kw)), "noise_multiplier", fixed
+            return (lambda z: P.progap_node(noise_multiplier=z, sigma_ap=args.sigma_ap, **kw)), "noise_multiplier", \
+                fixed
+        return (lambda z: P.progap_node(noise_multiplier=z, **kw)), "noise_multiplier", fixed
     if m == "privgnn":
         if args.sensitivity is None:
             args.sensitivity = 1.0 if args.convention == "paper" else 2.0
@@ -178,14 +249,20 @@ def _builder(args) -> tuple[Callable[[float], PrivacyLedger], str, dict]:
 
 
 def cmd_account(args: argparse.Namespace) -> int:
+    if args.mechanism == "run":
+        return _account_run(args)
+    if args.mechanism == "edgerand":
+        return _account_edgerand(args)
     if not 0 < args.delta < 1:
         raise BudgetError(f"delta must be in (0, 1) (got {args.delta})")
+    from methods.privacy import LedgerError, calibrate_noise
+
     build, noise_name, params = _builder(args)
-    given = {"dpsgd": "noise_multiplier", "dpgnn": "noise_multiplier", "drw": "noise_multiplier",
-             "privgnn": "lam", "pate": "lam"}.get(args.mechanism)
-    if getattr(args, "convention", "sound") == "paper":
+    given = {"dpsgd": "noise_multiplier", "dp-mlp": "noise_multiplier", "dpgnn": "noise_multiplier",
+             "drw": "noise_multiplier", "privgnn": "lam", "pate": "lam"}.get(args.mechanism)
+    if args.mechanism in ("privgnn", "pate") and args.convention == "paper":
         return _paper_convention(args, params)
-    if args.mechanism == "progap":
+    if args.mechanism in ("gap", "progap"):
         given = "sigma" if args.level == "edge" else "noise_multiplier"
     out = {"mechanism": args.mechanism, **params, "delta": args.delta, "conversion": args.conversion,
            "accountant": args.accountant}
@@ -211,17 +288,112 @@ def cmd_account(args: argparse.Namespace) -> int:
         out[noise_name] = noise
     if args.mechanism == "progap" and args.level == "node" and "sigma_ap" not in out:
         out["sigma_ap"] = noise * math.sqrt(args.max_degree)
-    out.update(epsilon=eps, order=None if math.isnan(order) else (None if math.isinf(order) else order),
-               ledger=ledger.describe())
+    if getattr(args, "convention", "sound") == "paper":
+        out["note"] = PAPER_NOTE
+    out.update(epsilon=eps, order=_order(order), ledger=ledger.describe(),
+               recipe=ledger.recipe.to_dict() if ledger.recipe else None)
     if args.json:
         print(json.dumps(out, indent=2, default=str))
         return 0
-    order_s = "-" if out["order"] is None else f"{out['order']:g}"
     if args.epsilon is not None:
         name = "lam" if args.mechanism in ("privgnn", "pate") else noise_name
         print(f"{name} = {out[name]:.6g}  (meets epsilon {args.epsilon:g}: spent {eps:.6g} at delta {args.delta:g})")
-    print(f"epsilon = {eps:.6g}  delta = {args.delta:g}  order = {order_s}  ({args.accountant}, {args.conversion})")
+    _print_eps(eps, args.delta, out["order"], f"{args.accountant}, {args.conversion}")
     print(f"ledger: {ledger.describe()}")
+    if "note" in out:
+        print(f"note: {out['note']}")
+    return 0
+
+
+def _order(order: float) -> float | None:
+    return None if math.isnan(order) or math.isinf(order) else order
+
+
+def _print_eps(eps: float, delta: float, order: float | None, how: str) -> None:
+    order_s = "-" if order is None else f"{order:g}"
+    print(f"epsilon = {eps:.6g}  delta = {delta:g}  order = {order_s}  ({how})")
+
+
+def _account_edgerand(args: argparse.Namespace) -> int:
+    from methods.privacy import presets as P
+
+    if not 0 <= args.delta < 1:
+        raise BudgetError(f"delta must be in [0, 1) (got {args.delta})")
+    if not (args.epsilon_link > 0 and args.epsilon_density > 0):
+        raise BudgetError("--epsilon-link and --epsilon-density must be > 0")
+    ledger = P.edgerand(args.epsilon_link, args.epsilon_density)
+    eps, order = ledger.epsilon_and_order(args.delta, args.accountant, args.conversion)
+    out = {"mechanism": "edgerand", "epsilon_link": args.epsilon_link, "epsilon_density": args.epsilon_density,
+           "delta": args.delta, "conversion": args.conversion, "accountant": args.accountant, "epsilon": eps,
+           "order": _order(order), "ledger": ledger.describe(), "recipe": ledger.recipe.to_dict()}
+    if args.json:
+        print(json.dumps(out, indent=2, default=str))
+        return 0
+    _print_eps(eps, args.delta, out["order"], f"{args.accountant}, {args.conversion}")
+    print(f"ledger: {ledger.describe()}")
+    return 0
+
+
+def account_run(run_id: str, delta: float | None = None) -> dict[str, Any]:
+    """Re-account a tracked run: its logged ledger rebuilt from the recipe (the family function ``fit`` used),
+    checked against the logged events, and its epsilon at the run's delta (or ``delta``)."""
+    from bench import tracking
+    from methods.privacy import LedgerError, PrivacyLedger
+    from methods.privacy import presets as P
+
+    try:
+        run = tracking.client().get_run(run_id)
+    except Exception as e:  # MLflow raises its own types for unknown ids
+        raise BenchError(f"no tracked run {run_id!r} in {tracking.tracking_uri()} ({type(e).__name__})") from None
+    try:
+        logged = PrivacyLedger.from_dict(json.loads(tracking.client_download_text(run_id, "ledger.json")))
+    except FileNotFoundError:
+        raise BenchError(f"run {run_id} has no ledger.json artifact (not a bench run?)") from None
+    params, metrics = run.data.params, run.data.metrics
+    d = float(params.get("delta", "nan")) if delta is None else float(delta)
+    if not 0 <= d < 1:
+        raise BudgetError(f"delta must be in [0, 1) (got {d})")
+    out: dict[str, Any] = {"run_id": run_id, "method": params.get("method"), "dataset": params.get("dataset"),
+                           "delta": d, "reported_epsilon": _metric_eps(metrics.get("epsilon"))}
+    if logged.recipe is not None:
+        try:
+            rebuilt = P.rebuild(logged.recipe)
+        except LedgerError as e:
+            raise BenchError(f"run {run_id}: {e}") from None
+        match = rebuilt.same_events(logged)
+        out.update(family=logged.recipe.family, params=logged.recipe.to_dict()["params"], events_match=match)
+        if not match:
+            raise BenchError(f"run {run_id}: the ledger rebuilt from its recipe ({rebuilt.describe()}) differs from "
+                             f"the logged events ({logged.describe()})")
+        ledger = rebuilt.mark_non_private(logged.non_private_use) if logged.non_private_use else rebuilt
+    else:
+        out.update(family=None, params=None, events_match=None)
+        ledger = logged
+    eps, order = ledger.epsilon_and_order(d)
+    out.update(epsilon=eps, order=_order(order), ledger=ledger.describe())
+    return out
+
+
+def _metric_eps(v: Any) -> float | None:
+    if v is None:
+        return None
+    v = float(v)
+    return math.inf if v >= 1e307 else v
+
+
+def _account_run(args: argparse.Namespace) -> int:
+    out = account_run(args.run_id, args.delta)
+    if args.json:
+        print(json.dumps({k: ("inf" if isinstance(v, float) and math.isinf(v) else v) for k, v in out.items()},
+                         indent=2, default=str))
+        return 0
+    _print_eps(out["epsilon"], out["delta"], out["order"], "rdp, improved")
+    rep = out["reported_epsilon"]
+    print(f"reported by the run: {'-' if rep is None else f'{rep:.6g}'}")
+    if out["family"]:
+        args_s = ", ".join(f"{k}={v}" for k, v in out["params"].items())
+        print(f"family: {out['family']}({args_s})  [events match the log]")
+    print(f"ledger: {out['ledger']}")
     return 0
 
 

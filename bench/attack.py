@@ -22,7 +22,7 @@ from typing import Any
 from attacks import metrics as M
 from attacks.base import Attack, AttackReport, Target, available_attacks, get_attack, run_attack
 from bench import tracking
-from bench.cli import command, data_args, target_args, tracking_args
+from bench.cliargs import command, data_args, target_args, tracking_args
 from methods.base import Budget, ConfigError, Fitted, Method, Task
 
 

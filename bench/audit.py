@@ -16,7 +16,7 @@ import argparse
 import math
 import sys
 
-from bench.cli import _float, command, data_args, tracking_args
+from bench.cliargs import _float, command, data_args, tracking_args
 from methods.base import ConfigError
 
 VIOLATION_EXIT = 3

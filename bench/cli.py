@@ -19,50 +19,8 @@ from typing import Any, Callable
 
 from methods.base import BenchError
 
-COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction], argparse.ArgumentParser], str]] = {}
-
-
-def command(name: str, help_text: str):
-    """Register ``fn(subparsers) -> parser`` as the builder of one subcommand."""
-
-    def deco(fn):
-        COMMANDS[name] = (fn, help_text)
-        return fn
-
-    return deco
-
-
-def _float(s: str) -> float:
-    try:
-        return float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-
-
-def data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-root", metavar="DIR", help="raw dataset folder (default: $BENCH_DATA_ROOT, else the cache)")
-    p.add_argument("--download", action="store_true", help="download missing raw files into the cache (needs network)")
-
-
-def target_args(p: argparse.ArgumentParser, output_help: str = "also write the results as JSON") -> None:
-    """What picks the trained targets: methods, dataset, split, budget, seeds, overrides, device, output."""
-    p.add_argument("--method", "-m", action="append", required=True, metavar="M[,M...]",
-                   help="method name(s), comma-separated or repeated (see `bench list methods`)")
-    p.add_argument("--dataset", "-d", required=True, help="dataset name, e.g. cora, computers, csbm:nodes=5000")
-    p.add_argument("--split", "-s", help="split name (default: public for Planetoid, ogb for ogbn-*, else random-75-10-15)")
-    p.add_argument("--epsilon", "-e", type=_float, help="target epsilon for private methods ('inf' = no noise)")
-    p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED", help="seeds (default: 0)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="hyperparameter override; 'method.key=value' targets one method (repeatable)")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
-    p.add_argument("--output", "-o", metavar="FILE", help=output_help)
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-
-
-def tracking_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--experiment", default="dp-gnn-bench", help="MLflow experiment name (default: %(default)s)")
-    p.add_argument("--no-track", action="store_true", help="do not log to MLflow")
+from bench.cliargs import (COMMANDS, _float, command, data_args, join_negative_numbers,  # noqa: F401
+                           target_args, tracking_args)
 
 
 # --------------------------------------------------------------------------------------
@@ -74,6 +32,9 @@ def tracking_args(p: argparse.ArgumentParser) -> None:
 def _run_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("run", help=COMMANDS["run"][1], description="Train, evaluate and log one run per method and seed.")
     target_args(p)
+    p.add_argument("--diagnostics", action="store_true",
+                   help="also put the diagnostics (training loss, accuracy on private labels, exact counts: not "
+                        "private, not released) into --output; MLflow always has them under diagnostic.*")
     _attack_options(p)
     data_args(p)
     tracking_args(p)
@@ -93,12 +54,16 @@ def run_targets(args: argparse.Namespace) -> list:
     reporting progress on stderr; the shared body of ``bench run`` and ``bench attack``."""
     from bench.run import RunSpec, prepare, run_one
 
+    from bench.run import check_writable
+
     methods = [m.strip() for item in args.method for m in item.split(",") if m.strip()]
     attack_opts = {k: getattr(args, k) for k in ("attacks", "attack_overrides", "bootstrap", "plot_dir")}
     spec = RunSpec(methods=methods, dataset=args.dataset, split=args.split, seeds=args.seeds, epsilon=args.epsilon,
                    delta=args.delta, overrides=args.overrides, device=args.device, data_root=args.data_root,
                    download=args.download, experiment=args.experiment, track=not args.no_track,
-                   progress=not args.no_progress, **attack_opts)
+                   progress=not args.no_progress, secure_noise=args.secure_noise,
+                   diagnostics=getattr(args, "diagnostics", False), **attack_opts)
+    check_writable(args.output)
     prepared = prepare(spec)
     ds = prepared.dataset
     if spec.epsilon is not None:
@@ -131,7 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print()
         print(attack_table(results))
     if args.output:
-        write_json_atomic(args.output, [r.to_dict() for r in results])
+        write_json_atomic(args.output, [r.to_dict(diagnostics=args.diagnostics) for r in results])
     return 0
 
 
@@ -247,7 +212,7 @@ def _sigterm(signum, frame):  # noqa: ARG001
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = join_negative_numbers(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser()
     args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _sigterm)

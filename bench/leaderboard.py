@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.cli import command
+from bench.cliargs import command
 from methods.base import BenchError
 
 BIG = 1e307  # tracking stores inf as 1e308

@@ -17,7 +17,7 @@ from typing import Callable
 
 import torch
 
-from bench.cli import COMMANDS, command
+from bench.cliargs import COMMANDS, command
 from bench.run import format_table
 
 

@@ -20,13 +20,19 @@ from typing import Any
 import torch
 
 from bench import tracking
+from bench.cliargs import fmt_eps
 from bench.datasets import GraphDataset, load_dataset, parse_dataset_name
 from bench.splits import check_split, default_split, make_task
-from methods.base import (Budget, BudgetError, ConfigError, Method, Task, config_dict, default_delta, get_method,
-                          stable_hash)
-from methods.training import resolve_device
+from methods.base import (Budget, BudgetError, ConfigError, ContractViolation, Method, Task, check_fitted,
+                          config_dict, default_delta, fit_method, get_method, stable_hash)
+from methods.device import resolve_device
+from methods.streams import RunStreams
 
 DEFAULT_EXPERIMENT = "dp-gnn-bench"
+DIAGNOSTIC = "diagnostic."
+DIAGNOSTIC_NOTE = "not private, not released: computed from private data without a DP mechanism (debugging only)"
+#: per-epoch keys that a ledger covers (the accountant's epsilon after each step is data-independent)
+RELEASED_HISTORY = frozenset({"epsilon", "epoch", "steps", "stage", "stage_epoch"})
 
 
 @dataclass
@@ -52,6 +58,10 @@ class RunSpec:
     plot_dir: str | None = None
     # extra MLflow tags on every run (bench.sweep marks its cells and their owner process with them)
     tags: dict[str, str] = field(default_factory=dict)
+    # the DP noise from OS entropy, never logged (methods.streams); default: reproducible from the seed
+    secure_noise: bool = False
+    # keep the diagnostics (numbers no ledger covers) in results and --output (they are always in MLflow)
+    diagnostics: bool = False
 
 
 @dataclass
@@ -67,14 +77,22 @@ class RunResult:
     target_epsilon: float
     run_id: str | None
     seconds: float
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)  # released facts only (no diagnostics)
     attacks: list[dict[str, Any]] = field(default_factory=list)  # AttackReport.to_dict() per attack
+    unit_label: str = ""
+    inference_private: bool | None = None
+    #: numbers no ledger covers (training loss, accuracy on private labels, exact counts): not released
+    diagnostics: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, diagnostics: bool = False) -> dict[str, Any]:
         d = self.__dict__.copy()
         for k in ("epsilon", "target_epsilon"):
             if not math.isfinite(d[k]):
                 d[k] = "inf"
+        if diagnostics:
+            d["diagnostics_note"] = DIAGNOSTIC_NOTE
+        else:
+            d.pop("diagnostics")
         return d
 
 
@@ -125,7 +143,10 @@ def resolve_budget(spec_eps: float | None, spec_delta: float | None, method: Met
 
 
 def evaluate(task: Task, proba: torch.Tensor) -> dict[str, float]:
-    """Accuracy and macro-F1 on every non-empty part of the split (OGB's Evaluator for ogbn-*)."""
+    """Accuracy and macro-F1 on every non-empty part of the split (OGB's Evaluator for ogbn-*).
+
+    The test (and PrivGNN's public query) parts are the benchmark's evaluation. The training and validation
+    parts are labels of private units that no ledger covers: they come back as ``diagnostic.*`` keys."""
     from sklearn.metrics import f1_score
 
     if proba.shape != (task.num_nodes, task.num_classes):
@@ -150,10 +171,23 @@ def evaluate(task: Task, proba: torch.Tensor) -> dict[str, float]:
             acc = evaluator.eval({"y_true": yt.view(-1, 1), "y_pred": yp.view(-1, 1)})["acc"]
         else:
             acc = float((yt == yp).float().mean())
-        out[f"{part}_acc"] = float(acc)
-        out[f"{part}_macro_f1"] = float(f1_score(yt.numpy(), yp.numpy(), average="macro",
-                                                 labels=list(range(task.num_classes)), zero_division=0))
+        prefix = DIAGNOSTIC if part in ("train", "val") else ""
+        out[f"{prefix}{part}_acc"] = float(acc)
+        out[f"{prefix}{part}_macro_f1"] = float(f1_score(yt.numpy(), yp.numpy(), average="macro",
+                                                         labels=list(range(task.num_classes)), zero_division=0))
     return out
+
+
+def split_info(info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(released facts, diagnostics) of a ``Fitted.info``."""
+    released = {k: v for k, v in info.items() if k != "diagnostic"}
+    diag = dict(info.get("diagnostic") or {})
+    return released, diag
+
+
+def diagnostic_history(history: list[dict[str, float]]) -> list[dict[str, float]]:
+    """Per-epoch rows with every key a ledger does not cover under ``diagnostic.``."""
+    return [{(k if k in RELEASED_HISTORY else DIAGNOSTIC + k): v for k, v in row.items()} for row in history]
 
 
 @dataclass
@@ -190,6 +224,8 @@ def prepare(spec: RunSpec) -> Prepared:
         method = cls(**overrides[cls.name])  # hyperparameter errors surface here
         if method.is_private and spec.epsilon is None:
             raise BudgetError(f"method {cls.name} is private: give --epsilon (or --epsilon inf to train without noise)")
+        if method.is_private and spec.epsilon is not None and spec.delta is not None:
+            method.check_budget(Budget(spec.epsilon, spec.delta))  # e.g. delta = 0 for a Gaussian mechanism
     if spec.epsilon is not None and math.isfinite(spec.epsilon) and all(c.privacy_unit == "none" for c in classes):
         # a lone non-private method with a target epsilon is a mistake; mixed lists run it at eps=inf
         classes[0]().check_budget(Budget(spec.epsilon, spec.delta or 0.0))
@@ -213,37 +249,56 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
     hparams = config_dict(method.config)
     identity = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "seed": seed,
                 "epsilon": str(budget.epsilon), "delta": budget.delta, "hparams": hparams}
+    streams = RunStreams(seed, secure_noise=spec.secure_noise)
     params = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "seed": seed,
-              "privacy_unit": cls.privacy_unit, "setting": task.setting, "target_epsilon": str(budget.epsilon),
-              "delta": budget.delta, "device": str(p.device), "split_hash": task.split_hash(),
-              "config_hash": stable_hash(identity), "dataset_source": p.dataset.source,
-              **{f"hp.{k}": v for k, v in hparams.items()}}
+              "privacy_unit": cls.privacy_unit, "unit_label": cls.label(), "setting": task.setting,
+              "target_epsilon": str(budget.epsilon), "delta": budget.delta, "device": str(p.device),
+              "split_hash": task.split_hash(), "config_hash": stable_hash(identity),
+              "dataset_source": p.dataset.source, "secure_noise": spec.secure_noise,
+              "random_streams": streams.describe()["streams"], **{f"hp.{k}": v for k, v in hparams.items()}}
     tags = {**spec.tags, "method": cls.name, "dataset": p.dataset.name, "split": p.split,
-            "config_hash": params["config_hash"]}
-    name = f"{cls.name}/{p.dataset.name}/{p.split}/s{seed}"
+            "config_hash": params["config_hash"], "diagnostics": DIAGNOSTIC_NOTE}
+    eps_name = "inf" if math.isinf(budget.epsilon) else f"{budget.epsilon:g}"
+    name = f"{cls.name}/{p.dataset.name}/{p.split}/eps={eps_name}/s{seed}"
     with tracking.tracked_run(spec.experiment, name, tags=tags, parent=parent, enabled=spec.track) as run:
         run.log_params(params)
         run.log_dict({"identity": identity, "task": task.summary(), "split_info": task.info,
-                      "dataset_changes": p.dataset.changes, "hparams": hparams}, "config.json")
+                      "dataset_changes": p.dataset.changes, "hparams": hparams, "streams": streams.describe()},
+                     "config.json")
         t0 = time.perf_counter()
-        fitted = method.fit(task, budget, seed=seed, device=p.device, progress=spec.progress)
+        fitted = fit_method(method, task, budget, streams, device=p.device, progress=spec.progress)
         seconds = time.perf_counter() - t0
-        metrics = evaluate(task, fitted.predict_proba())
+        proba = fitted.predict_proba()
+        if tuple(proba.shape) != (task.num_nodes, task.num_classes):
+            raise ContractViolation(f"{cls.name}.predict_proba returned shape {tuple(proba.shape)}, expected "
+                                    f"({task.num_nodes}, {task.num_classes})")
+        check_fitted(method, fitted, budget)
+        evaluation = evaluate(task, proba)
         spent = fitted.epsilon(budget.delta) if method.is_private else math.inf
-        if method.is_private and spent > budget.epsilon * (1 + 1e-9):
-            raise RuntimeError(f"{cls.name} spent epsilon={spent:.6g} > target {budget.epsilon:g}: a method bug")
-        run.log_history(fitted.history)
-        run.log_metrics({**metrics, "epsilon": spent, "fit_seconds": seconds})
+        released, diag = split_info(fitted.info)
+        metrics = {k: v for k, v in evaluation.items() if not k.startswith(DIAGNOSTIC)}
+        diag_metrics = {k: v for k, v in evaluation.items() if k.startswith(DIAGNOSTIC)}
+        diag_metrics.update({DIAGNOSTIC + k: v for k, v in diag.items() if _number(v)})
+        run.log_history(diagnostic_history(fitted.history))
+        run.log_metrics({**metrics, **diag_metrics, "epsilon": spent, "fit_seconds": seconds})
         run.log_dict(fitted.ledger.to_dict(), "ledger.json")
-        run.set_tags({"inference_private": fitted.info.get("inference_private", "n/a")})
+        inference_private = released.get("inference_private")
+        run.set_tags({"inference_private": "n/a" if inference_private is None else inference_private,
+                      "unit_label": cls.label()})
         reports = []
         if p.attacks is not None:
             from bench.attack import run_attacks
 
-            reports = [a.to_dict() for a in run_attacks(p.attacks, task, method, budget, fitted, seed, p.device, run,
-                                                        spec.experiment, spec.track, spec.progress, name)]
+            reports = [a.to_dict() for a in run_attacks(p.attacks, task, method, budget, fitted, streams, p.device,
+                                                        run, spec.experiment, spec.track, spec.progress, name)]
         return RunResult(cls.name, p.dataset.name, p.split, seed, cls.privacy_unit, metrics, spent, budget.delta,
-                         budget.epsilon, run.run_id, seconds, dict(fitted.info), reports)
+                         budget.epsilon, run.run_id, seconds, released, reports, cls.label(),
+                         None if inference_private is None else bool(inference_private),
+                         {**{k[len(DIAGNOSTIC):]: v for k, v in diag_metrics.items()}, **diag})
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def run_all(spec: RunSpec) -> list[RunResult]:
@@ -257,17 +312,19 @@ def run_all(spec: RunSpec) -> list[RunResult]:
 
 
 def _mean_std(xs: list[float]) -> str:
+    """``mean ± std`` over seeds; one seed prints its value alone (no "± 0")."""
     if not xs:
         return "-"
     m = statistics.fmean(xs)
-    s = statistics.stdev(xs) if len(xs) > 1 else 0.0
-    return f"{m:.4f} ± {s:.4f}"
+    if len(xs) == 1:
+        return f"{m:.4f}"
+    return f"{m:.4f} ± {statistics.stdev(xs):.4f}"
 
 
 def _eps(xs: list[float]) -> str:
     if not xs or any(math.isinf(x) for x in xs):
         return "inf"
-    return f"{max(xs):.4g}"
+    return fmt_eps(max(xs))
 
 
 def results_table(results: list[RunResult]) -> str:
@@ -278,17 +335,48 @@ def results_table(results: list[RunResult]) -> str:
               "seeds", "fit s"]
     rows = []
     for (m, d, s, eps), rs in groups.items():
-        rows.append([m, d, s, rs[0].privacy_unit, "inf" if math.isinf(eps) else f"{eps:g}", _eps([r.epsilon for r in rs]),
+        rows.append([m, d, s, rs[0].unit_label or rs[0].privacy_unit, "inf" if math.isinf(eps) else f"{eps:g}",
+                     _eps([r.epsilon for r in rs]),
                      _mean_std([r.metrics.get("test_acc", math.nan) for r in rs]),
                      _mean_std([r.metrics.get("test_macro_f1", math.nan) for r in rs]), str(len(rs)),
                      f"{statistics.fmean(r.seconds for r in rs):.1f}"])
-    return format_table(header, rows)
+    return format_table(header, rows) + unit_footnotes([g[0] for g in groups])
+
+
+def unit_footnotes(methods: list[str]) -> str:
+    """One line per unit label that needs one (what the epsilon holds for), for the methods in a table."""
+    notes: dict[str, str] = {}
+    for name in methods:
+        try:
+            cls = get_method(name)
+        except ConfigError:
+            continue
+        if cls.unit_note:
+            notes.setdefault(cls.label(), cls.unit_note)
+    return "".join(f"\n* {label}: {note}" for label, note in sorted(notes.items()))
 
 
 def format_table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def check_writable(path: str | os.PathLike | None) -> None:
+    """Refuse an output path that cannot be written, before anything is trained (a BenchError)."""
+    if not path:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"--output {path} is a directory; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    probe = parent
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"--output {path}: cannot write in {probe}")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ConfigError(f"--output {path}: the file is not writable")
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:

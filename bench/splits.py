@@ -35,6 +35,7 @@ from torch import Tensor
 
 from bench.datasets import GraphDataset
 from methods.base import BenchError, Task
+from methods.streams import RunStreams
 
 
 class SplitError(BenchError):
@@ -91,7 +92,7 @@ def make_task(ds: GraphDataset, split: str, seed: int = 0) -> Task:
     check_split(split, ds.name)
     if seed < 0:
         raise SplitError(f"seed must be >= 0 (got {seed})")
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = RunStreams(int(seed)).torch("split")
     n = ds.num_nodes
     d = ds.data
     common = dict(dataset=ds.name, split=split, num_classes=ds.num_classes, seed=int(seed), ogb_name=ds.ogb_name)

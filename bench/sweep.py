@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.cli import command
+from bench.cliargs import command
 from methods.base import BenchError, ConfigError
 
 ENV_KEYS = ("MLFLOW_TRACKING_URI", "BENCH_DATA_ROOT", "BENCH_CACHE_DIR")

@@ -62,6 +62,19 @@ def client():
     return _client(tracking_uri())
 
 
+def client_download_text(run_id: str, artifact_file: str) -> str:
+    """The text of one artifact of a run (FileNotFoundError if it has none of that name)."""
+    import tempfile
+
+    c = client()
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            path = c.download_artifacts(run_id, artifact_file, d)
+        except Exception as e:  # MLflow raises its own exception types for a missing artifact
+            raise FileNotFoundError(f"{artifact_file} of run {run_id}: {e}") from None
+        return Path(path).read_text()
+
+
 @lru_cache(maxsize=None)
 def git_commit() -> str:
     root = Path(__file__).resolve().parents[1]

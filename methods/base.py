@@ -20,22 +20,15 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import Tensor
 
+from methods.errors import BenchError, BudgetError, ConfigError, ContractViolation  # noqa: F401 (re-exported)
+from methods.streams import RunStreams
+
 PrivacyUnit = Literal["none", "edge", "node", "feature"]
 Setting = Literal["transductive", "inductive", "private-public"]
 PRIVACY_UNITS: tuple[str, ...] = ("none", "edge", "node", "feature")
 SETTINGS: tuple[str, ...] = ("transductive", "inductive", "private-public")
 
 
-class BenchError(Exception):
-    """An error caused by user input or the environment, reported as one clear line."""
-
-
-class BudgetError(BenchError, ValueError):
-    """A privacy budget that is invalid or that a method cannot meet."""
-
-
-class ConfigError(BenchError, ValueError):
-    """Unknown or malformed hyperparameters, method names or settings."""
 
 
 # --------------------------------------------------------------------------------------
@@ -283,10 +276,17 @@ class Fitted(ABC):
 
     ``ledger`` records every private mechanism that touched the data; ``epsilon(delta)`` is what
     the accountant computes from it (never the target). ``history`` holds per-epoch metrics and
-    ``info`` free-form facts about the run (for example ``inference_private``).
+    ``info`` facts about the run (for example ``inference_private``).
+
+    Releases and diagnostics. What a run releases is the served model and the facts in ``info`` that are
+    functions of public data or of the DP releases (noise multipliers, step counts, the ledger). Anything a
+    method computes from private data without a mechanism -- training loss, accuracy on private labels,
+    exact counts of dropped nodes or kept edges -- goes in ``info["diagnostic"]`` (and per-epoch in
+    ``history``): logged as ``diagnostic.*``, tagged "not private, not released", never in outputs,
+    leaderboards or plots.
     """
 
-    ledger: Any
+    ledger: Any  # methods.privacy.PrivacyLedger
     history: list[dict[str, float]]
     info: dict[str, Any]
 
@@ -297,12 +297,63 @@ class Fitted(ABC):
     def epsilon(self, delta: float) -> float:
         return float(self.ledger.epsilon(delta))
 
+    def release(self) -> dict[str, Tensor] | None:
+        """The released artifacts (weights, noisy aggregates, a randomised graph) as named tensors.
+
+        A method that claims private inference (``info["inference_private"]``) must say what it releases:
+        the contract tests check that, with the release held fixed, no served output depends on another
+        private unit's data. ``None``: not declared.
+        """
+        return None
+
+
+@dataclass
+class FitContext:
+    """What :meth:`Method.fit` hands to a method's ``_fit``: the checked inputs, the resolved device and the
+    run's random streams (:class:`methods.streams.RunStreams`)."""
+
+    task: Task
+    budget: Budget
+    streams: RunStreams
+    device: torch.device
+    progress: bool = False
+
+    @property
+    def seed(self) -> int:
+        return self.streams.seed
+
+    def generator(self, purpose: str, *path: Any, device: Any = "cpu") -> torch.Generator:
+        """A torch generator on ``purpose``'s stream (CPU unless ``device`` is given)."""
+        return self.streams.torch(purpose, *path, device=device)
+
+    def rng(self, purpose: str, *path: Any):
+        """A NumPy generator on ``purpose``'s stream."""
+        return self.streams.numpy(purpose, *path)
+
+    def init(self, *path: Any):
+        """``with ctx.init(): model = ...``: parameter initialisation draws from the ``init`` stream."""
+        return self.streams.global_torch("init", *path, device=self.device)
+
+    def bar(self, total: int, desc: str):
+        from methods.progress import progress_bar
+
+        return progress_bar(total, desc, self.progress)
+
 
 class Method(ABC):
-    """Base class of every method. Subclasses set the class attributes and implement ``fit``."""
+    """Base class of every method. Subclasses set the class attributes and implement ``_fit(ctx)``.
+
+    :meth:`fit` is a template: it validates the budget and the task, resolves the device, creates the run's
+    random streams (once, from the seed), runs ``_fit`` with torch's global RNG (dropout) on the ``dropout``
+    stream, and checks the returned model against the contract. A plugin may still override ``fit`` whole.
+    """
 
     name: ClassVar[str] = ""
     privacy_unit: ClassVar[PrivacyUnit] = "none"
+    #: the unit and neighbouring relation its epsilon holds for, as tables label it (default: the unit)
+    unit_label: ClassVar[str] = ""
+    #: one line on what the label means, for table footnotes
+    unit_note: ClassVar[str] = ""
     description: ClassVar[str] = ""
     Config: ClassVar[type] = NoConfig
     settings: ClassVar[tuple[str, ...]] = SETTINGS
@@ -310,6 +361,8 @@ class Method(ABC):
     smoke_config: ClassVar[dict[str, Any]] = {}
     #: DP-SGD on examples that read the raw node features: white-box gradient canaries apply (audits.whitebox)
     gradient_canaries: ClassVar[bool] = False
+    #: the mechanisms need delta > 0 to meet a finite epsilon (False: pure DP, e.g. randomized response)
+    needs_delta: ClassVar[bool] = True
 
     def __init__(self, **overrides: Any) -> None:
         self.config = make_config(self.Config, overrides, owner=self.name or type(self).__name__)
@@ -317,6 +370,11 @@ class Method(ABC):
     @property
     def is_private(self) -> bool:
         return self.privacy_unit != "none"
+
+    @classmethod
+    def label(cls) -> str:
+        """The unit label of tables: ``unit_label`` or the privacy unit."""
+        return cls.unit_label or cls.privacy_unit
 
     def check_budget(self, budget: Budget) -> None:
         """Refuse budgets this method cannot meet (called by the harness before ``fit``)."""
@@ -327,6 +385,9 @@ class Method(ABC):
                 f"method {self.name} is not private (privacy unit: none) and cannot meet "
                 f"epsilon={budget.epsilon:g}; run it without --epsilon"
             )
+        if self.is_private and budget.is_private and self.needs_delta and not budget.delta > 0:
+            raise BudgetError(f"method {self.name} uses Gaussian or subsampled mechanisms, which cannot meet a "
+                              f"finite epsilon with delta = 0; give --delta > 0")
 
     def check_task(self, task: Task) -> None:
         if task.setting not in self.settings:
@@ -335,10 +396,60 @@ class Method(ABC):
                 f"(supported: {', '.join(self.settings)})"
             )
 
-    @abstractmethod
-    def fit(self, task: Task, budget: Budget, seed: int, device: str | torch.device = "cpu",
+    def fit(self, task: Task, budget: Budget, seed: int | RunStreams = 0, device: str | torch.device = "cpu",
             progress: bool = False) -> Fitted:
-        """Train on ``task`` under ``budget`` and return the released model."""
+        """Train on ``task`` under ``budget`` and return the released model.
+
+        ``seed`` is the run's seed or its :class:`~methods.streams.RunStreams` (audits and attacks pass the
+        streams of a sub-run)."""
+        from methods.device import resolve_device
+
+        self.check_budget(budget)
+        self.check_task(task)
+        streams = RunStreams.of(seed)
+        ctx = FitContext(task, budget, streams, resolve_device(device), progress)
+        with streams.global_torch("dropout", device=ctx.device):
+            fitted = self._fit(ctx)
+        check_fitted(self, fitted, budget)
+        return fitted
+
+    def _fit(self, ctx: FitContext) -> Fitted:
+        raise NotImplementedError(f"{type(self).__name__} must implement _fit(ctx) (or override fit)")
+
+
+def fit_method(method: Method, task: Task, budget: Budget, streams: RunStreams, device: Any = "cpu",
+               progress: bool = False) -> Fitted:
+    """How the harness, the attacks and the audits call ``fit``: the template (:meth:`Method.fit`) gets the run's
+    streams; a plugin that overrides ``fit`` whole gets an integer seed (the run's seed, or a seed derived from
+    a sub-run's streams), as the interface always promised it."""
+    if type(method).fit is Method.fit:
+        return method.fit(task, budget, seed=streams, device=device, progress=progress)
+    seed = streams.seed if not streams.lineage else streams.int_seed("seed") % (2 ** 31)
+    return method.fit(task, budget, seed=seed, device=device, progress=progress)
+
+
+def check_fitted(method: Method, fitted: Any, budget: Budget) -> None:
+    """The contract every released model meets, whatever the method: a Fitted with a ledger whose epsilon is
+    within the target (private methods) or infinite (non-private ones). Raises :class:`ContractViolation`."""
+    from methods.privacy.ledger import PrivacyLedger
+
+    name = method.name or type(method).__name__
+    if not isinstance(fitted, Fitted):
+        raise ContractViolation(f"{name}.fit returned {type(fitted).__name__}, not a Fitted")
+    if not isinstance(getattr(fitted, "ledger", None), PrivacyLedger):
+        raise ContractViolation(f"{name}: the fitted model's ledger is {type(getattr(fitted, 'ledger', None)).__name__}"
+                                f", not a PrivacyLedger")
+    if not isinstance(getattr(fitted, "info", None), dict) or not isinstance(getattr(fitted, "history", None), list):
+        raise ContractViolation(f"{name}: a Fitted needs info (dict) and history (list)")
+    if not method.is_private:
+        if fitted.ledger.non_private_use is None:
+            raise ContractViolation(f"{name} is not private but its ledger does not say so")
+        return
+    if budget.is_private:
+        eps = fitted.epsilon(budget.delta)
+        if not eps <= budget.epsilon * (1 + 1e-9):
+            raise ContractViolation(f"{name} spent epsilon={eps:.6g} > target {budget.epsilon:g} at "
+                                    f"delta={budget.delta:g}: a method bug")
 
 
 _REGISTRY: dict[str, type[Method]] = {}
@@ -380,4 +491,6 @@ def available_methods() -> dict[str, type[Method]]:
 
 
 def _load_builtin() -> None:
-    import methods  # noqa: F401  (importing the package registers the built-in methods)
+    from methods import load_builtin_methods
+
+    load_builtin_methods()

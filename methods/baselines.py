@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from methods.base import Budget, Method, Task, register
+from methods.base import FitContext, Method, Task, register
 from methods.models import Backbone
 from methods.privacy import PrivacyLedger
-from methods.training import ModelFitted, resolve_device, seed_everything, train_full_batch
+from methods.training import ModelFitted, train_full_batch
 
 
 @dataclass
@@ -80,16 +80,14 @@ class FullBatchMethod(Method):
         return Backbone(self.arch, task.num_features, task.num_classes, hidden=c.hidden, layers=c.layers,
                         dropout=c.dropout, **extra)
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False) -> ModelFitted:
-        self.check_budget(budget)
-        self.check_task(task)
-        dev = resolve_device(device)
-        seed_everything(seed)
-        c = self.config
-        model = self.backbone(task)
+    def _fit(self, ctx: FitContext) -> ModelFitted:
+        task, c = ctx.task, self.config
+        with ctx.init():
+            model = self.backbone(task)
         result, g_eval = train_full_batch(
             model, task, lr=c.lr, weight_decay=c.weight_decay, epochs=c.epochs, patience=c.patience,
-            device=dev, normalize_features=row_normalized(c.features, task), progress=progress, desc=self.name)
+            device=ctx.device, normalize_features=row_normalized(c.features, task), progress=ctx.progress,
+            desc=self.name)
         ledger = PrivacyLedger.non_private(f"{self.name}: non-private training on labels, features and edges")
         info = {"best_epoch": result.best_epoch, "epochs_run": len(result.history), "inference_private": False}
         return ModelFitted(result.model, g_eval, ledger, result.history, info)

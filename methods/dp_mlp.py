@@ -17,12 +17,12 @@ from typing import Literal
 
 import torch
 
-from methods.base import Budget, ConfigError, Method, Task, register
+from methods.base import ConfigError, FitContext, Method, register
 from methods.baselines import row_normalized
 from methods.dpsgd import DPOptimizer, PoissonSampler
 from methods.models import GraphInput, linear_mlp
-from methods.privacy import PoissonGaussian, PrivacyLedger, calibrate_noise
-from methods.training import ModelFitted, progress_bar, resolve_device, row_normalize, seed_everything
+from methods.privacy import PrivacyLedger, calibrate_noise, presets
+from methods.training import ModelFitted, row_normalize
 
 
 @dataclass
@@ -62,49 +62,41 @@ class DPMLP(Method):
     Config = DPMLPConfig
     smoke_config = {"epochs": 3, "hidden": 16, "batch_size": 32}
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False) -> ModelFitted:
-        self.check_budget(budget)
-        self.check_task(task)
-        c = self.config
-        dev = resolve_device(device)
-        gen = seed_everything(seed)
+    def _fit(self, ctx: FitContext) -> ModelFitted:
+        task, budget, dev, c = ctx.task, ctx.budget, ctx.device, self.config
         train_data, _ = task.training_graph()
         train_idx = (task.train_mask.nonzero().view(-1) if task.setting == "transductive"
                      else torch.arange(train_data.num_nodes))
         n = int(train_idx.numel())
         if n == 0:
             raise ConfigError(f"{task.dataset}/{task.split} has no training node")
-        rate = min(1.0, c.batch_size / n)
         steps_per_epoch = max(1, math.ceil(n / c.batch_size))
         steps = c.epochs * steps_per_epoch
 
-        def ledger_for(z: float) -> PrivacyLedger:
-            return PrivacyLedger().add(PoissonGaussian(rate=rate, noise_multiplier=z, unit="node"), steps)
+        def ledger_for(z: float, t: int = steps) -> PrivacyLedger:
+            return presets.dp_mlp(num_train=n, batch_size=c.batch_size, noise_multiplier=z, steps=t)
 
-        if budget.is_private:
-            z = calibrate_noise(ledger_for, budget.epsilon, budget.delta)
-        else:
-            z = 0.0
+        z = calibrate_noise(ledger_for, budget.epsilon, budget.delta) if budget.is_private else 0.0
         norm = row_normalized(c.features, task)
         x_train = row_normalize(train_data.x) if norm else train_data.x
         x_all = row_normalize(task.data.x) if norm else task.data.x
         x, y = x_train[train_idx].to(dev), train_data.y[train_idx].to(dev)
-        net = linear_mlp(task.num_features, c.hidden, task.num_classes, c.layers).to(dev)
+        with ctx.init():
+            net = linear_mlp(task.num_features, c.hidden, task.num_classes, c.layers).to(dev)
         opt_cls = torch.optim.Adam if c.optimizer == "adam" else torch.optim.SGD
         dp = DPOptimizer(net, opt_cls(net.parameters(), lr=c.lr), clip=c.clip,
-                         generator=torch.Generator(device=dev).manual_seed(seed))
-        sampler = PoissonSampler(n, rate, gen, unit="node")
-        ledger = PrivacyLedger()
+                         generator=ctx.generator("noise", device=dev))
+        sampler = PoissonSampler(n, presets.poisson_rate(c.batch_size, n), ctx.generator("sampler"), unit="node")
         val_idx = task.val_mask.nonzero().view(-1)
         history = []
-        bar = progress_bar(steps, self.name, progress)
+        done = 0
+        bar = ctx.bar(steps, self.name)
         for epoch in range(1, c.epochs + 1):
             infos = []
             for _ in range(steps_per_epoch):
                 idx = sampler.sample().to(dev)
                 infos.append(dp.step((x[idx],), y[idx], noise_std=z * c.clip, denominator=sampler.expected_size))
-                if z > 0:
-                    ledger = ledger.add(sampler.event(z))
+                done += 1
                 bar.update(1)
             row = {"epoch": epoch, "train_loss": sum(i.loss for i in infos) / len(infos),
                    "frac_clipped": sum(i.frac_clipped for i in infos) / len(infos)}
@@ -113,11 +105,13 @@ class DPMLP(Method):
                     pred = net(x_all[val_idx].to(dev)).argmax(1).cpu()
                 row["val_acc"] = float((pred == task.data.y[val_idx]).float().mean())
             if z > 0:
-                row["epsilon"] = ledger.epsilon(budget.delta)
+                row["epsilon"] = ledger_for(z, done).epsilon(budget.delta)
             history.append(row)
         bar.close()
-        if z == 0:
+        if z > 0:
+            ledger = ledger_for(z, done)
+        else:
             ledger = PrivacyLedger.non_private("dp-mlp trained without noise (epsilon=inf requested)")
-        info = {"noise_multiplier": z, "sampling_rate": rate, "steps": steps, "inference_private": True}
+        info = {"noise_multiplier": z, "sampling_rate": sampler.rate, "steps": done, "inference_private": True}
         return ModelFitted(_MLPModule(net), GraphInput(x_all.to(dev), torch.empty(2, 0, dtype=torch.long)),
                            ledger, history, info)

@@ -67,13 +67,12 @@ from typing import ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
-from methods.base import Budget, BudgetError, ConfigError, Method, Task, register
+from methods.base import BudgetError, ConfigError, FitContext, Method, Task, register
 from methods.dpsgd import DPOptimizer, FixedSizeSampler, QuantileClipping
 from methods.models import GraphInput
-from methods.privacy import HypergeometricGaussian, PrivacyLedger, calibrate_noise, calibrate_steps
-from methods.privacy import presets
+from methods.privacy import PrivacyLedger, calibrate_noise, calibrate_steps, presets
 from methods.samplers.dpgnn import TreeSubgraphs, occurrence_bound, sample_subgraphs
-from methods.training import ModelFitted, progress_bar, resolve_device, row_normalize, seed_everything
+from methods.training import ModelFitted, row_normalize
 
 Backbone = Literal["gcn", "gin", "gat"]
 
@@ -293,13 +292,9 @@ class DPGNN(Method):
         return _Prepared(trees, x_train.float(), train_data.y[trees.roots], int(trees.num_subgraphs),
                          GraphInput(x_all.float(), task.data.edge_index), stats)
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False) -> ModelFitted:
-        self.check_budget(budget)
-        self.check_task(task)
-        c = self.config
-        dev = resolve_device(device)
-        gen = seed_everything(seed)
-        prep = self.prepare(task, gen)
+    def _fit(self, ctx: FitContext) -> ModelFitted:
+        task, budget, dev, c = ctx.task, ctx.budget, ctx.device, self.config
+        prep = self.prepare(task, ctx.generator("subgraphs"))
         n = prep.num_train
         if c.batch_size > n:
             raise ConfigError(f"batch_size ({c.batch_size}) exceeds the {n} training subgraphs of "
@@ -312,7 +307,8 @@ class DPGNN(Method):
         lam_count = None if count_std is None else count_std / occ
 
         def ledger(lam: float, steps: int) -> PrivacyLedger:
-            return presets.dpgnn(n, m, c.max_degree, c.layers, lam, steps)
+            return presets.dpgnn(num_train=n, batch_size=m, max_degree=c.max_degree, layers=c.layers,
+                                 noise_multiplier=lam, steps=steps)
 
         if budget.is_private:
             if c.noise_multiplier is None:
@@ -328,22 +324,21 @@ class DPGNN(Method):
         else:
             steps, lam, lam_grad = max_steps, 0.0, 0.0
 
-        model = DPGNNModel(task.num_features, task.num_classes, c.backbone, c.hidden, c.layers, c.encoder_layers,
-                           c.decoder_layers, c.heads, c.activation).to(dev)
+        with ctx.init():
+            model = DPGNNModel(task.num_features, task.num_classes, c.backbone, c.hidden, c.layers,
+                               c.encoder_layers, c.decoder_layers, c.heads, c.activation).to(dev)
         opt = (torch.optim.SGD(model.parameters(), lr=c.lr) if self.optimizer == "sgd"
                else torch.optim.Adam(model.parameters(), lr=c.lr))
         quantile = (QuantileClipping(c.clip_quantile, c.clip_lr, count_std) if count_std is not None else None)
         dp = DPOptimizer(model, opt, clip=c.clip, per_layer=c.per_layer_clipping, quantile=quantile,
-                         generator=torch.Generator(device=dev).manual_seed(seed))
-        sampler = FixedSizeSampler(n, m, gen, unit="node")
-        event = HypergeometricGaussian(num_train=n, occurrence_bound=occ, batch_size=m,
-                                       noise_multiplier=lam) if lam > 0 else None
+                         generator=ctx.generator("noise", device=dev))
+        sampler = FixedSizeSampler(n, m, ctx.generator("sampler"), unit="node")
+        private = lam > 0
         trees, x = prep.trees, prep.x
         eval_graph = prep.eval_graph.to(dev)
         val_idx = task.val_mask.nonzero().view(-1)
-        run = PrivacyLedger()
         history: list[dict[str, float]] = []
-        bar = progress_bar(steps, self.name, progress)
+        bar = ctx.bar(steps, self.name)
         done = 0
         while done < steps:
             infos = []
@@ -356,8 +351,6 @@ class DPGNN(Method):
                 noise_std = lam_grad * 2.0 * dp.clip * occ
                 infos.append(dp.step((xb.to(dev), parent.to(dev)), prep.y[idx].to(dev), noise_std=noise_std,
                                      denominator=m))
-                if event is not None:
-                    run = run.add(event)
                 done += 1
                 bar.update(1)
             row = {"epoch": len(history) + 1, "steps": done, "train_loss": sum(i.loss for i in infos) / len(infos),
@@ -366,15 +359,15 @@ class DPGNN(Method):
                 with torch.no_grad():
                     pred = model.full_graph(eval_graph.x, eval_graph.edge_index)[val_idx.to(dev)].argmax(1).cpu()
                 row["val_acc"] = float((pred == task.data.y[val_idx]).float().mean())
-            if event is not None:
-                row["epsilon"] = run.epsilon(budget.delta)
+            if private:
+                row["epsilon"] = ledger(lam, done).epsilon(budget.delta)
             history.append(row)
             bar.set_postfix(loss=f"{row['train_loss']:.3f}", val=f"{row.get('val_acc', float('nan')):.3f}")
         bar.close()
-        if event is None:
+        if not private:
             run = PrivacyLedger.non_private(f"{self.name} trained without noise (epsilon=inf requested)")
         else:
-            run = run.note(f"node-level DP-GNN (Theorem 1) under the paper's relation: a node owns its features, "
+            run = ledger(lam, done).note(f"node-level DP-GNN (Theorem 1) under the paper's relation: a node owns its features, "
                            f"label and incoming edge list; N_train={n}, m={m}, K={c.max_degree}, r={c.layers}, "
                            f"N(K,r)={occ}")
             if lam_count is not None:

@@ -264,6 +264,9 @@ class DPOptimizer:
         self.grads = PerExampleGradients(self.model, self.loss_fn, self.mode)
 
     def _normal(self, shape, std: float, like: Tensor) -> Tensor:
+        if self.generator is None:
+            raise BenchError("DP-SGD noise needs an explicit generator on the run's noise stream "
+                             "(RunStreams.torch('noise', device=...)); the global RNG is not one")
         return torch.normal(0.0, std, size=tuple(shape), generator=self.generator, device=like.device,
                             dtype=like.dtype)
 
@@ -295,16 +298,13 @@ class DPOptimizer:
                         float((norms > clip).float().mean()) if b else 0.0, float(losses.mean()) if b else 0.0)
         if self.quantile is not None:
             q = self.quantile
-            count = float((norms <= clip).sum()) + float(torch.normal(0.0, q.count_noise_std, size=(1,),
-                                                                     generator=self._cpu_gen()))
+            dev = self.generator.device if self.generator is not None else norms.device
+            count = float((norms <= clip).sum()) + float(self._normal((1,), q.count_noise_std,
+                                                                      torch.empty(0, device=dev)))
             frac = count / denominator
             self.clip = clip * math.exp(-q.learning_rate * (frac - q.target_quantile))
             info.count_noise_std = q.count_noise_std
         return info
-
-    def _cpu_gen(self) -> torch.Generator | None:
-        g = self.generator
-        return g if g is None or g.device.type == "cpu" else None
 
 
 # --------------------------------------------------------------------------------------

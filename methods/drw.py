@@ -35,14 +35,14 @@ from typing import ClassVar, Literal
 
 import torch
 
-from methods.base import Budget, ConfigError, Method, Task, register
+from methods.base import Budget, BudgetError, ConfigError, ContractViolation, FitContext, Method, Task, register
 from methods.dpsgd import DPOptimizer, FixedSizeSampler
 from methods.models import DenseGCN, GraphInput, dense_gcn_full_graph, prepare_graph
-from methods.privacy import PrivacyLedger
+from methods.privacy import PrivacyLedger, presets
 from methods.privacy.events import Event
 from methods.samplers.random_walks import disjoint_random_walks, min_subgraphs, random_walk_csr
 from methods.subgraphs import PaddedSubgraphs, from_disjoint
-from methods.training import ModelFitted, progress_bar, resolve_device, row_normalize, seed_everything
+from methods.training import ModelFitted, row_normalize
 
 
 @dataclass
@@ -157,36 +157,34 @@ class DRWBase(_RandomWalkTraining, Method):
     def __init__(self, **overrides) -> None:
         super().__init__(**{**self.defaults, **overrides})
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False) -> ModelFitted:
-        self.check_budget(budget)
-        c = self.config
-        dev = resolve_device(device)
-        gen = seed_everything(seed)
+    def _fit(self, ctx: FitContext) -> ModelFitted:
+        task, budget, dev, c = ctx.task, ctx.budget, ctx.device, self.config
+        walk_gen, batch_gen = ctx.generator("subgraphs"), ctx.generator("sampler")
         graph, x, roots, rule, csr, inductive = self._setup(task, c)
-        walks = self._walks(graph, roots, csr, c, gen, inductive, rule)
+        walks = self._walks(graph, roots, csr, c, walk_gen, inductive, rule)
         n_train = graph.num_nodes if roots is None else int(roots.numel())
         m = c.batch_size or default_batch_size(n_train, walks.num_examples)
         if m > walks.num_examples:
             raise ConfigError(f"batch_size {m} exceeds the {walks.num_examples} training subgraphs")
-        torch.manual_seed(seed)
-        model = DenseGCN(task.num_features, task.num_classes, hidden=c.hidden, layers=c.layers).to(dev)
+        with ctx.init():
+            model = DenseGCN(task.num_features, task.num_classes, hidden=c.hidden, layers=c.layers).to(dev)
         opt_cls = torch.optim.Adam if c.optimizer == "adam" else torch.optim.SGD
         dp = DPOptimizer(model, opt_cls(model.parameters(), lr=c.lr), clip=c.clip,
-                         generator=torch.Generator(device=dev).manual_seed(seed))
+                         generator=ctx.generator("noise", device=dev))
         private = budget.is_private
         noise_std = c.noise_multiplier * 2 * c.clip if private else 0.0
         y = graph.y
         g_eval = self._release(model, task, c, dev)
         ledger, steps, history = PrivacyLedger(), 0, []
-        populations = set()
-        bar = progress_bar(c.max_steps, self.name, progress)
+        segments: list[list[int]] = []  # [population, steps] per sampler run that took steps
+        bar = ctx.bar(c.max_steps, self.name)
         while steps < c.max_steps:
             segment = c.resample_every if c.resample_every else c.max_steps
             if steps and c.resample_every:
-                walks = self._walks(graph, roots, csr, c, gen, inductive, rule)
+                walks = self._walks(graph, roots, csr, c, walk_gen, inductive, rule)
             if m > walks.num_examples:  # DRW-D: a resample may form fewer batchable subgraphs
                 raise ConfigError(f"a resample formed only {walks.num_examples} training subgraphs (< batch {m})")
-            sampler = FixedSizeSampler(walks.num_examples, m, gen, unit="feature",
+            sampler = FixedSizeSampler(walks.num_examples, m, batch_gen, unit="feature",
                                        accounted_population=walks.population)
             k = min(segment, c.max_steps - steps)
             seg_start, event = ledger, sampler.event(c.noise_multiplier)
@@ -195,7 +193,10 @@ class DRWBase(_RandomWalkTraining, Method):
                 if k == 0:
                     break
                 ledger = ledger.add(event, k)  # the k steps about to run
-            populations.add(walks.population)
+            if segments and segments[-1][0] == walks.population:
+                segments[-1][1] += k
+            else:
+                segments.append([walks.population, k])
             for j in range(1, k + 1):
                 idx = sampler.sample()
                 xb, ab = walks.padded.batch(idx, x, dev)
@@ -213,7 +214,7 @@ class DRWBase(_RandomWalkTraining, Method):
                     history.append(row)
         bar.close()
         if steps == 0:
-            raise ConfigError(f"epsilon={budget.epsilon:g} does not allow a single step with noise multiplier "
+            raise BudgetError(f"epsilon={budget.epsilon:g} does not allow a single step with noise multiplier "
                               f"{c.noise_multiplier:g}; raise --epsilon or noise_multiplier")
         if not history or history[-1]["epoch"] != steps:
             row = {"epoch": steps}
@@ -221,13 +222,33 @@ class DRWBase(_RandomWalkTraining, Method):
             if acc is not None:
                 row["val_acc"] = acc
             history.append(row)
-        if not private:
+        if private:
+            final = drw_ledger(graph.num_nodes, c, m, steps, segments, inductive)
+            if not final.same_events(ledger):
+                raise ContractViolation(f"{self.name}: the family ledger {final.describe()} differs from the steps "
+                                        f"that ran ({ledger.describe()})")
+            ledger = final
+        else:
             ledger = PrivacyLedger.non_private(f"{self.name} trained without noise (epsilon=inf requested)")
+        populations = sorted({p for p, _ in segments})
         info = {"steps": steps, "batch_size": m, "num_subgraphs": walks.num_examples,
-                "accounting_population": sorted(populations) if len(populations) > 1 else walks.population,
+                "accounting_population": populations if len(populations) > 1 else walks.population,
                 "accounting_rule": rule, "noise_multiplier": c.noise_multiplier, "inference_private": False,
                 "inference_note": "full-graph GCN forward over all features (the paper's inference)"}
         return ModelFitted(_FullGraph(model), g_eval, ledger, history, info)
+
+
+def drw_ledger(num_nodes: int, c: DRWConfig, batch_size: int, steps: int, segments: list[list[int]],
+               inductive: bool) -> PrivacyLedger:
+    """The run's ledger from the family function: one population (M_min inductively, the batchable
+    subgraphs transductively) or DRW-D's segments."""
+    common = dict(num_nodes=num_nodes, walk_length=c.walk_length, batch_size=batch_size,
+                  noise_multiplier=c.noise_multiplier, steps=steps, restarts=c.restarts)
+    if len(segments) == 1:
+        if inductive:
+            return presets.drw(**common)
+        return presets.drw(**common, batchable_subgraphs=segments[0][0])
+    return presets.drw(**common, segments=tuple((p, t) for p, t in segments))
 
 
 class _FullGraph(torch.nn.Module):
@@ -282,26 +303,24 @@ class RW(_RandomWalkTraining, Method):
     Config = RWConfig
     smoke_config = {"walk_length": 2, "hidden": 16, "epochs": 3, "batch_size": 20}
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False) -> ModelFitted:
+    def _fit(self, ctx: FitContext) -> ModelFitted:
         import copy
 
         import torch.nn.functional as F
 
-        self.check_budget(budget)
-        c = self.config
-        dev = resolve_device(device)
-        gen = seed_everything(seed)
+        task, dev, c = ctx.task, ctx.device, self.config
+        gen = ctx.generator("sampler")
         graph, x, roots, rule, csr, inductive = self._setup(task, c)
-        walks = self._walks(graph, roots, csr, c, gen, inductive, rule)
+        walks = self._walks(graph, roots, csr, c, ctx.generator("subgraphs"), inductive, rule)
         n_train = graph.num_nodes if roots is None else int(roots.numel())
         m = min(c.batch_size or default_batch_size(n_train, walks.num_examples), walks.num_examples)
-        torch.manual_seed(seed)
-        model = DenseGCN(task.num_features, task.num_classes, hidden=c.hidden, layers=c.layers).to(dev)
+        with ctx.init():
+            model = DenseGCN(task.num_features, task.num_classes, hidden=c.hidden, layers=c.layers).to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=c.lr)
         g_eval = self._release(model, task, c, dev)
         y = graph.y
         best, best_state, bad, history = -math.inf, copy.deepcopy(model.state_dict()), 0, []
-        bar = progress_bar(c.epochs, self.name, progress)
+        bar = ctx.bar(c.epochs, self.name)
         for epoch in range(1, c.epochs + 1):
             perm = torch.randperm(walks.num_examples, generator=gen)
             losses = []

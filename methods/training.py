@@ -4,50 +4,22 @@ from __future__ import annotations
 
 import copy
 import math
-import random
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from methods.base import BenchError, Fitted, Task
+from methods.device import resolve_device  # noqa: F401 (re-exported)
 from methods.models import Backbone, GraphInput, prepare_graph
 from methods.privacy import PrivacyLedger
-
-
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``auto`` -> CUDA when available, else CPU. Asking for CUDA without one is a clear error."""
-    if isinstance(device, torch.device):
-        return device
-    name = (device or "auto").lower()
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise BenchError("--device cuda was requested but no CUDA device is available (use --device auto or cpu)")
-    if name != "cpu" and not name.startswith("cuda"):
-        raise BenchError(f"unknown device {device!r}; use auto, cpu or cuda[:N]")
-    return torch.device(name)
-
-
-def seed_everything(seed: int) -> torch.Generator:
-    """Seed Python, NumPy and torch; return a torch generator seeded the same way."""
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
-    return torch.Generator().manual_seed(seed)
+from methods.progress import progress_bar  # noqa: F401 (re-exported)
 
 
 def row_normalize(x: Tensor) -> Tensor:
     s = x.sum(dim=1, keepdim=True).clamp(min=1e-12)
     return x / s
-
-
-def progress_bar(total: int, desc: str, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, leave=False, disable=not enabled, dynamic_ncols=True)
 
 
 @dataclass
@@ -127,15 +99,19 @@ def train_full_batch(model: Backbone, task: Task, *, lr: float, weight_decay: fl
 
 
 class ModelFitted(Fitted):
-    """A released model that serves posteriors from a fixed graph (full-graph inference)."""
+    """A released model that serves posteriors from a fixed graph.
+
+    ``graph_released``: the served graph is itself a DP release (EdgeRand's randomised adjacency), so it is
+    part of :meth:`release`; otherwise the graph is the task's data and only the weights are released."""
 
     def __init__(self, model: torch.nn.Module, graph: GraphInput, ledger: PrivacyLedger,
-                 history: list[dict[str, float]], info: dict | None = None) -> None:
+                 history: list[dict[str, float]], info: dict | None = None, graph_released: bool = False) -> None:
         self.model = model.eval()
         self.graph = graph
         self.ledger = ledger
         self.history = history
         self.info = dict(info or {})
+        self.graph_released = graph_released
         self._proba: Tensor | None = None
 
     def predict_proba(self, nodes: Tensor | None = None) -> Tensor:
@@ -143,3 +119,11 @@ class ModelFitted(Fitted):
             with torch.no_grad():
                 self._proba = torch.softmax(self.model(self.graph).float(), dim=-1).cpu()
         return self._proba if nodes is None else self._proba[torch.as_tensor(nodes, dtype=torch.long)]
+
+    def release(self) -> dict[str, Tensor]:
+        out = {f"model.{k}": v.detach() for k, v in self.model.state_dict().items()}
+        if self.graph_released:
+            for k, v in vars(self.graph).items():
+                if isinstance(v, Tensor):
+                    out[f"graph.{k}"] = v.detach()
+        return out

@@ -218,9 +218,9 @@ def test_progap_edge_matches_theorem_4_1(k, sigma, delta):
     """Theorem 4.1: eps = K/(2 sigma^2) + sqrt(2 K log(1/delta))/sigma, the continuous optimum of the standard
     conversion; the grid optimum may only be (slightly) larger."""
     closed = k / (2 * sigma ** 2) + math.sqrt(2 * k * math.log(1 / delta)) / sigma
-    ours = P.progap_edge(k, sigma).epsilon(delta, conversion="standard")
+    ours = P.aggregation_edge(k, sigma, convention="paper").epsilon(delta, conversion="standard")
     assert closed - 1e-9 <= ours <= closed * (1 + 2e-3)
-    assert P.progap_edge(k, sigma).epsilon(delta) < ours  # improved is tighter
+    assert P.aggregation_edge(k, sigma, convention="paper").epsilon(delta) < ours  # improved is tighter
 
 
 # --------------------------------------------------------------------------------------

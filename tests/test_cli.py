@@ -63,12 +63,16 @@ def test_run_is_tracked_with_params_metrics_and_artifacts(tmp_path, capsys):
     assert gcn[0].data.tags["git_commit"]
     m = gcn[0].data.metrics
     assert 0 <= m["test_acc"] <= 1 and "test_macro_f1" in m and m["epsilon"] > 1e300
-    hist = tracking.client().get_metric_history(gcn[0].info.run_id, "train_loss")
+    hist = tracking.client().get_metric_history(gcn[0].info.run_id, "diagnostic.train_loss")
     assert sorted(h.step for h in hist) == list(range(1, 16))
+    # numbers no ledger covers are diagnostics: namespaced, tagged, and kept out of the released output
+    assert "train_acc" not in m and "val_acc" not in m and "diagnostic.train_acc" in m
+    assert "not released" in gcn[0].data.tags["diagnostics"]
     arts = {a.path for a in tracking.client().list_artifacts(gcn[0].info.run_id)}
     assert {"config.json", "ledger.json"} <= arts
     results = json.loads(out.read_text())
     assert len(results) == 4 and {r["method"] for r in results} == {"mlp", "gcn"}
+    assert all("diagnostics" not in r and not any(k.startswith("diagnostic") for k in r["metrics"]) for r in results)
     # the two seeds of a method are different runs with different splits
     assert gcn[0].data.params["split_hash"] != gcn[1].data.params["split_hash"]
 

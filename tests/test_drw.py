@@ -74,7 +74,9 @@ def test_features_outside_the_training_subgraphs_do_not_matter(small_task):
 
     cfg = {**SMOKE, "max_steps": 8}
     f1 = get_method("drw")(**cfg).fit(small_task, Budget(50.0, 1e-5), seed=3)
-    gen = torch.Generator().manual_seed(3)  # the method's own first draws: the sampler's root order
+    from methods.streams import RunStreams
+
+    gen = RunStreams(3).torch("subgraphs")  # the method's walk sampler stream
     nodes, _ = disjoint_random_walks(small_task.data.edge_index, small_task.num_nodes, 2,
                                      roots=small_task.train_mask.nonzero().view(-1), generator=gen)
     outside = torch.ones(small_task.num_nodes, dtype=torch.bool)
@@ -115,9 +117,9 @@ def test_infinite_epsilon_trains_without_noise_and_says_so(small_task):
 
 
 def test_a_budget_too_small_for_one_step_is_a_clear_error(small_task):
-    from methods.base import ConfigError
+    from methods.base import BudgetError
 
-    with pytest.raises(ConfigError, match="does not allow a single step"):
+    with pytest.raises(BudgetError, match="does not allow a single step"):
         get_method("drw")(**{**SMOKE, "noise_multiplier": 0.5}).fit(small_task, Budget(0.01, 1e-5), seed=0)
 
 

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from methods.base import ConfigError
+from methods.base import BenchError, ConfigError
 from methods.gap.nap import (EDGE_SENSITIVITY, aggregation_matrix, bound_out_degree, nap, node_sensitivity,
                              normalize_rows)
 
@@ -167,6 +167,6 @@ def test_nap_refuses_negative_noise():
 def test_sensitivity_constants():
     assert EDGE_SENSITIVITY == pytest.approx(math.sqrt(2))
     assert node_sensitivity(100) == pytest.approx(10.0)
-    with pytest.raises(ConfigError):
+    with pytest.raises(BenchError):
         node_sensitivity(0)
     assert np.isfinite(node_sensitivity(1))

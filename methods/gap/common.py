@@ -9,10 +9,10 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from methods.base import Budget, ConfigError, Method, Task
+from methods.base import Budget, ConfigError, FitContext, Task
 from methods.gap.nap import aggregation_matrix, bound_out_degree
-from methods.gap.stages import Split, generators
-from methods.training import progress_bar, resolve_device, seed_everything
+from methods.gap.stages import Split
+from methods.privacy import calibrate_noise, presets
 
 NormChoice = Literal["auto", "batch", "group", "none"]
 
@@ -27,17 +27,23 @@ class Setup:
     num_train: int
 
 
-def setup(method: Method, task: Task, budget: Budget, seed: int, device) -> Setup:
-    method.check_budget(budget)
-    method.check_task(task)
-    dev = resolve_device(device)
-    seed_everything(seed)
-    gens = generators(seed, dev, ("sample", "noise", "nap", "cutoff", "rr"))
+def setup(ctx: FitContext) -> Setup:
+    """Generators on the run's streams: batch sampling and the degree cut-off on the CPU, the DP-SGD noise
+    and the NAP noise (two children of the noise stream) on the device."""
+    task, dev = ctx.task, ctx.device
+    gens = {"sample": ctx.generator("sampler"), "cutoff": ctx.generator("subgraphs", "cutoff"),
+            "noise": ctx.generator("noise", "sgd", device=dev), "nap": ctx.generator("noise", "nap", device=dev)}
     train = task.train_mask.nonzero().view(-1)
     if train.numel() == 0:
         raise ConfigError(f"{task.dataset}/{task.split} has no training node")
     split = Split(task.data.y.to(dev), train.to(dev), task.val_mask.nonzero().view(-1).to(dev))
     return Setup(dev, gens, task.data.x.float().to(dev), split, task.num_nodes, int(train.numel()))
+
+
+def calibrate(make_ledger, budget: Budget) -> float:
+    """The smallest noise whose family ledger meets the target (Gaussian mechanisms: delta > 0 needed)."""
+    presets.require_delta(budget.delta)
+    return calibrate_noise(make_ledger, budget.epsilon, budget.delta)
 
 
 def resolve_norm(norm: str, level: str) -> str:
@@ -68,7 +74,3 @@ def dp_steps_per_epoch(num_train: int, batch_size: int) -> int:
     if batch_size > num_train:
         raise ConfigError(f"batch_size {batch_size} exceeds the {num_train} training nodes")
     return math.ceil(num_train / batch_size)
-
-
-def bar(total: int, name: str, enabled: bool):
-    return progress_bar(total, name, enabled)

@@ -32,12 +32,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from methods.base import Budget, ConfigError, Method, Task, register
+from methods.base import ConfigError, FitContext, Method, register
 from methods.baselines import FullBatchConfig, row_normalized
-from methods.gap import ledgers
-from methods.gap.stages import generators
-from methods.privacy import PrivacyLedger
-from methods.training import ModelFitted, resolve_device, seed_everything, train_full_batch
+from methods.privacy import PrivacyLedger, presets
+from methods.training import ModelFitted, train_full_batch
 
 DENSE_PAIRS = 2_000_000
 
@@ -94,8 +92,10 @@ def asymmetric_rr(edge_index: Tensor, num_nodes: int, eps_link: float, eps_densi
     else:
         new = _sample_non_edges(int(rng.binomial(pairs - m, flip_in)), n, edge_keys, rng)
     keys = np.concatenate([kept, new])
-    facts = {"rr_keep_prob": p, "rr_subsample_q": q, "edges_true": m, "edges_kept": int(kept.size),
-             "edges_flipped_in": int(new.size), "noisy_edge_count": float(noisy_m)}
+    # public: functions of epsilon and of the DP releases; diagnostic: exact counts of the true graph
+    facts = {"rr_keep_prob": p, "rr_subsample_q": q, "noisy_edge_count": float(noisy_m),
+             "released_edges": int(kept.size + new.size),
+             "diagnostic": {"edges_true": m, "edges_kept": int(kept.size), "edges_flipped_in": int(new.size)}}
     return _pairs_to_edge_index(keys, n), facts
 
 
@@ -155,24 +155,21 @@ class EdgeRandConfig(FullBatchConfig):
 class EdgeRand(Method):
     description = "EdgeRand: asymmetric randomized response on the adjacency, then GraphSAGE (edge level)"
     privacy_unit = "edge"
+    unit_label = "edge (undirected)"
+    unit_note = "one undirected edge: each unordered pair is randomised once"
+    needs_delta = False  # pure DP: randomized response and a Laplace count
     Config = EdgeRandConfig
     settings = ("transductive",)
     smoke_config = {"epochs": 10, "hidden": 16}
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False) -> ModelFitted:
-        self.check_budget(budget)
-        self.check_task(task)
-        c = self.config
-        dev = resolve_device(device)
-        seed_everything(seed)
+    def _fit(self, ctx: FitContext) -> ModelFitted:
+        task, budget, dev, c = ctx.task, ctx.budget, ctx.device, self.config
         info: dict = {"inference_private": True}
         if budget.is_private:
             eps_d = budget.epsilon * c.density_share
             eps_l = budget.epsilon - eps_d
-            rng_seed = int(torch.randint(0, 2**62, (1,), generator=generators(seed, dev, ("rr",))["rr"]))
-            released, facts = asymmetric_rr(task.data.edge_index, task.num_nodes, eps_l, eps_d,
-                                            np.random.default_rng(rng_seed))
-            ledger = ledgers.edgerand(eps_l, eps_d)
+            released, facts = asymmetric_rr(task.data.edge_index, task.num_nodes, eps_l, eps_d, ctx.rng("noise", "rr"))
+            ledger = presets.edgerand(epsilon_link=eps_l, epsilon_density=eps_d)
             info.update(facts, epsilon_link=eps_l, epsilon_density=eps_d)
         else:
             released = task.data.edge_index
@@ -180,10 +177,11 @@ class EdgeRand(Method):
         data = task.data.__class__(x=task.data.x, y=task.data.y, edge_index=released)
         data.num_nodes = task.num_nodes
         released_task = dataclasses.replace(task, data=data)
-        model = SAGEJK(task.num_features, c.hidden, task.num_classes, c.layers, c.dropout, c.jk)
+        with ctx.init():
+            model = SAGEJK(task.num_features, c.hidden, task.num_classes, c.layers, c.dropout, c.jk)
         result, g_eval = train_full_batch(model, released_task, lr=c.lr, weight_decay=c.weight_decay, epochs=c.epochs,
                                           patience=c.patience, device=dev,
-                                          normalize_features=row_normalized(c.features, task), progress=progress,
+                                          normalize_features=row_normalized(c.features, task), progress=ctx.progress,
                                           desc=self.name)
         info.update(best_epoch=result.best_epoch, epochs_run=len(result.history))
-        return ModelFitted(result.model, g_eval, ledger, result.history, info)
+        return ModelFitted(result.model, g_eval, ledger, result.history, info, graph_released=budget.is_private)

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 import torch
 
-from methods.base import Budget, ConfigError, Method, Task, register
-from methods.gap import common, ledgers
-from methods.gap.common import NormChoice
-from methods.gap.nap import EDGE_SENSITIVITY, nap, nap_event, node_sensitivity, normalize_rows
+from methods.base import ConfigError, FitContext, Method, register
+from methods.gap import common
+from methods.gap.common import NormChoice, calibrate
+from methods.gap.nap import EDGE_SENSITIVITY, nap, node_sensitivity, normalize_rows
 from methods.gap.nets import Encoder, ProgressiveNet
 from methods.gap.stages import CachedAggregatesFitted, train_dp, train_full_batch
-from methods.privacy import PrivacyLedger
+from methods.privacy import PrivacyLedger, presets
 
 
 @dataclass
@@ -71,53 +71,59 @@ class GAPNodeConfig(GAPEdgeConfig):
             raise ConfigError("batch_size and max_degree must be >= 1 and clip > 0")
 
 
-def _aggregate(adj_t, x0: torch.Tensor, hops: int, sigma: float, gen, sensitivity: float, unit: str,
-               ledger: PrivacyLedger) -> tuple[list[torch.Tensor], PrivacyLedger]:
+def _aggregate(adj_t, x0: torch.Tensor, hops: int, sigma: float, gen) -> list[torch.Tensor]:
     xs = [x0]
     for _ in range(hops):
         xs.append(normalize_rows(nap(adj_t, xs[-1], sigma, gen)))
-        if sigma > 0:
-            ledger = ledger.add(nap_event(sensitivity, sigma, unit))
-    return xs, ledger
+    return xs
 
 
 @register("gap-edge")
 class GAPEdge(Method):
     description = "GAP, edge level: non-private encoder, K cached NAP hops (sqrt(2) per edge), classifier"
     privacy_unit = "edge"
+    unit_label = "edge (undirected)"
+    unit_note = "one undirected edge; NAP sensitivity sqrt(2) (the papers' 1 counts one directed entry)"
     Config = GAPEdgeConfig
     settings = ("transductive",)
     smoke_config = {"hops": 2, "encoder_epochs": 5, "epochs": 5}
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False):
-        c = self.config
-        s = common.setup(self, task, budget, seed, device)
+    def _fit(self, ctx: FitContext):
+        task, budget, c = ctx.task, ctx.budget, self.config
+        s = common.setup(ctx)
         K = c.hops
-        sigma = ledgers.calibrate(lambda v: ledgers.aggregation_edge(K, v), budget.epsilon, budget.delta) \
-            if budget.is_private else 0.0
+
+        def ledger(sigma: float) -> PrivacyLedger:
+            return presets.aggregation_edge(depth=K, sigma=sigma)
+
+        sigma = calibrate(ledger, budget) if budget.is_private else 0.0
         norm = common.resolve_norm(c.norm, "edge")
         history: list[dict] = []
-        pbar = common.bar((c.encoder_epochs if c.encoder_layers else 0) + c.epochs, self.name, progress)
+        pbar = ctx.bar((c.encoder_epochs if c.encoder_layers else 0) + c.epochs, self.name)
         if c.encoder_layers:
-            enc = Encoder(task.num_features, c.hidden, task.num_classes, c.encoder_layers, norm).to(s.device)
+            with ctx.init("encoder"):
+                enc = Encoder(task.num_features, c.hidden, task.num_classes, c.encoder_layers, norm).to(s.device)
             train_full_batch(enc, [s.x], s.split, epochs=c.encoder_epochs, lr=c.lr, weight_decay=c.weight_decay,
                              history=history, stage=0, bar=pbar)
             x0 = _embed(enc, s.x)
         else:
             x0 = normalize_rows(s.x)
         adj_t = common.edge_graph(task, s.device)
-        xs, ledger = _aggregate(adj_t, x0, K, sigma, s.gens["nap"], EDGE_SENSITIVITY, "edge", PrivacyLedger())
+        xs = _aggregate(adj_t, x0, K, sigma, s.gens["nap"])
         del adj_t
-        clf = ProgressiveNet(x0.size(1), c.hidden, task.num_classes, K + 1, c.base_layers, norm,
-                             later_in_dim=x0.size(1)).to(s.device).stage(K)
+        with ctx.init("classifier"):
+            clf = ProgressiveNet(x0.size(1), c.hidden, task.num_classes, K + 1, c.base_layers, norm,
+                                 later_in_dim=x0.size(1)).to(s.device).stage(K)
         best = train_full_batch(clf, xs, s.split, epochs=c.epochs, lr=c.lr, weight_decay=c.weight_decay,
                                 history=history, stage=1, bar=pbar)
         pbar.close()
         if sigma == 0:
-            ledger = PrivacyLedger.non_private("gap-edge without aggregation noise (epsilon=inf requested)")
+            led = PrivacyLedger.non_private("gap-edge without aggregation noise (epsilon=inf requested)")
+        else:
+            led = ledger(sigma)
         info = {"sigma": sigma, "noise_multiplier": sigma / EDGE_SENSITIVITY if sigma else 0.0, "hops": K,
                 "nap_queries": K, "best_epoch": best, "inference_private": True}
-        return CachedAggregatesFitted(clf, xs, ledger, history, info)
+        return CachedAggregatesFitted(clf, xs, led, history, info)
 
 
 def _embed(enc: Encoder, x: torch.Tensor) -> torch.Tensor:
@@ -130,50 +136,57 @@ def _embed(enc: Encoder, x: torch.Tensor) -> torch.Tensor:
 class GAPNode(Method):
     description = "GAP, node level: DP-SGD encoder, K cached NAP hops on an out-degree-D graph, DP-SGD classifier"
     privacy_unit = "node"
+    unit_label = "node (degree-bounded)"
+    unit_note = ("add/remove a node with its edges, on the graph after the random out-degree cut-off to D (as "
+                 "GAP and ProGAP state it)")
     Config = GAPNodeConfig
     settings = ("transductive",)
     smoke_config = {"hops": 2, "encoder_epochs": 2, "epochs": 2, "batch_size": 32, "max_degree": 5}
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False):
-        c = self.config
-        s = common.setup(self, task, budget, seed, device)
+    def _fit(self, ctx: FitContext):
+        task, budget, c = ctx.task, ctx.budget, self.config
+        s = common.setup(ctx)
         K, D = c.hops, c.max_degree
         steps_per_epoch = common.dp_steps_per_epoch(s.num_train, c.batch_size)
         t_enc = c.encoder_epochs * steps_per_epoch if c.encoder_layers else 0
         t_cls = c.epochs * steps_per_epoch
 
-        def make(z: float) -> PrivacyLedger:
-            return ledgers.gap_node(K, s.num_train, c.batch_size, t_enc, t_cls, z, D)
+        def ledger(z: float, enc_steps: int = t_enc, cls_steps: int = t_cls) -> PrivacyLedger:
+            return presets.gap_node(depth=K, num_train=s.num_train, batch_size=c.batch_size, encoder_steps=enc_steps,
+                                    classifier_steps=cls_steps, noise_multiplier=z, max_degree=D)
 
-        z = ledgers.calibrate(make, budget.epsilon, budget.delta) if budget.is_private else 0.0
+        z = calibrate(ledger, budget) if budget.is_private else 0.0
         sigma_ap = z * node_sensitivity(D)
         norm = common.resolve_norm(c.norm, "node")
         history: list[dict] = []
-        ledger = PrivacyLedger()
-        pbar = common.bar(t_enc + t_cls, self.name, progress)
+        pbar = ctx.bar(t_enc + t_cls, self.name)
+        ran_enc = 0
         if c.encoder_layers:
-            enc = Encoder(task.num_features, c.hidden, task.num_classes, c.encoder_layers, norm).to(s.device)
-            ledger = train_dp(enc, [s.x], s.split, epochs=c.encoder_epochs, batch_size=c.batch_size, lr=c.lr,
-                              clip=c.clip, noise_multiplier=z, sample_gen=s.gens["sample"], noise_gen=s.gens["noise"],
-                              ledger=ledger, history=history, stage=0, bar=pbar)
+            with ctx.init("encoder"):
+                enc = Encoder(task.num_features, c.hidden, task.num_classes, c.encoder_layers, norm).to(s.device)
+            ran_enc = train_dp(enc, [s.x], s.split, epochs=c.encoder_epochs, batch_size=c.batch_size, lr=c.lr,
+                               clip=c.clip, noise_multiplier=z, sample_gen=s.gens["sample"],
+                               noise_gen=s.gens["noise"], history=history, stage=0, bar=pbar)
             x0 = _embed(enc, s.x)
         else:
             x0 = normalize_rows(s.x)
         adj_t, facts = common.node_graph(task, s, D)
-        xs, ledger = _aggregate(adj_t, x0, K, sigma_ap, s.gens["nap"], node_sensitivity(D), "node", ledger)
+        xs = _aggregate(adj_t, x0, K, sigma_ap, s.gens["nap"])
         del adj_t
-        clf = ProgressiveNet(x0.size(1), c.hidden, task.num_classes, K + 1, c.base_layers, norm,
-                             later_in_dim=x0.size(1)).to(s.device).stage(K)
-        ledger = train_dp(clf, xs, s.split, epochs=c.epochs, batch_size=c.batch_size, lr=c.lr, clip=c.clip,
-                          noise_multiplier=z, sample_gen=s.gens["sample"], noise_gen=s.gens["noise"], ledger=ledger,
-                          history=history, stage=1, bar=pbar)
+        with ctx.init("classifier"):
+            clf = ProgressiveNet(x0.size(1), c.hidden, task.num_classes, K + 1, c.base_layers, norm,
+                                 later_in_dim=x0.size(1)).to(s.device).stage(K)
+        ran_cls = train_dp(clf, xs, s.split, epochs=c.epochs, batch_size=c.batch_size, lr=c.lr, clip=c.clip,
+                           noise_multiplier=z, sample_gen=s.gens["sample"], noise_gen=s.gens["noise"],
+                           history=history, stage=1, bar=pbar)
         pbar.close()
         if z == 0:
-            ledger = PrivacyLedger.non_private("gap-node without noise (epsilon=inf requested)")
+            led = PrivacyLedger.non_private("gap-node without noise (epsilon=inf requested)")
         else:
-            ledger = ledger.note("node-level DP with respect to the graph after the random out-degree cut-off "
-                                 f"to D={D} (GAP's sensitivity sqrt(D))")
+            led = ledger(z, ran_enc, ran_cls).note(
+                f"node-level DP with respect to the graph after the random out-degree cut-off to D={D} "
+                "(GAP's sensitivity sqrt(D))")
         info = {"noise_multiplier": z, "sigma_ap": sigma_ap, "hops": K, "nap_queries": K, "max_degree": D,
-                "sampling_rate": min(1.0, c.batch_size / s.num_train), "encoder_steps": t_enc,
-                "classifier_steps": t_cls, "inference_private": True, **facts}
-        return CachedAggregatesFitted(clf, xs, ledger, history, info)
+                "sampling_rate": presets.poisson_rate(c.batch_size, s.num_train), "encoder_steps": ran_enc,
+                "classifier_steps": ran_cls, "inference_private": True, "diagnostic": facts}
+        return CachedAggregatesFitted(clf, xs, led, history, info)

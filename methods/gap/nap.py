@@ -34,16 +34,7 @@ from torch import Tensor
 
 from methods.base import ConfigError
 from methods.models import sparse_adj_t
-from methods.privacy import Gaussian
-
-EDGE_SENSITIVITY = math.sqrt(2.0)  # one undirected edge = two adjacency entries
-
-
-def node_sensitivity(max_degree: int) -> float:
-    """Node-level L2 sensitivity of NAP on a graph with out-degrees <= ``max_degree`` (GAP Lemma 3)."""
-    if max_degree < 1:
-        raise ConfigError(f"max_degree must be >= 1 (got {max_degree})")
-    return math.sqrt(max_degree)
+from methods.privacy.presets import EDGE_SENSITIVITY, node_sensitivity  # noqa: F401 (the ledgers' constants)
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
@@ -116,7 +107,3 @@ def nap(adj_t: Tensor, x: Tensor, sigma: float, generator: torch.Generator | Non
             out = out + sigma * torch.randn(out.shape, generator=generator, device=out.device, dtype=out.dtype)
     return out
 
-
-def nap_event(sensitivity: float, sigma: float, unit: str) -> Gaussian:
-    """The ledger event of one NAP release."""
-    return Gaussian(sensitivity=sensitivity, sigma=sigma, unit=unit)

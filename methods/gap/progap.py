@@ -25,13 +25,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from methods.base import Budget, ConfigError, Method, Task, register
-from methods.gap import common, ledgers
-from methods.gap.common import NormChoice
-from methods.gap.nap import EDGE_SENSITIVITY, nap, nap_event, node_sensitivity
+from methods.base import ConfigError, ContractViolation, FitContext, Method, register
+from methods.gap import common
+from methods.gap.common import NormChoice, calibrate
+from methods.gap.nap import EDGE_SENSITIVITY, nap, node_sensitivity
 from methods.gap.nets import ProgressiveNet
 from methods.gap.stages import CachedAggregatesFitted, embed, train_dp, train_full_batch
-from methods.privacy import PrivacyLedger
+from methods.privacy import PrivacyLedger, presets
 
 
 @dataclass
@@ -77,38 +77,44 @@ def _plot(history: list[dict], name: str) -> list[str]:
 class ProGAPEdge(Method):
     description = "ProGAP, edge level: progressive stages over K cached NAP releases (Theorem 4.1, sqrt(2) per edge)"
     privacy_unit = "edge"
+    unit_label = "edge (undirected)"
+    unit_note = "one undirected edge; NAP sensitivity sqrt(2) (the papers' 1 counts one directed entry)"
     Config = ProGAPEdgeConfig
     settings = ("transductive",)
     smoke_config = {"depth": 2, "epochs": 5}
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False):
-        c = self.config
-        s = common.setup(self, task, budget, seed, device)
+    def _fit(self, ctx: FitContext):
+        task, budget, c = ctx.task, ctx.budget, self.config
+        s = common.setup(ctx)
         K = c.depth
-        sigma = ledgers.calibrate(lambda v: ledgers.aggregation_edge(K, v), budget.epsilon, budget.delta) \
-            if budget.is_private else 0.0
+
+        def ledger(sigma: float) -> PrivacyLedger:
+            return presets.aggregation_edge(depth=K, sigma=sigma)
+
+        sigma = calibrate(ledger, budget) if budget.is_private else 0.0
         adj_t = common.edge_graph(task, s.device)
-        net = ProgressiveNet(task.num_features, c.hidden, task.num_classes, K + 1, c.base_layers,
-                             common.resolve_norm(c.norm, "edge")).to(s.device)
+        with ctx.init():
+            net = ProgressiveNet(task.num_features, c.hidden, task.num_classes, K + 1, c.base_layers,
+                                 common.resolve_norm(c.norm, "edge")).to(s.device)
         xs = [s.x]
-        ledger, history, best = PrivacyLedger(), [], []
-        pbar = common.bar((K + 1) * c.epochs, self.name, progress)
+        history, best = [], []
+        pbar = ctx.bar((K + 1) * c.epochs, self.name)
         for stage in range(K + 1):
             if stage > 0:
                 xs.append(nap(adj_t, embed(net.bases[stage - 1], xs[stage - 1]), sigma, s.gens["nap"]))
-                if sigma > 0:
-                    ledger = ledger.add(nap_event(EDGE_SENSITIVITY, sigma, "edge"))
             best.append(train_full_batch(net.stage(stage), xs, s.split, epochs=c.epochs, lr=c.lr,
                                          weight_decay=c.weight_decay, history=history, stage=stage, bar=pbar))
         pbar.close()
         del adj_t
         if sigma == 0:
-            ledger = PrivacyLedger.non_private("progap-edge without aggregation noise (epsilon=inf requested)")
+            led = PrivacyLedger.non_private("progap-edge without aggregation noise (epsilon=inf requested)")
+        else:
+            led = ledger(sigma)
         info = {"sigma": sigma, "noise_multiplier": sigma / EDGE_SENSITIVITY if sigma else 0.0, "depth": K,
                 "nap_queries": K, "best_epoch_per_stage": best, "inference_private": True}
         if c.plot:
             info["figures"] = _plot(history, f"{self.name} on {task.dataset}")
-        return CachedAggregatesFitted(net.stage(K), xs, ledger, history, info)
+        return CachedAggregatesFitted(net.stage(K), xs, led, history, info)
 
 
 @register("progap-node")
@@ -116,46 +122,51 @@ class ProGAPNode(Method):
     description = ("ProGAP, node level: out-degree cut-off D, DP-Adam per stage over K cached NAP releases "
                    "(Theorem 4.2)")
     privacy_unit = "node"
+    unit_label = "node (degree-bounded)"
+    unit_note = ("add/remove a node with its edges, on the graph after the random out-degree cut-off to D (as "
+                 "GAP and ProGAP state it)")
     Config = ProGAPNodeConfig
     settings = ("transductive",)
     smoke_config = {"depth": 2, "epochs": 2, "batch_size": 32, "max_degree": 5}
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False):
-        c = self.config
-        s = common.setup(self, task, budget, seed, device)
+    def _fit(self, ctx: FitContext):
+        task, budget, c = ctx.task, ctx.budget, self.config
+        s = common.setup(ctx)
         K, D = c.depth, c.max_degree
         steps_per_epoch = common.dp_steps_per_epoch(s.num_train, c.batch_size)
         T = c.epochs * steps_per_epoch
 
-        def make(z: float) -> PrivacyLedger:
-            return ledgers.progap_node(K, s.num_train, c.batch_size, T, z, D)
+        def ledger(z: float) -> PrivacyLedger:
+            return presets.progap_node(depth=K, num_train=s.num_train, batch_size=c.batch_size, steps_per_stage=T,
+                                       noise_multiplier=z, max_degree=D)
 
-        z = ledgers.calibrate(make, budget.epsilon, budget.delta) if budget.is_private else 0.0
+        z = calibrate(ledger, budget) if budget.is_private else 0.0
         sigma_ap = z * node_sensitivity(D)
         adj_t, facts = common.node_graph(task, s, D)
-        net = ProgressiveNet(task.num_features, c.hidden, task.num_classes, K + 1, c.base_layers,
-                             common.resolve_norm(c.norm, "node")).to(s.device)
+        with ctx.init():
+            net = ProgressiveNet(task.num_features, c.hidden, task.num_classes, K + 1, c.base_layers,
+                                 common.resolve_norm(c.norm, "node")).to(s.device)
         xs = [s.x]
-        ledger, history = PrivacyLedger(), []
-        pbar = common.bar((K + 1) * T, self.name, progress)
+        history, taken = [], []
+        pbar = ctx.bar((K + 1) * T, self.name)
         for stage in range(K + 1):
             if stage > 0:
                 xs.append(nap(adj_t, embed(net.bases[stage - 1], xs[stage - 1]), sigma_ap, s.gens["nap"]))
-                if sigma_ap > 0:
-                    ledger = ledger.add(nap_event(node_sensitivity(D), sigma_ap, "node"))
-            ledger = train_dp(net.stage(stage), xs, s.split, epochs=c.epochs, batch_size=c.batch_size, lr=c.lr,
-                              clip=c.clip, noise_multiplier=z, sample_gen=s.gens["sample"],
-                              noise_gen=s.gens["noise"], ledger=ledger, history=history, stage=stage, bar=pbar)
+            taken.append(train_dp(net.stage(stage), xs, s.split, epochs=c.epochs, batch_size=c.batch_size, lr=c.lr,
+                                  clip=c.clip, noise_multiplier=z, sample_gen=s.gens["sample"],
+                                  noise_gen=s.gens["noise"], history=history, stage=stage, bar=pbar))
         pbar.close()
         del adj_t
+        if any(t != T for t in taken):
+            raise ContractViolation(f"{self.name}: stages took {taken} steps where the ledger accounts {T} each")
         if z == 0:
-            ledger = PrivacyLedger.non_private("progap-node without noise (epsilon=inf requested)")
+            led = PrivacyLedger.non_private("progap-node without noise (epsilon=inf requested)")
         else:
-            ledger = ledger.note("node-level DP with respect to the graph after the random out-degree cut-off "
+            led = ledger(z).note("node-level DP with respect to the graph after the random out-degree cut-off "
                                  f"to D={D} (GAP/ProGAP's sensitivity sqrt(D))")
         info = {"noise_multiplier": z, "sigma_ap": sigma_ap, "depth": K, "nap_queries": K, "max_degree": D,
-                "sampling_rate": min(1.0, c.batch_size / s.num_train), "steps_per_stage": T,
-                "inference_private": True, **facts}
+                "sampling_rate": presets.poisson_rate(c.batch_size, s.num_train), "steps_per_stage": T,
+                "inference_private": True, "diagnostic": facts}
         if c.plot:
             info["figures"] = _plot(history, f"{self.name} on {task.dataset}")
-        return CachedAggregatesFitted(net.stage(K), xs, ledger, history, info)
+        return CachedAggregatesFitted(net.stage(K), xs, led, history, info)

@@ -6,7 +6,8 @@ one node is one example. Two regimes:
 * :func:`train_full_batch` (edge level, and GAP's edge-level encoder): labels and features are public at
   edge level, so full-batch Adam keeps the state with the best validation accuracy (ProGAP: 100 epochs,
   early stopping on validation). Post-processing of the NAP releases: no privacy cost.
-* :func:`train_dp` (node level): DP-Adam on Poisson-sampled training nodes. Every step is a ledger event.
+* :func:`train_dp` (node level): DP-Adam on Poisson-sampled training nodes. It returns the steps it took,
+  from which the method builds its ledger (``methods.privacy.presets``).
   The final state is released: choosing an epoch on validation labels would be an unaccounted release
   of private labels, so validation accuracy is only logged (for the convergence plots).
 """
@@ -17,24 +18,12 @@ import copy
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
 from methods.base import Fitted
 from methods.dpsgd import DPOptimizer, PoissonSampler
 from methods.privacy import PrivacyLedger
-
-
-def generators(seed: int, device: torch.device, names: tuple[str, ...]) -> dict[str, torch.Generator]:
-    """Independent torch generators per purpose (batch sampling, gradient noise, NAP noise, cut-off),
-    each seeded from ``numpy.random.SeedSequence((seed, i))`` so their streams never coincide."""
-    out = {}
-    for i, name in enumerate(names):
-        s = int(np.random.SeedSequence((seed, i)).generate_state(1, dtype=np.uint64)[0] % (2**63))
-        dev = device if name in ("noise", "nap") else torch.device("cpu")
-        out[name] = torch.Generator(device=dev).manual_seed(s)
-    return out
 
 
 def embed(module: nn.Module, x: Tensor) -> Tensor:
@@ -109,10 +98,10 @@ def train_full_batch(model: nn.Module, inputs: list[Tensor], split: Split, *, ep
 
 def train_dp(model: nn.Module, inputs: list[Tensor], split: Split, *, epochs: int, batch_size: int, lr: float,
              clip: float, noise_multiplier: float, sample_gen: torch.Generator, noise_gen: torch.Generator,
-             ledger: PrivacyLedger, history: list[dict], stage: int, bar) -> PrivacyLedger:
+             history: list[dict], stage: int, bar) -> int:
     """DP-Adam over Poisson batches of the training nodes (rate B / #train), ``ceil(#train / B)`` steps
-    per epoch, noise N(0, (z C)^2) on the clipped sum, divided by the expected batch size. Adds one
-    ``PoissonGaussian`` event per step to ``ledger`` (none when z = 0) and returns it."""
+    per epoch, noise N(0, (z C)^2) on the clipped sum, divided by the expected batch size. Returns the
+    number of steps taken (each a Poisson-subsampled Gaussian release when z > 0)."""
     n = int(split.train.numel())
     rate = min(1.0, batch_size / n)
     steps = math.ceil(n / batch_size)
@@ -120,6 +109,7 @@ def train_dp(model: nn.Module, inputs: list[Tensor], split: Split, *, epochs: in
     y_train = split.y[split.train]
     dp = DPOptimizer(model, torch.optim.Adam(model.parameters(), lr=lr), clip=clip, generator=noise_gen)
     sampler = PoissonSampler(n, rate, sample_gen, unit="node")
+    taken = 0
     for epoch in range(1, epochs + 1):
         model.train()
         losses, clipped = [], []
@@ -127,8 +117,7 @@ def train_dp(model: nn.Module, inputs: list[Tensor], split: Split, *, epochs: in
             idx = sampler.sample().to(y_train.device)
             info = dp.step(tuple(x[idx] for x in x_train), y_train[idx], noise_std=noise_multiplier * clip,
                            denominator=sampler.expected_size)
-            if noise_multiplier > 0:
-                ledger = ledger.add(sampler.event(noise_multiplier))
+            taken += 1
             losses.append(info.loss)
             clipped.append(info.frac_clipped)
             bar.update(1)
@@ -141,7 +130,7 @@ def train_dp(model: nn.Module, inputs: list[Tensor], split: Split, *, epochs: in
         history.append(row)
         bar.set_postfix(stage=stage, val=f"{row.get('val_acc', math.nan):.3f}")
     model.eval()
-    return ledger
+    return taken
 
 
 class CachedAggregatesFitted(Fitted):
@@ -165,3 +154,9 @@ class CachedAggregatesFitted(Fitted):
             with torch.no_grad():
                 self._proba = torch.softmax(self.model(*self.inputs).float(), dim=-1).cpu()
         return self._proba if nodes is None else self._proba[torch.as_tensor(nodes, dtype=torch.long)]
+
+    def release(self) -> dict[str, Tensor]:
+        """The weights and every cached input (the NAP releases and X(0))."""
+        out = {f"model.{k}": v.detach() for k, v in self.model.state_dict().items()}
+        out.update({f"input.{i}": x for i, x in enumerate(self.inputs)})
+        return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from methods.base import BudgetError
+from methods.errors import BudgetError
 from methods.privacy.ledger import PrivacyLedger
 
 

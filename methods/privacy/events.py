@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from methods.base import BenchError
+from methods.errors import BenchError
 from methods.privacy import rdp as R
 
 Unit = Literal["edge", "node", "feature"]

@@ -19,11 +19,51 @@ from methods.privacy import accountant as A
 from methods.privacy.events import Event, LedgerError, event_from_dict
 
 
+def _freeze(v: Any) -> Any:
+    if isinstance(v, dict):
+        return tuple(sorted((str(k), _freeze(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if hasattr(v, "item") and callable(v.item):  # numpy / torch scalars
+        return v.item()
+    return v
+
+
+def _thaw(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_thaw(x) for x in v)
+    return v
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Which family function built a ledger, and with which parameters (``methods.privacy.presets``):
+    enough to rebuild the ledger from the same single source of truth (``bench account run``)."""
+
+    family: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, family: str, params: dict[str, Any]) -> "Recipe":
+        return cls(family, tuple(sorted((k, _freeze(v)) for k, v in params.items())))
+
+    def kwargs(self) -> dict[str, Any]:
+        return {k: _thaw(v) for k, v in self.params}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "params": {k: v for k, v in self.params}}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Recipe":
+        return cls.of(d["family"], dict(d.get("params", {})))
+
+
 @dataclass(frozen=True)
 class PrivacyLedger:
     events: tuple[Event, ...] = ()
     non_private_use: str | None = None
     notes: tuple[str, ...] = field(default=())
+    recipe: Recipe | None = None
 
     def __post_init__(self) -> None:
         units = {e.unit for e in self.events}
@@ -59,13 +99,21 @@ class PrivacyLedger:
                 break
         else:
             events.append(event.times(n))
-        return PrivacyLedger(tuple(events), self.non_private_use, self.notes)
+        return PrivacyLedger(tuple(events), self.non_private_use, self.notes)  # a changed ledger has no recipe
 
     def note(self, text: str) -> "PrivacyLedger":
-        return PrivacyLedger(self.events, self.non_private_use, self.notes + (text,))
+        return PrivacyLedger(self.events, self.non_private_use, self.notes + (text,), self.recipe)
 
     def mark_non_private(self, reason: str) -> "PrivacyLedger":
-        return PrivacyLedger(self.events, reason, self.notes)
+        return PrivacyLedger(self.events, reason, self.notes, self.recipe)
+
+    def with_recipe(self, recipe: Recipe | None) -> "PrivacyLedger":
+        return PrivacyLedger(self.events, self.non_private_use, self.notes, recipe)
+
+    def same_events(self, other: "PrivacyLedger") -> bool:
+        """Same mechanisms with the same counts, in any order (what epsilon depends on)."""
+        key = lambda led: sorted(repr(e) for e in led.events)  # noqa: E731
+        return key(self) == key(other) and (self.non_private_use is None) == (other.non_private_use is None)
 
     def epsilon_and_order(self, delta: float, accountant: str = "rdp",
                           conversion: str = "improved") -> tuple[float, float]:
@@ -82,13 +130,17 @@ class PrivacyLedger:
         return A.rdp_curve(self.events, orders)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"non_private_use": self.non_private_use, "events": [e.to_dict() for e in self.events],
-                "notes": list(self.notes)}
+        out = {"non_private_use": self.non_private_use, "events": [e.to_dict() for e in self.events],
+               "notes": list(self.notes)}
+        if self.recipe is not None:
+            out["recipe"] = self.recipe.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PrivacyLedger":
+        recipe = Recipe.from_dict(d["recipe"]) if d.get("recipe") else None
         return cls(tuple(event_from_dict(e) for e in d.get("events", [])), d.get("non_private_use"),
-                   tuple(d.get("notes", [])))
+                   tuple(d.get("notes", [])), recipe)
 
     def describe(self) -> str:
         if self.non_private_use:

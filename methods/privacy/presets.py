@@ -1,28 +1,123 @@
-"""Ledgers of the papers' algorithms, shared by the methods and ``bench account`` (one source of truth)."""
+"""The ledger of every method family, one function each: the single source of truth for a privacy claim.
+
+``fit`` builds its final ledger with these functions from the counts that actually ran, ``bench account``
+calls the same functions from its command-line parameters, and ``bench account run RUN_ID`` rebuilds a
+tracked run's ledger from the *recipe* stamped on it (family + parameters). Sound conventions are the
+defaults; the papers' conventions are explicit arguments (``convention="paper"``).
+
+Torch-free: ``import methods.privacy`` loads neither torch, PyG nor any method family.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+from typing import Any, Callable
 
+from methods.errors import BudgetError
 from methods.privacy.events import (FixedSizeGaussian, Gaussian, HypergeometricGaussian, Laplace, LedgerError,
-                                    PoissonGaussian, PoissonLaplace)
-from methods.privacy.ledger import PrivacyLedger
+                                    PoissonGaussian, PoissonLaplace, RandomizedResponse)
+from methods.privacy.ledger import PrivacyLedger, Recipe
+
+#: L2 sensitivity of one NAP release to one undirected edge: two adjacency entries (GAP Lemma 1 and ProGAP
+#: Theorem 4.1 state 1, the sensitivity of ONE directed entry)
+EDGE_SENSITIVITY = math.sqrt(2.0)
+CONVENTIONS = ("sound", "paper")
+
+FAMILIES: dict[str, Callable[..., PrivacyLedger]] = {}
+
+
+def family(name: str):
+    """Register ``fn(**params) -> PrivacyLedger`` as family ``name``; its ledgers carry their recipe."""
+
+    def deco(fn: Callable[..., PrivacyLedger]) -> Callable[..., PrivacyLedger]:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def build(*args: Any, **kwargs: Any) -> PrivacyLedger:
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise LedgerError(f"ledger family {name}: {e}") from None
+            bound.apply_defaults()
+            return fn(*bound.args, **bound.kwargs).with_recipe(Recipe.of(name, dict(bound.arguments)))
+
+        build.family = name  # type: ignore[attr-defined]
+        FAMILIES[name] = build
+        return build
+
+    return deco
+
+
+def rebuild(recipe: Recipe) -> PrivacyLedger:
+    """The ledger a recipe describes, from its family's function (``bench account run``)."""
+    if recipe.family not in FAMILIES:
+        raise LedgerError(f"unknown ledger family {recipe.family!r} (known: {', '.join(sorted(FAMILIES))})")
+    try:
+        return FAMILIES[recipe.family](**recipe.kwargs())
+    except TypeError as e:
+        raise LedgerError(f"recipe of family {recipe.family!r} has bad parameters: {e}") from None
 
 
 def _steps(steps: int) -> int:
-    if not isinstance(steps, int) or steps < 0:
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
         raise LedgerError(f"steps must be a non-negative integer (got {steps!r})")
     return steps
 
 
+def _convention(c: str) -> str:
+    if c not in CONVENTIONS:
+        raise LedgerError(f"convention must be one of {', '.join(CONVENTIONS)} (got {c!r})")
+    return c
+
+
+def require_delta(delta: float, what: str = "Gaussian mechanisms") -> None:
+    if not delta > 0:
+        raise BudgetError(f"{what} need delta > 0 to meet a finite epsilon (got delta={delta})")
+
+
+# --------------------------------------------------------------------------------------
+# Generic DP-SGD
+# --------------------------------------------------------------------------------------
+
+
+@family("dpsgd-poisson")
 def dpsgd_poisson(rate: float, noise_multiplier: float, steps: int, unit: str = "node") -> PrivacyLedger:
+    """T DP-SGD steps over Poisson(rate) batches, add/remove (Mironov, Talwar & Zhang 2019)."""
     return PrivacyLedger().add(PoissonGaussian(rate=rate, noise_multiplier=noise_multiplier, unit=unit), _steps(steps))
 
 
+@family("dpsgd-fixed")
 def dpsgd_fixed(population: int, batch_size: int, noise_multiplier: float, steps: int,
                 unit: str = "node") -> PrivacyLedger:
+    """T DP-SGD steps over batches of ``batch_size`` of ``population`` without replacement, replace-one
+    (Wang, Balle & Kasiviswanathan 2019)."""
     return PrivacyLedger().add(FixedSizeGaussian(population=population, sample_size=batch_size,
                                                  noise_multiplier=noise_multiplier, unit=unit), _steps(steps))
+
+
+def poisson_rate(batch_size: int, population: int) -> float:
+    """The rate of a Poisson sampler with expected batch ``batch_size`` over ``population`` examples."""
+    if population < 1 or batch_size < 1:
+        raise LedgerError(f"need population >= 1 and batch_size >= 1 (got {population}, {batch_size})")
+    return min(1.0, batch_size / population)
+
+
+# --------------------------------------------------------------------------------------
+# DP-MLP
+# --------------------------------------------------------------------------------------
+
+
+@family("dp-mlp")
+def dp_mlp(num_train: int, batch_size: int, noise_multiplier: float, steps: int) -> PrivacyLedger:
+    """DP-MLP: T DP-SGD steps, Poisson rate batch_size / #training nodes, node-level add/remove."""
+    return dpsgd_poisson.__wrapped__(poisson_rate(batch_size, num_train), noise_multiplier, steps, "node")
+
+
+# --------------------------------------------------------------------------------------
+# Random-walk DP-SGD (Ayle et al. 2022)
+# --------------------------------------------------------------------------------------
 
 
 def drw_min_subgraphs(num_nodes: int, walk_length: int, restarts: int = 1) -> int:
@@ -32,51 +127,138 @@ def drw_min_subgraphs(num_nodes: int, walk_length: int, restarts: int = 1) -> in
     return math.ceil(num_nodes / (1 + restarts * walk_length))
 
 
+@family("drw")
 def drw(num_nodes: int, walk_length: int, batch_size: int, noise_multiplier: float, steps: int, restarts: int = 1,
-        num_subgraphs: int | None = None, batchable_subgraphs: int | None = None) -> PrivacyLedger:
+        num_subgraphs: int | None = None, batchable_subgraphs: int | None = None,
+        segments: tuple[tuple[int, int], ...] | None = None) -> PrivacyLedger:
     """DRW / DRW-R / DRW-D: m of M disjoint subgraphs without replacement, feature-level replace-one,
     noise multiplier lambda = sigma / (2C); accounted with M_min unless the actual count is given.
 
     ``batchable_subgraphs`` is the transductive population: only subgraphs rooted at labelled nodes are
-    batched, so the rate is m / (their number), which may be far below M_min (Cora: 140 vs 677)."""
+    batched, so the rate is m / (their number), which may be far below M_min (Cora: 140 vs 677).
+    ``segments`` ((population, steps), ...) is DRW-D's: the sampler re-runs, the population changes; the
+    steps then sum to ``steps``."""
     m_min = drw_min_subgraphs(num_nodes, walk_length, restarts)
+    if segments is not None:
+        segs = [(int(p), _steps(int(t))) for p, t in segments]
+        if sum(t for _, t in segs) != steps:
+            raise LedgerError(f"DRW-D segments count {sum(t for _, t in segs)} steps, not {steps}")
+        led = PrivacyLedger()
+        for pop, t in segs:
+            if pop < batch_size:
+                raise LedgerError(f"a segment's population {pop} is below the batch size {batch_size}")
+            led = led.add(FixedSizeGaussian(population=pop, sample_size=batch_size,
+                                            noise_multiplier=noise_multiplier, unit="feature"), t)
+        return led
     if num_subgraphs is not None and batchable_subgraphs is not None:
         raise LedgerError("give num_subgraphs (all subgraphs) or batchable_subgraphs (transductive), not both")
     if batchable_subgraphs is not None:
         if batchable_subgraphs < 1:
             raise LedgerError("batchable_subgraphs must be >= 1")
-        return dpsgd_fixed(int(batchable_subgraphs), batch_size, noise_multiplier, steps, unit="feature")
+        return dpsgd_fixed.__wrapped__(int(batchable_subgraphs), batch_size, noise_multiplier, steps, unit="feature")
     population = m_min if num_subgraphs is None else int(num_subgraphs)
     if num_subgraphs is not None and num_subgraphs < m_min:
         raise LedgerError(f"{num_subgraphs} subgraphs is fewer than M_min = {m_min}: impossible for this sampler"
                           " (transductive runs: give the batchable subgraphs instead)")
-    return dpsgd_fixed(population, batch_size, noise_multiplier, steps, unit="feature")
+    return dpsgd_fixed.__wrapped__(population, batch_size, noise_multiplier, steps, unit="feature")
 
 
+# --------------------------------------------------------------------------------------
+# DP-GNN (Daigavane et al. 2022)
+# --------------------------------------------------------------------------------------
+
+
+@family("dpgnn")
 def dpgnn(num_train: int, batch_size: int, max_degree: int, layers: int, noise_multiplier: float,
           steps: int) -> PrivacyLedger:
+    """Theorem 1 per step: m of N training trees without replacement, a node in at most N(K, r) of them,
+    lambda = sigma / (2 C N(K, r)) (with adaptive clipping: the joint multiplier of gradient sum and count)."""
     occ = HypergeometricGaussian.occurrence(max_degree, layers)
     return PrivacyLedger().add(HypergeometricGaussian(num_train=num_train, occurrence_bound=occ, batch_size=batch_size,
                                                       noise_multiplier=noise_multiplier), _steps(steps))
 
 
-def progap_edge(depth: int, sigma: float) -> PrivacyLedger:
-    """ProGAP Theorem 4.1: K NAP releases, edge-level sensitivity 1, noise std sigma."""
-    return PrivacyLedger().add(Gaussian(sensitivity=1.0, sigma=sigma, unit="edge"), _steps(depth))
+# --------------------------------------------------------------------------------------
+# GAP, ProGAP, EdgeRand (Sajadmanesh et al. 2023; Sajadmanesh & Gatica-Perez 2023)
+# --------------------------------------------------------------------------------------
 
 
-def progap_node(depth: int, num_nodes: int, batch_size: int, steps_per_stage: int, noise_multiplier: float,
-                max_degree: int, sigma_ap: float) -> PrivacyLedger:
-    """ProGAP Theorem 4.2: (K+1) stages of T Poisson(B/N) DP-SGD steps + K NAP releases of
-    node-level sensitivity sqrt(D) with noise std sigma_AP."""
-    if batch_size > num_nodes or num_nodes < 1:
-        raise LedgerError(f"need 1 <= batch_size <= num_nodes (got {batch_size}, {num_nodes})")
+def edge_sensitivity(convention: str = "sound") -> float:
+    """sqrt(2) per undirected edge (sound); 1 per directed adjacency entry (the papers)."""
+    return EDGE_SENSITIVITY if _convention(convention) == "sound" else 1.0
+
+
+@family("aggregation-edge")
+def aggregation_edge(depth: int, sigma: float, convention: str = "sound") -> PrivacyLedger:
+    """GAP / ProGAP edge level (ProGAP Theorem 4.1): K NAP releases with noise std sigma; sensitivity
+    sqrt(2) per undirected edge (``convention="paper"``: 1, the papers' value for one directed entry)."""
+    return PrivacyLedger().add(Gaussian(sensitivity=edge_sensitivity(convention), sigma=sigma, unit="edge"),
+                               _steps(depth))
+
+
+def node_sensitivity(max_degree: int) -> float:
+    """Node-level L2 sensitivity of NAP on a graph with out-degrees <= ``max_degree`` (GAP Lemma 3)."""
     if max_degree < 1:
-        raise LedgerError("max_degree must be >= 1")
-    led = dpsgd_poisson(batch_size / num_nodes, noise_multiplier, (depth + 1) * _steps(steps_per_stage))
-    return led.add(Gaussian(sensitivity=math.sqrt(max_degree), sigma=sigma_ap, unit="node"), _steps(depth))
+        raise LedgerError(f"max_degree must be >= 1 (got {max_degree})")
+    return math.sqrt(max_degree)
 
 
+@family("progap-node")
+def progap_node(depth: int, num_train: int, batch_size: int, steps_per_stage: int, noise_multiplier: float,
+                max_degree: int, sigma_ap: float | None = None, convention: str = "sound",
+                num_nodes: int | None = None) -> PrivacyLedger:
+    """ProGAP Theorem 4.2: (K+1) stages of T Poisson-subsampled DP-SGD steps and K NAP releases of node-level
+    sensitivity sqrt(D) with noise std sigma_AP (default z sqrt(D): one multiplier for both, as the code).
+
+    Sound: the Poisson population is the TRAINING nodes (``num_train``), the only ones ever sampled.
+    ``convention="paper"``: the theorem's B / N over all ``num_nodes`` (understates the rate)."""
+    if _convention(convention) == "paper":
+        if num_nodes is None:
+            raise LedgerError("the paper's convention samples over all nodes: give num_nodes")
+        population = num_nodes
+    else:
+        population = num_train
+    if population < 1 or not 1 <= batch_size <= population:
+        raise LedgerError(f"need 1 <= batch_size <= population (got {batch_size}, {population})")
+    s = node_sensitivity(max_degree)
+    sap = noise_multiplier * s if sigma_ap is None else sigma_ap
+    led = PrivacyLedger().add(PoissonGaussian(rate=batch_size / population, noise_multiplier=noise_multiplier,
+                                              unit="node"), (depth + 1) * _steps(steps_per_stage))
+    return led.add(Gaussian(sensitivity=s, sigma=sap, unit="node"), _steps(depth))
+
+
+@family("gap-node")
+def gap_node(depth: int, num_train: int, batch_size: int, encoder_steps: int, classifier_steps: int,
+             noise_multiplier: float, max_degree: int) -> PrivacyLedger:
+    """GAP node level: encoder and classifier DP-SGD (Poisson, rate B / #training nodes) + K NAPs of
+    sensitivity sqrt(D), one multiplier z for both (sigma_AP = z sqrt(D), as GAP's code composes them)."""
+    rate = poisson_rate(batch_size, num_train)
+    led = PrivacyLedger().add(PoissonGaussian(rate=rate, noise_multiplier=noise_multiplier, unit="node"),
+                              _steps(encoder_steps) + _steps(classifier_steps))
+    s = node_sensitivity(max_degree)
+    return led.add(Gaussian(sensitivity=s, sigma=noise_multiplier * s, unit="node"), _steps(depth))
+
+
+@family("edgerand")
+def edgerand(epsilon_link: float, epsilon_density: float) -> PrivacyLedger:
+    """Randomized response on every pair + a Laplace(1 / epsilon_density) count of the undirected edges."""
+    return (PrivacyLedger().add(RandomizedResponse(epsilon=epsilon_link, unit="edge"))
+            .add(Laplace(scale=1.0 / epsilon_density, sensitivity=1.0, unit="edge")))
+
+
+def closed_form_edge_epsilon(depth: int, noise_multiplier: float, delta: float) -> float:
+    """ProGAP Theorem 4.1: eps = K / (2 s^2) + sqrt(2 K log(1/delta)) / s with s = sigma / sensitivity
+    (the RDP bound minimised over continuous orders with the standard conversion)."""
+    s = noise_multiplier
+    return depth / (2 * s * s) + math.sqrt(2 * depth * math.log(1 / delta)) / s
+
+
+# --------------------------------------------------------------------------------------
+# PrivGNN and PATE (Olatunji et al. 2023)
+# --------------------------------------------------------------------------------------
+
+
+@family("privgnn")
 def privgnn(queries: int, lam: float, sampling_rate: float, sensitivity: float = 2.0,
             single_teacher: bool = False) -> PrivacyLedger:
     """PrivGNN: |Q| Laplace(1/lambda) releases on Poisson(gamma)-subsampled private data.
@@ -89,7 +271,7 @@ def privgnn(queries: int, lam: float, sampling_rate: float, sensitivity: float =
     Laplace release of the whole [|Q|, C] posterior matrix, whose L1 sensitivity is |Q| x sensitivity.
     (The paper says the ablations keep PrivGNN's guarantee; for SINGLEGNN that is not so.)
     """
-    if lam <= 0:
+    if not lam > 0:
         raise LedgerError(f"lambda must be > 0 (got {lam})")
     if single_teacher:
         q = _steps(queries)
@@ -100,6 +282,7 @@ def privgnn(queries: int, lam: float, sampling_rate: float, sensitivity: float =
                                _steps(queries))
 
 
+@family("pate")
 def privgnn_pate(queries: int, lam: float) -> PrivacyLedger:
     """PATE-M / PATE-G (PrivGNN's baselines): |Q| noisy vote histograms, Laplace(1/lambda) on each count.
 
@@ -111,6 +294,9 @@ def privgnn_pate(queries: int, lam: float) -> PrivacyLedger:
     of sensitivity 1: the ledger holds 2|Q| Laplace(1/lambda, sensitivity 1) events (pure: 2 lambda
     per query, PATE's bound for the noisy argmax).
     """
-    if lam <= 0:
+    if not lam > 0:
         raise LedgerError(f"lambda must be > 0 (got {lam})")
     return PrivacyLedger().add(Laplace(scale=1.0 / lam, sensitivity=1.0), 2 * _steps(queries))
+
+
+pate = privgnn_pate

@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from methods.base import Budget, Method, Task, register
+from methods.base import FitContext, Method, register
 from methods.privacy import PrivacyLedger
-from methods.privgnn.common import NetConfig, full_graph_input, split_graphs, train_on_graph
+from methods.privgnn.common import NetConfig, prepare_graph, split_graphs, train_on_graph, use_row_normalization
 from methods.privgnn.privgnn import validate_net
-from methods.training import ModelFitted, resolve_device, seed_everything
+from methods.training import ModelFitted, row_normalize
 
 import torch
 
@@ -40,12 +40,8 @@ class _Baseline(Method):
     smoke_config = {"epochs": 8, "hidden": 8}
     trains_on: ClassVar[str] = "private"
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False) -> ModelFitted:
-        self.check_budget(budget)
-        self.check_task(task)
-        c = self.config
-        dev = resolve_device(device)
-        seed_everything(seed)
+    def _fit(self, ctx: FitContext) -> ModelFitted:
+        task, c = ctx.task, self.config
         g = split_graphs(task, c.features)
         if self.trains_on == "private":
             x, edges, labeled, labels = (g.x_private, g.edges_private, torch.arange(g.num_private), g.y_private)
@@ -53,11 +49,13 @@ class _Baseline(Method):
         else:
             x, edges, labeled, labels = (g.x_public, g.edges_public, g.query_candidates, g.y_public[g.query_candidates])
             reason = f"{self.name}: trained on the true labels of the public-train nodes"
-        model, history = train_on_graph(x, edges, labeled, labels, task.num_classes, c, seed, dev, progress, self.name)
-        info = {"trained_on": self.trains_on, "labels": int(labeled.numel()),
-                "inference_private": self.trains_on == "public"}
-        return ModelFitted(model, full_graph_input(task, c.features, dev), PrivacyLedger.non_private(reason), history,
-                           info)
+        model, history = train_on_graph(x, edges, labeled, labels, task.num_classes, c, ctx, self.name)
+        info = {"trained_on": self.trains_on, "labels": int(labeled.numel()), "inference_private": False}
+        feats = task.data.x.float()
+        if use_row_normalization(c.features, task):
+            feats = row_normalize(feats)
+        served = prepare_graph("sage", feats, task.data.edge_index, task.num_nodes).to(ctx.device)
+        return ModelFitted(model, served, PrivacyLedger.non_private(reason), history, info)
 
 
 @register("privgnn-b1")

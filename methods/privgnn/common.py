@@ -1,10 +1,15 @@
 """Shared pieces of the PrivGNN family: the private and public graphs of a task, seeds, the
 student, and an opt-in cache of noise-free teacher outputs.
 
-Seeds: every random choice comes from its own stream ``derive_seed(seed, stream, index)`` (NumPy's
-SeedSequence), so query ``i``'s Poisson subsample and teacher do not depend on how many queries
-are answered or how the teachers are batched; ``|Q| = 500`` answers exactly the first 500 queries
-of ``|Q| = 1000`` with the same teachers.
+Randomness: every choice comes from its own child of the run's streams (``methods.streams``): the
+queries (``queries``), query ``i``'s Poisson subsample (``sampler``, i), teacher ``i``'s initialisation and
+dropout (``init``, "teacher", i), the Laplace noise (``noise``) and the student (``init``, "student"). So query
+``i``'s subsample and teacher do not depend on how many queries are answered or how the teachers are batched;
+``|Q| = 500`` answers exactly the first 500 queries of ``|Q| = 1000`` with the same teachers.
+
+Serving: the released student answers from public data only. A public node is served through the public
+graph; a private node is served as an isolated node from its own features (no private edge and no other
+private node's features reach any served output).
 """
 
 from __future__ import annotations
@@ -19,23 +24,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from methods.base import ConfigError, Task, stable_hash
+from methods.base import ConfigError, FitContext, Task, stable_hash
 from methods.models import Backbone, GraphInput, prepare_graph
 from methods.privgnn.teachers import mean_aggregate
+from methods.streams import RunStreams
 from methods.training import progress_bar, row_normalize
-
-# random streams (see derive_seed)
-STREAM_QUERIES, STREAM_SUBSAMPLE, STREAM_TEACHER, STREAM_NOISE, STREAM_STUDENT, STREAM_PARTITION = range(6)
-
-
-def derive_seed(seed: int, *path: int) -> int:
-    """A 63-bit seed for the random stream ``path`` of run ``seed`` (independent streams)."""
-    state = np.random.SeedSequence([int(seed) % (2 ** 63), *[int(p) for p in path]]).generate_state(2, np.uint32)
-    return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
-
-
-def generator(seed: int, *path: int) -> torch.Generator:
-    return torch.Generator().manual_seed(derive_seed(seed, *path))
 
 
 def use_row_normalization(choice: str, task: Task) -> bool:
@@ -95,24 +88,26 @@ def split_graphs(task: Task, features: str = "auto") -> Graphs:
                   candidates, task.data.y[public_ids], int(task.num_classes))
 
 
-def choose_queries(graphs: Graphs, count: int, seed: int) -> Tensor:
+def choose_queries(graphs: Graphs, count: int, streams: int | RunStreams) -> Tensor:
     """|Q| public-train nodes drawn uniformly without replacement (public data only), as a prefix of
-    one seeded permutation. Public-local indices."""
+    one permutation from the ``queries`` stream. Public-local indices."""
     avail = int(graphs.query_candidates.numel())
     if count < 1:
         raise ConfigError(f"queries must be >= 1 (got {count})")
     if count > avail:
         raise ConfigError(f"queries={count} exceeds the {avail} public-train nodes of this split")
-    perm = torch.randperm(avail, generator=generator(seed, STREAM_QUERIES))
+    perm = torch.randperm(avail, generator=RunStreams.of(streams).torch("queries"))
     return graphs.query_candidates[perm[:count]]
 
 
-def noisy_argmax(scores: Tensor, lam: float | None, seed: int) -> Tensor:
-    """argmax(scores + Lap(1/lam) on every coordinate); no noise when ``lam`` is None."""
+def noisy_argmax(scores: Tensor, lam: float | None, generator: torch.Generator | None) -> Tensor:
+    """argmax(scores + Lap(1/lam) on every coordinate); no noise when ``lam`` is None. ``generator`` is the
+    run's noise stream."""
     if lam is None:
         return scores.argmax(1)
-    g = generator(seed, STREAM_NOISE)
-    u = (torch.rand(scores.shape, generator=g, dtype=torch.float64) - 0.5).clamp(-0.5 + 1e-16, 0.5 - 1e-16)
+    if generator is None:
+        raise ConfigError("Laplace noise needs the run's noise generator")
+    u = (torch.rand(scores.shape, generator=generator, dtype=torch.float64) - 0.5).clamp(-0.5 + 1e-16, 0.5 - 1e-16)
     # inverse CDF of Laplace(0, 1): -sign(u) log(1 - 2|u|), in float64 so the tails are not cut short
     lap = -torch.sign(u) * torch.log1p(-2.0 * u.abs())
     return (scores.double() + lap / lam).argmax(1)
@@ -137,11 +132,13 @@ def sage_backbone(in_dim: int, out_dim: int, c: Any) -> Backbone:
 
 
 def train_on_graph(x: Tensor, edge_index: Tensor, labeled: Tensor, labels: Tensor, num_classes: int, c: Any,
-                   seed: int, device: torch.device, progress: bool, desc: str) -> tuple[Backbone, list[dict]]:
+                   ctx: FitContext, desc: str) -> tuple[Backbone, list[dict]]:
     """Train a fresh SAGE+BN model for ``c.epochs`` full-batch Adam steps on ``labeled`` nodes of the
-    graph (x, edge_index); the final model is kept (no labelled validation set to select with)."""
-    torch.manual_seed(derive_seed(seed, STREAM_STUDENT))
-    model = sage_backbone(x.size(1), num_classes, c).to(device)
+    graph (x, edge_index); the final model is kept (no labelled validation set to select with).
+    Initialisation from the ``init`` stream ("student"), dropout from the run's dropout stream."""
+    device, progress = ctx.device, ctx.progress
+    with ctx.init("student"):
+        model = sage_backbone(x.size(1), num_classes, c).to(device)
     g = prepare_graph("sage", x, edge_index, x.size(0)).to(device)
     idx, y = labeled.to(device), labels.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
@@ -162,12 +159,21 @@ def train_on_graph(x: Tensor, edge_index: Tensor, labeled: Tensor, labels: Tenso
     return model, history
 
 
-def full_graph_input(task: Task, features: str, device: torch.device) -> GraphInput:
-    """The whole task graph for serving: public nodes only see the public graph (no edge crosses)."""
+def serving_input(task: Task, features: str, device: torch.device) -> GraphInput:
+    """What the released model serves from: every node's own features and the PUBLIC edges only.
+
+    Public nodes see their public neighbourhoods (public data); private nodes keep no edge, so each is
+    answered from its own features alone: no private edge and no other private node's data reaches any
+    served output (a private-inference claim holds for private nodes too)."""
     x = task.data.x.float()
     if use_row_normalization(features, task):
         x = row_normalize(x)
-    return prepare_graph("sage", x, task.data.edge_index, task.num_nodes).to(device)
+    ei = task.data.edge_index
+    public = task.public_mask
+    if public is None:
+        raise ConfigError(f"{task.dataset}/{task.split} is not a private-public task")
+    keep = public[ei[0]] & public[ei[1]]
+    return prepare_graph("sage", x, ei[:, keep], task.num_nodes).to(device)
 
 
 # --------------------------------------------------------------------------------------
@@ -233,8 +239,8 @@ def cached_rows(key: Any, count: int, compute_rows: Callable[[int, int], Tensor]
     return have[:count].clone()
 
 
-def task_key(task: Task) -> tuple:
-    return (task.dataset, task.split, task.seed, task.split_hash())
+def task_key(task: Task, streams: RunStreams) -> tuple:
+    return (task.dataset, task.split, task.seed, task.split_hash(), streams.seed, streams.lineage)
 
 
 Distance = Literal["euclidean", "cosine"]

@@ -33,15 +33,15 @@ from typing import ClassVar, Literal
 import torch
 from torch import Tensor
 
-from methods.base import Budget, ConfigError, Method, Task, register
+from methods.base import ConfigError, FitContext, Method, register
 from methods.privacy import PrivacyLedger
 from methods.privacy import presets as P
-from methods.privgnn.common import (STREAM_PARTITION, STREAM_TEACHER, Graphs, NetConfig, cached_rows,
-                                    choose_queries, full_graph_input, generator, noisy_argmax, split_graphs,
-                                    task_key, train_on_graph)
+from methods.privgnn.common import (Graphs, NetConfig, cached_rows, choose_queries, noisy_argmax, serving_input,
+                                    split_graphs, task_key, train_on_graph)
 from methods.privgnn.privgnn import resolve_lambda, validate_net
 from methods.privgnn.teachers import BatchedMLP, BatchedSAGE, build_batch, train_teachers
-from methods.training import ModelFitted, progress_bar, resolve_device, seed_everything
+from methods.streams import RunStreams
+from methods.training import ModelFitted, progress_bar
 
 
 @dataclass
@@ -61,41 +61,39 @@ class PATEConfig(NetConfig):
             raise ConfigError(f"lam must be > 0 (got {self.lam})")
 
 
-def partition(num_nodes: int, parts: int, seed: int) -> list[Tensor]:
+def partition(num_nodes: int, parts: int, generator: torch.Generator) -> list[Tensor]:
     """Each node to one of ``parts`` parts, independently and uniformly (see the module docstring)."""
-    assign = torch.randint(0, parts, (num_nodes,), generator=generator(seed, STREAM_PARTITION))
+    assign = torch.randint(0, parts, (num_nodes,), generator=generator)
     return [(assign == t).nonzero().view(-1) for t in range(parts)]
 
 
 class PATEMethod(Method):
     privacy_unit = "node"
+    needs_delta = False  # pure DP (Laplace noisy argmax): a target with delta = 0 is met
     settings = ("private-public",)
     Config = PATEConfig
     smoke_config = {"teachers": 4, "queries": 8, "epochs": 8, "hidden": 8}
     teacher_kind: ClassVar[str] = "mlp"
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False) -> ModelFitted:
-        self.check_budget(budget)
-        self.check_task(task)
-        c = self.config
-        dev = resolve_device(device)
-        seed_everything(seed)
+    def _fit(self, ctx: FitContext) -> ModelFitted:
+        task, budget, dev, c, streams = ctx.task, ctx.budget, ctx.device, self.config, ctx.streams
         graphs = split_graphs(task, c.features)
-        queries = choose_queries(graphs, c.queries, seed)
+        queries = choose_queries(graphs, c.queries, streams)
         q = int(queries.numel())
-        lam = resolve_lambda(self.name, c.lam, budget, lambda l: P.privgnn_pate(q, l))
+        lam = resolve_lambda(self.name, c.lam, budget, lambda l: P.privgnn_pate(queries=q, lam=l))
         t0 = time.perf_counter()
-        key = (self.name, task_key(task), seed, c.features, c.teachers, c.mlp_layers, c.hidden, c.dropout, c.lr,
+        key = (self.name, task_key(task, streams), c.features, c.teachers, c.mlp_layers, c.hidden, c.dropout, c.lr,
                c.weight_decay, c.epochs, str(dev))
-        votes = cached_rows(key, q, lambda a, b: self.vote_counts(graphs, queries[:b], seed, dev, progress)[a:b])
+        votes = cached_rows(key, q, lambda a, b: self.vote_counts(graphs, queries[:b], streams, dev,
+                                                                  ctx.progress)[a:b])
         teacher_seconds = time.perf_counter() - t0
-        labels = noisy_argmax(votes, lam, seed)
+        labels = noisy_argmax(votes, lam, streams.torch("noise"))
         student, history = train_on_graph(graphs.x_public, graphs.edges_public, queries, labels, task.num_classes, c,
-                                          seed, dev, progress, f"{self.name} student")
+                                          ctx, f"{self.name} student")
         if lam is None:
             ledger = PrivacyLedger.non_private(f"{self.name}: vote counts without noise (epsilon=inf requested)")
         else:
-            ledger = P.privgnn_pate(q, lam)
+            ledger = P.privgnn_pate(queries=q, lam=lam)
         true = graphs.y_public[queries]
         top = votes.max(1).values
         info = {"lam": lam, "queries": q, "teachers": c.teachers, "teacher_seconds": teacher_seconds,
@@ -103,19 +101,22 @@ class PATEMethod(Method):
                 # training set; PrivGNN's Attack-2 asks whether a public node was one of them
                 "query_nodes": graphs.public_ids[queries],
                 "mean_part_size": graphs.num_private / c.teachers,
-                "mean_top_vote_share": float((top / votes.sum(1).clamp(min=1)).mean()),
-                # evaluation only: public-train labels never enter training
+                # evaluation on public labels the method never sees
                 "pseudo_label_accuracy": float((labels == true).float().mean()),
-                "plurality_accuracy": float((votes.argmax(1) == true).float().mean()),
-                "inference_private": True}
-        return ModelFitted(student, full_graph_input(task, c.features, dev), ledger, history, info)
+                "inference_private": True,
+                "serving": "public graph; private nodes from their own features only",
+                # noise-free vote counts: no ledger covers them
+                "diagnostic": {"mean_top_vote_share": float((top / votes.sum(1).clamp(min=1)).mean()),
+                               "plurality_accuracy": float((votes.argmax(1) == true).float().mean())}}
+        return ModelFitted(student, serving_input(task, c.features, dev), ledger, history, info)
 
-    def vote_counts(self, graphs: Graphs, queries: Tensor, seed: int, device: torch.device,
+    def vote_counts(self, graphs: Graphs, queries: Tensor, streams: int | RunStreams, device: torch.device,
                     progress: bool = False) -> Tensor:
         """Noise-free vote histograms [|Q|, C] (one vote per teacher with data; empty parts abstain)."""
         c = self.config
+        streams = RunStreams.of(streams)
         classes = graphs.num_classes
-        parts = partition(graphs.num_private, c.teachers, seed)
+        parts = partition(graphs.num_private, c.teachers, streams.torch("partition"))
         votes = torch.zeros(int(queries.numel()), classes)
         x_pub, agg_pub, e_pub = (t.to(device) for t in (graphs.x_public, graphs.agg_x_public, graphs.edges_public))
         qd = queries.to(device)
@@ -123,7 +124,7 @@ class PATEMethod(Method):
         for start in range(0, c.teachers, c.teacher_batch):
             idx = list(range(start, min(c.teachers, start + c.teacher_batch)))
             sets = [parts[t] for t in idx]
-            gens = [generator(seed, STREAM_TEACHER, t) for t in idx]
+            gens = [streams.torch("init", "teacher", t) for t in idx]
             edges = graphs.edges_private if self.teacher_kind == "sage" else None
             batch = build_batch(graphs.x_private, graphs.y_private, edges, sets).to(device)
             if self.teacher_kind == "sage":

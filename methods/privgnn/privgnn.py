@@ -49,14 +49,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from methods.base import Budget, BudgetError, ConfigError, Method, Task, register
+from methods.base import Budget, BudgetError, ConfigError, FitContext, Method, register
 from methods.privacy import PrivacyLedger, calibrate_noise
 from methods.privacy import presets as P
-from methods.privgnn.common import (STREAM_SUBSAMPLE, STREAM_TEACHER, Graphs, NetConfig, cached_rows,
-                                    choose_queries, full_graph_input, generator, noisy_argmax, split_graphs,
-                                    task_key, train_on_graph)
+from methods.privgnn.common import (Graphs, NetConfig, cached_rows, choose_queries, noisy_argmax, serving_input,
+                                    split_graphs, task_key, train_on_graph)
 from methods.privgnn.teachers import BatchedSAGE, build_batch, train_teachers
-from methods.training import ModelFitted, progress_bar, resolve_device, seed_everything
+from methods.streams import RunStreams
+from methods.training import ModelFitted, progress_bar
 
 #: L1 sensitivity of one teacher's posterior vector (see the module docstring)
 POSTERIOR_SENSITIVITY = 2.0
@@ -149,17 +149,14 @@ class PrivGNN(Method):
 
     def ledger(self, queries: int, lam: float) -> PrivacyLedger:
         c = self.config
-        return P.privgnn(queries, lam, c.sampling_rate, POSTERIOR_SENSITIVITY,
+        return P.privgnn(queries=queries, lam=lam, sampling_rate=c.sampling_rate, sensitivity=POSTERIOR_SENSITIVITY,
                          single_teacher=c.ablation == "singlegnn")
 
-    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress: bool = False) -> ModelFitted:
-        self.check_budget(budget)
-        self.check_task(task)
-        c = self.config
-        dev = resolve_device(device)
-        seed_everything(seed)
+    def _fit(self, ctx: FitContext) -> ModelFitted:
+        task, budget, dev, c, streams = ctx.task, ctx.budget, ctx.device, self.config, ctx.streams
+        progress = ctx.progress
         graphs = split_graphs(task, c.features)
-        queries = choose_queries(graphs, c.queries, seed)
+        queries = choose_queries(graphs, c.queries, streams)
         q = int(queries.numel())
         if c.noise_on == "log_posterior":
             if budget.is_private:
@@ -169,21 +166,22 @@ class PrivGNN(Method):
         else:
             lam = resolve_lambda(self.name, c.lam, budget, lambda l: self.ledger(q, l))
         t0 = time.perf_counter()
-        key = ("privgnn-logp", task_key(task), seed, c.features, c.sampling_rate, c.k, c.distance, c.ablation, c.hidden,
+        key = ("privgnn-logp", task_key(task, streams), c.features, c.sampling_rate, c.k, c.distance, c.ablation, c.hidden,
                c.dropout, c.lr, c.weight_decay, self.teacher_epochs, str(dev))
         stats: dict = {}
         if c.ablation == "singlegnn":  # one teacher answers every query: recompute rather than segment
             def rows(a: int, b: int) -> Tensor:
-                return self.teacher_log_posteriors(graphs, queries[:b], seed, dev, progress, stats)[a:b]
+                return self.teacher_log_posteriors(graphs, queries[:b], streams, dev, progress, stats)[a:b]
             posteriors = cached_rows(key, q, rows)
         else:
             posteriors = cached_rows(key, q, lambda a, b: self.teacher_log_posteriors(
-                graphs, queries[a:b], seed, dev, progress, stats, offset=a), segment=4 * c.teacher_batch)
+                graphs, queries[a:b], streams, dev, progress, stats, offset=a), segment=4 * c.teacher_batch)
         teacher_seconds = time.perf_counter() - t0
         log_posteriors, posteriors = posteriors, posteriors.exp()
-        labels = noisy_argmax(log_posteriors if c.noise_on == "log_posterior" else posteriors, lam, seed)
+        labels = noisy_argmax(log_posteriors if c.noise_on == "log_posterior" else posteriors, lam,
+                              streams.torch("noise"))
         student, history = train_on_graph(graphs.x_public, graphs.edges_public, queries, labels, task.num_classes, c,
-                                          seed, dev, progress, f"{self.name} student")
+                                          ctx, f"{self.name} student")
         if lam is None:
             ledger = PrivacyLedger.non_private(f"{self.name}: pseudo-labels without noise (epsilon=inf requested)")
         elif c.noise_on == "log_posterior":
@@ -193,45 +191,49 @@ class PrivGNN(Method):
             ledger = self.ledger(q, lam)
         true = graphs.y_public[queries]
         info = {"lam": lam, "queries": q, "sampling_rate": c.sampling_rate, "k": c.k, "ablation": c.ablation,
-                "noise_on": c.noise_on,
-                "teacher_seconds": teacher_seconds, **stats,
+                "noise_on": c.noise_on, "teacher_seconds": teacher_seconds,
                 # the pseudo-labelled public nodes (task indices): public data, released with the student's
                 # training set; PrivGNN's Attack-2 asks whether a public node was one of them
                 "query_nodes": graphs.public_ids[queries],
-                # evaluation only (public-train labels are never used to train): how good the labels were
+                # evaluation on public labels the method never sees: how good the (noisy, released) labels were
                 "pseudo_label_accuracy": float((labels == true).float().mean()),
-                "teacher_label_accuracy": float((posteriors.argmax(1) == true).float().mean()),
-                "inference_private": True}
-        return ModelFitted(student, full_graph_input(task, c.features, dev), ledger, history, info)
+                "inference_private": True,
+                "serving": "public graph; private nodes from their own features only",
+                # noise-free teacher outputs and subsample sizes: no ledger covers them
+                "diagnostic": {**stats,
+                               "teacher_label_accuracy": float((posteriors.argmax(1) == true).float().mean())}}
+        return ModelFitted(student, serving_input(task, c.features, dev), ledger, history, info)
 
     @property
     def teacher_epochs(self) -> int:
         c = self.config
         return c.teacher_epochs if c.teacher_epochs is not None else c.epochs
 
-    def select(self, graphs: Graphs, i: int, v: int, seed: int) -> Tensor:
+    def select(self, graphs: Graphs, i: int, v: int, streams: int | RunStreams) -> Tensor:
         """Private nodes of query i's teacher: Poisson(gamma) subsample, then its K nearest to v."""
         c = self.config
-        sample = poisson_subsample(graphs.num_private, c.sampling_rate, generator(seed, STREAM_SUBSAMPLE, i))
+        streams = RunStreams.of(streams)
+        sample = poisson_subsample(graphs.num_private, c.sampling_rate, streams.torch("sampler", i))
         if c.ablation == "knnrem" or sample.numel() <= c.k:
             return sample
         return sample[nearest(graphs.x_public[v], graphs.x_private[sample], c.k, c.distance)]
 
-    def teacher_log_posteriors(self, graphs: Graphs, queries: Tensor, seed: int, device: torch.device,
+    def teacher_log_posteriors(self, graphs: Graphs, queries: Tensor, streams: int | RunStreams, device: torch.device,
                            progress: bool = False, stats: dict | None = None, offset: int = 0) -> Tensor:
         """Noise-free teacher log-posteriors (log-softmax) [len(queries), C] for ``queries`` (public-local
         ids), which are queries ``offset, offset + 1, ...`` of the run (query i's subsample and teacher
         are seeded by i). A teacher without training data answers the uniform distribution."""
         c = self.config
+        streams = RunStreams.of(streams)
         classes = graphs.num_classes
         x_pub, agg_pub, e_pub = (t.to(device) for t in (graphs.x_public, graphs.agg_x_public, graphs.edges_public))
         q = int(queries.numel())
         out = torch.empty(q, classes)
         sizes = []
         if c.ablation == "singlegnn":
-            sample = poisson_subsample(graphs.num_private, c.sampling_rate, generator(seed, STREAM_SUBSAMPLE, 0))
+            sample = poisson_subsample(graphs.num_private, c.sampling_rate, streams.torch("sampler", 0))
             sizes.append(int(sample.numel()))
-            gens = [generator(seed, STREAM_TEACHER, 0)]
+            gens = [streams.torch("init", "teacher", 0)]
             model = self._train([sample], gens, graphs, classes, device)
             if sample.numel() == 0:
                 out[:] = uniform_posterior(q, classes).log()
@@ -241,9 +243,9 @@ class PrivGNN(Method):
             bar = progress_bar(q, f"{self.name} teachers", progress)
             for start in range(0, q, c.teacher_batch):
                 idx = list(range(start, min(q, start + c.teacher_batch)))
-                node_sets = [self.select(graphs, offset + i, int(queries[i]), seed) for i in idx]
+                node_sets = [self.select(graphs, offset + i, int(queries[i]), streams) for i in idx]
                 sizes += [int(s.numel()) for s in node_sets]
-                gens = [generator(seed, STREAM_TEACHER, offset + i) for i in idx]
+                gens = [streams.torch("init", "teacher", offset + i) for i in idx]
                 model = self._train(node_sets, gens, graphs, classes, device)
                 for j, i in enumerate(idx):
                     if node_sets[j].numel() == 0:
