@@ -417,6 +417,21 @@ class Method(ABC):
         raise NotImplementedError(f"{type(self).__name__} must implement _fit(ctx) (or override fit)")
 
 
+def same_release(a: dict[str, Tensor] | None, b: dict[str, Tensor] | None) -> bool:
+    """Whether two ``Fitted.release()`` dicts are bit-identical (sparse tensors compared densely)."""
+    if a is None or b is None or set(a) != set(b):
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if x.layout != torch.strided:
+            x = x.to_dense()
+        if y.layout != torch.strided:
+            y = y.to_dense()
+        if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x.cpu(), y.cpu()):
+            return False
+    return True
+
+
 def fit_method(method: Method, task: Task, budget: Budget, streams: RunStreams, device: Any = "cpu",
                progress: bool = False) -> Fitted:
     """How the harness, the attacks and the audits call ``fit``: the template (:meth:`Method.fit`) gets the run's
@@ -424,6 +439,9 @@ def fit_method(method: Method, task: Task, budget: Budget, streams: RunStreams, 
     a sub-run's streams), as the interface always promised it."""
     if type(method).fit is Method.fit:
         return method.fit(task, budget, seed=streams, device=device, progress=progress)
+    if streams.secure_noise:
+        raise ConfigError(f"--secure-noise needs a method built on Method._fit; {method.name or type(method).__name__} "
+                          "overrides fit and seeds its own noise")
     seed = streams.seed if not streams.lineage else streams.int_seed("seed") % (2 ** 31)
     return method.fit(task, budget, seed=seed, device=device, progress=progress)
 

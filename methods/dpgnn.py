@@ -267,6 +267,9 @@ class DPGNN(Method):
 
     description = "DP-GNN (Daigavane et al. 2022): node-level DP-SGD on in-degree-bounded r-hop trees"
     privacy_unit = "node"
+    unit_label = "node (in-edges)"
+    unit_note = ("the paper's relation: a node owns its features, label and its own incoming edge list (graphs "
+                 "treated as directed); not the undirected node-level relation of gap-node/progap-node")
     gradient_canaries = True
     Config: ClassVar[type] = DPGNNSGDConfig
     settings = ("transductive", "inductive")
@@ -377,7 +380,9 @@ class DPGNN(Method):
         info = {"noise_multiplier": lam, "gradient_noise_multiplier": lam_grad, "steps": steps,
                 "steps_per_epoch": steps_per_epoch, "num_train_subgraphs": n, "occurrence_bound": occ,
                 "batch_size": m, "final_clip": dp.clip, "inference_private": False,
-                "inference": "full neighbourhoods (the paper's choice): not private", **prep.sampler_stats}
+                "inference": "full neighbourhoods (the paper's choice): not private",
+                # exact counts of the sampled graph: no ledger covers them
+                "diagnostic": dict(prep.sampler_stats)}
         return ModelFitted(_FullGraph(model), eval_graph, run, history, info)
 
 

@@ -58,6 +58,9 @@ class GradientHook(Protocol):
     def observe(self, opt: "DPOptimizer", noisy_sums: list[Tensor]) -> None:
         """The noisy sums of this step (per parameter tensor, before dividing by the denominator)."""
 
+    # optional: ``observe_noise(opt, noise: list[Tensor | None], noise_std: float)`` receives the noise drawn
+    # at this step (verification of the noise stream: ``audits.structural``)
+
 
 _GRADIENT_HOOKS: list[GradientHook] = []
 
@@ -283,14 +286,19 @@ class DPOptimizer:
         if extra is not None:
             sums = [s + e.to(s) for s, e in zip(sums, extra)]
         params = self.grads.params
-        released = []
+        released, noises = [], []
         with torch.no_grad():
             for (_, p), s in zip(params, sums):
-                noisy = s + (self._normal(s.shape, noise_std, s) if noise_std > 0 else 0.0)
+                noise = self._normal(s.shape, noise_std, s) if noise_std > 0 else None
+                noisy = s + noise if noise is not None else s
                 released.append(noisy)
+                noises.append(noise)
                 p.grad = (noisy / denominator).to(p.dtype)
         if hook is not None:
             hook.observe(self, released)
+            observe_noise = getattr(hook, "observe_noise", None)
+            if observe_noise is not None:
+                observe_noise(self, noises, noise_std)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         b = int(target.numel())

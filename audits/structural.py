@@ -1,0 +1,273 @@
+"""Structural checks of a method's randomness: is its DP noise a stream of its own?
+
+The review's critical defect: the DP-SGD noise generator, the batch sampler and torch's global RNG (parameter
+initialisation) were seeded with one raw seed, so three copies of one Mersenne-Twister stream. On the CPU,
+``nn.Linear`` initialisation draws 24-bit uniforms u_k (``W_k = -b + 2 b u_k``) and ``torch.normal`` turns the
+same uniforms into normals by Box-Muller over blocks of 16 (``z_j = r cos(2 pi u_{j+8})``,
+``z_{j+8} = r sin(2 pi u_{j+8})``, ``r = sqrt(-2 log(1 - u_j))``). The transform is invertible, so the uniforms
+behind a noise draw can be read back (:func:`uniforms_from_normals`) and compared with
+
+* the initial weights, affinely rescaled to [0, 1] (:func:`init_correlation`): |corr| ~ 1 when the noise replays
+  the initialisation stream, ~ 1/sqrt(n) otherwise;
+* a Poisson sampler's draws (:func:`poisson_replay`): its batch is ``{i : u_i < q}``; an exact match at some
+  offset of the noise stream means the batch is readable off the noise.
+
+:class:`StepOneProbe` (a DP-SGD gradient hook) records what these checks need at the first step, and
+:class:`SeedRecorder` records every seed given to a torch generator or to torch's global RNG during a fit, so a
+check can also ask whether the noise generator shares its seed with any other stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+# --------------------------------------------------------------------------------------
+# Reading uniforms back from normals (torch's CPU layout)
+# --------------------------------------------------------------------------------------
+
+
+def uniforms_from_normals(z: Tensor | np.ndarray) -> np.ndarray:
+    """The uniforms torch's CPU ``normal_`` turned into the standard normals ``z`` (flat, memory order).
+
+    Blocks of 16: ``u_j = 1 - exp(-r^2 / 2)`` and ``u_{j+8} = atan2(z_{j+8}, z_j) / (2 pi) mod 1`` with
+    ``r^2 = z_j^2 + z_{j+8}^2``. A tail shorter than 16 was redrawn by torch and is dropped here."""
+    z = np.asarray(torch.as_tensor(z).detach().cpu().double().reshape(-1))
+    n = (z.size // 16) * 16
+    blocks = z[:n].reshape(-1, 16)
+    a, b = blocks[:, :8], blocks[:, 8:]
+    u = np.empty_like(blocks)
+    u[:, :8] = -np.expm1(-(a * a + b * b) / 2.0)
+    u[:, 8:] = np.mod(np.arctan2(b, a) / (2 * math.pi), 1.0)
+    return u.reshape(-1)
+
+
+def _affine_unit(w: np.ndarray) -> np.ndarray:
+    lo, hi = float(w.min()), float(w.max())
+    return (w - lo) / (hi - lo) if hi > lo else np.zeros_like(w)
+
+
+#: the fewest aligned entries a correlation is computed on (independent draws: |corr| ~ 1/sqrt(n) <= 0.125)
+MIN_OVERLAP = 64
+
+
+def _corr(a: np.ndarray, b: np.ndarray) -> float:
+    n = min(a.size, b.size)
+    if n < MIN_OVERLAP:
+        return 0.0
+    a, b = a[:n], b[:n]
+    sa, sb = a.std(), b.std()
+    if sa == 0 or sb == 0:
+        return 0.0
+    return float(np.mean((a - a.mean()) * (b - b.mean())) / (sa * sb))
+
+
+def init_correlation(inits: list[Tensor], noise_uniforms: np.ndarray) -> float:
+    """The largest |Pearson correlation| between the noise's uniforms and any initial parameter tensor, each at
+    the offset a replayed initialisation stream would put it (the sum of the sizes of the tensors before it),
+    and at offset 0, over at least ``MIN_OVERLAP`` aligned entries. ~1 when the noise replays the
+    initialisation stream; ~1/sqrt(n) for independent streams."""
+    best, offset = 0.0, 0
+    for w in inits:
+        flat = w.detach().cpu().double().reshape(-1).numpy()
+        u = _affine_unit(flat)
+        for off in {0, offset}:
+            if off < noise_uniforms.size:
+                best = max(best, abs(_corr(u, noise_uniforms[off:])))
+        offset += flat.size
+    return best
+
+
+def poisson_replay(batch: Tensor, population: int, rate: float, noise_uniforms: np.ndarray) -> bool:
+    """True when a Poisson batch ``{i : u_i < rate}`` of ``population`` examples is exactly the one some window
+    of the noise's uniforms predicts (the batch is readable off the noise)."""
+    n = int(population)
+    if noise_uniforms.size < n or n < 32 or not 0 < rate < 1:  # rate 1: every example is in, nothing to read
+        return False
+    member = np.zeros(n, dtype=bool)
+    member[np.asarray(batch.detach().cpu().reshape(-1), dtype=np.int64)] = True
+    windows = np.lib.stride_tricks.sliding_window_view(noise_uniforms < rate, n)
+    return bool((windows == member).all(axis=1).any())
+
+
+# --------------------------------------------------------------------------------------
+# Probes
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class StepOneProbe:
+    """A DP-SGD gradient hook (``methods.dpsgd.gradient_hook``) that changes nothing and records the first step:
+    the parameters before it (the initial weights), the noise drawn, its std and the noise generator's seed."""
+
+    inits: list[Tensor] | None = None
+    noise: list[Tensor | None] | None = None
+    noise_std: float = 0.0
+    noise_seed: int | None = None
+    noise_device: str = "cpu"
+    steps: int = 0
+    batch_sizes: list[int] = field(default_factory=list)
+
+    def split(self, opt, inputs, target):
+        if self.inits is None:
+            self.inits = [p.detach().clone() for _, p in opt.grads.params]
+            g = opt.generator
+            if g is not None:
+                self.noise_seed = int(g.initial_seed())
+                self.noise_device = str(g.device)
+        self.batch_sizes.append(int(target.numel()))
+        return inputs, target, None
+
+    def observe(self, opt, noisy_sums) -> None:
+        self.steps += 1
+
+    def observe_noise(self, opt, noise, noise_std: float) -> None:
+        if self.noise is None:
+            self.noise = [None if n is None else n.detach().clone() for n in noise]
+            self.noise_std = float(noise_std)
+
+    def noise_uniforms(self) -> np.ndarray:
+        """The uniforms behind the step-1 noise, all tensors concatenated in parameter order (CPU layout)."""
+        if not self.noise or self.noise_std <= 0:
+            return np.empty(0)
+        parts = [uniforms_from_normals(n / self.noise_std) for n in self.noise if n is not None and n.numel() >= 16]
+        return np.concatenate(parts) if parts else np.empty(0)
+
+
+class _PoissonRecorder:
+    def __init__(self) -> None:
+        self.first: tuple[Tensor, int, float] | None = None
+
+
+@contextlib.contextmanager
+def record_poisson_batches() -> Iterator[_PoissonRecorder]:
+    """Within the block, the first batch every :class:`methods.dpsgd.PoissonSampler` draws is recorded
+    (batch, population, rate)."""
+    from methods import dpsgd
+
+    rec = _PoissonRecorder()
+    real = dpsgd.PoissonSampler.sample
+
+    def sample(self):
+        out = real(self)
+        if rec.first is None:
+            rec.first = (out.clone(), self.n, self.rate)
+        return out
+
+    dpsgd.PoissonSampler.sample = sample
+    try:
+        yield rec
+    finally:
+        dpsgd.PoissonSampler.sample = real
+
+
+@dataclass
+class SeedRecorder:
+    """Every seed given to a torch generator, to torch's global RNG, to NumPy or to Python's ``random``."""
+
+    torch_generators: list[int] = field(default_factory=list)
+    torch_global: list[int] = field(default_factory=list)
+    numpy: list[Any] = field(default_factory=list)
+    python: list[Any] = field(default_factory=list)
+
+    @property
+    def all(self) -> list[int]:
+        return [int(s) for s in self.torch_generators + self.torch_global
+                if isinstance(s, (int, np.integer))] + \
+            [int(s) for s in self.numpy + self.python if isinstance(s, (int, np.integer))]
+
+
+@contextlib.contextmanager
+def record_seeds() -> Iterator[SeedRecorder]:
+    """Within the block, record the seeds of ``torch.Generator(...).manual_seed``, ``torch.manual_seed``,
+    ``numpy.random.seed`` / ``default_rng(int)`` and ``random.seed`` (see :class:`SeedRecorder`)."""
+    import random
+
+    rec = SeedRecorder()
+    real_gen, real_manual = torch.Generator, torch.manual_seed
+    real_np_seed, real_default_rng, real_random_seed = np.random.seed, np.random.default_rng, random.seed
+
+    class RecordingGenerator(real_gen):  # type: ignore[misc, valid-type]
+        def manual_seed(self, seed):
+            rec.torch_generators.append(int(seed))
+            return super().manual_seed(seed)
+
+    def manual_seed(seed):
+        rec.torch_global.append(int(seed))
+        return real_manual(seed)
+
+    def np_seed(seed=None):
+        rec.numpy.append(seed)
+        return real_np_seed(seed)
+
+    def default_rng(seed=None):
+        if isinstance(seed, (int, np.integer)):
+            rec.numpy.append(int(seed))
+        return real_default_rng(seed)
+
+    def random_seed(a=None, *args, **kwargs):
+        rec.python.append(a)
+        return real_random_seed(a, *args, **kwargs)
+
+    torch.Generator, torch.manual_seed = RecordingGenerator, manual_seed
+    torch.random.manual_seed = manual_seed
+    np.random.seed, np.random.default_rng, random.seed = np_seed, default_rng, random_seed
+    try:
+        yield rec
+    finally:
+        torch.Generator, torch.manual_seed, torch.random.manual_seed = real_gen, real_manual, real_manual
+        np.random.seed, np.random.default_rng, random.seed = real_np_seed, real_default_rng, real_random_seed
+
+
+# --------------------------------------------------------------------------------------
+# The check
+# --------------------------------------------------------------------------------------
+
+
+#: |correlation| above which the noise is taken to replay the initialisation stream (independent draws of a
+#: few hundred entries stay below 0.2; a replay is ~1)
+CORRELATION_THRESHOLD = 0.5
+
+
+@dataclass
+class NoiseIndependence:
+    """What :func:`check_noise_independence` found at the first DP-SGD step of a fit."""
+
+    dpsgd: bool  # the fit took a DP-SGD step with noise through methods.dpsgd.DPOptimizer
+    init_correlation: float = 0.0  # max |corr| between the noise's uniforms and the initial weights
+    batch_replayed: bool = False  # the first Poisson batch is readable off the noise
+    shared_seed: bool = False  # another generator (or the global RNG) got the noise generator's seed
+    raw_seed_used: bool = False  # some generator was seeded with the run's raw seed
+    uniforms: int = 0  # how many uniforms were read back
+
+    @property
+    def independent(self) -> bool:
+        return not (self.init_correlation > CORRELATION_THRESHOLD or self.batch_replayed or self.shared_seed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "independent": self.independent}
+
+
+def check_noise_independence(fit, seed: int) -> NoiseIndependence:
+    """Run ``fit()`` (a fit of a DP-SGD method at ``seed`` on the CPU) under the probes and report whether the
+    step-1 noise can be predicted from the initial weights, the first Poisson batch or a shared seed."""
+    from methods.dpsgd import gradient_hook
+
+    probe = StepOneProbe()
+    with record_seeds() as seeds, record_poisson_batches() as batches, gradient_hook(probe):
+        fit()
+    if probe.noise is None or probe.noise_std <= 0:
+        return NoiseIndependence(dpsgd=False)
+    u = probe.noise_uniforms() if probe.noise_device == "cpu" else np.empty(0)
+    corr = init_correlation(probe.inits or [], u) if u.size else 0.0
+    replay = bool(batches.first is not None and u.size and poisson_replay(*batches.first, u))
+    recorded = seeds.all
+    shared = probe.noise_seed is not None and recorded.count(probe.noise_seed) > 1
+    return NoiseIndependence(True, corr, replay, shared, int(seed) in recorded, int(u.size))
