@@ -103,9 +103,22 @@ def poisson_replay(batch: Tensor, population: int, rate: float, noise_uniforms: 
 
 
 @dataclass
+class StepRecord:
+    """One DP-SGD step as a probe saw it."""
+
+    batch_size: int
+    clip: float  # the total clipping threshold C of the step
+    per_layer: bool
+    noise_std: float  # the std the method asked for (on the sum)
+    noise_entries: int  # how many noise draws the step made
+    noise_sq_sum: float  # their sum of squares (the measured variance is this / entries)
+
+
+@dataclass
 class StepOneProbe:
-    """A DP-SGD gradient hook (``methods.dpsgd.gradient_hook``) that changes nothing and records the first step:
-    the parameters before it (the initial weights), the noise drawn, its std and the noise generator's seed."""
+    """A DP-SGD gradient hook (``methods.dpsgd.gradient_hook``) that changes nothing and records every step (batch
+    size, clipping threshold, requested and drawn noise) and, at the first step, the parameters before it (the
+    initial weights), the noise drawn and the noise generator's seed."""
 
     inits: list[Tensor] | None = None
     noise: list[Tensor | None] | None = None
@@ -114,6 +127,8 @@ class StepOneProbe:
     noise_device: str = "cpu"
     steps: int = 0
     batch_sizes: list[int] = field(default_factory=list)
+    records: list[StepRecord] = field(default_factory=list)
+    first_layer_width: int | None = None
 
     def split(self, opt, inputs, target):
         if self.inits is None:
@@ -122,7 +137,9 @@ class StepOneProbe:
             if g is not None:
                 self.noise_seed = int(g.initial_seed())
                 self.noise_device = str(g.device)
+            self.first_layer_width = int(inputs[0].size(-1)) if inputs else None
         self.batch_sizes.append(int(target.numel()))
+        self._pending = (int(target.numel()), float(opt.clip), bool(opt.per_layer))
         return inputs, target, None
 
     def observe(self, opt, noisy_sums) -> None:
@@ -132,6 +149,11 @@ class StepOneProbe:
         if self.noise is None:
             self.noise = [None if n is None else n.detach().clone() for n in noise]
             self.noise_std = float(noise_std)
+        drawn = [n.detach().double() for n in noise if n is not None]
+        entries = int(sum(n.numel() for n in drawn))
+        sq = float(sum((n * n).sum() for n in drawn)) if drawn else 0.0
+        b, clip, per_layer = getattr(self, "_pending", (0, float(opt.clip), bool(opt.per_layer)))
+        self.records.append(StepRecord(b, clip, per_layer, float(noise_std), entries, sq))
 
     def noise_uniforms(self) -> np.ndarray:
         """The uniforms behind the step-1 noise, all tensors concatenated in parameter order (CPU layout)."""
@@ -271,3 +293,129 @@ def check_noise_independence(fit, seed: int) -> NoiseIndependence:
     recorded = seeds.all
     shared = probe.noise_seed is not None and recorded.count(probe.noise_seed) > 1
     return NoiseIndependence(True, corr, replay, shared, int(seed) in recorded, int(u.size))
+
+
+class StopFit(Exception):
+    """Raised by a probe that has seen enough: the fit is abandoned (its result is not needed)."""
+
+
+@dataclass
+class ClippingProbe:
+    """At each of its first ``steps`` DP-SGD steps the batch is cut to the one example with the largest input
+    norm; subtracting the drawn noise from the released sum leaves that example's clipped gradient exactly as the
+    method computed it, whose norm must be <= C (the step's total threshold). Then the fit is stopped
+    (:class:`StopFit`)."""
+
+    steps: int = 3
+    norms: list[float] = field(default_factory=list)
+    clips: list[float] = field(default_factory=list)
+
+    def split(self, opt, inputs, target):
+        if len(self.norms) >= self.steps:
+            raise StopFit
+        b = int(target.numel())
+        if b == 0:
+            return inputs, target, None
+        x = inputs[0]
+        x = (x.to_dense() if x.is_sparse else x).reshape(b, -1).float()
+        k = int(x.norm(dim=1).argmax())
+        self._clip = float(opt.clip)
+        return tuple(t[k:k + 1] for t in inputs), target[k:k + 1], None
+
+    def observe(self, opt, noisy_sums) -> None:
+        self._released = [s.detach() for s in noisy_sums]
+
+    def observe_noise(self, opt, noise, noise_std: float) -> None:
+        clean = [r.double() - (n.double() if n is not None else 0.0) for r, n in zip(self._released, noise)]
+        self.norms.append(math.sqrt(float(sum((c * c).sum() for c in clean))))
+        self.clips.append(self._clip)
+
+
+# --------------------------------------------------------------------------------------
+# Private inference: with the release held fixed, does any served output move?
+# --------------------------------------------------------------------------------------
+
+
+def unit_perturbations(unit: str, task, count: int = 8, seed: int = 0):
+    """Tasks that differ from ``task`` in one private unit: a node's feature row (node and feature units; in
+    the private-public setting a private node with private neighbours; transductively non-training nodes first,
+    whose data a correct release may not depend on), or one undirected edge (edge unit). Yields (task, node or
+    None)."""
+    import dataclasses
+
+    ei = task.data.edge_index
+    if unit == "edge":
+        upper = (ei[0] < ei[1]).nonzero().view(-1)
+        gen = torch.Generator().manual_seed(seed)
+        for e in upper[torch.randperm(upper.numel(), generator=gen)[:count]].tolist():
+            a, b = int(ei[0, e]), int(ei[1, e])
+            keep = ~(((ei[0] == a) & (ei[1] == b)) | ((ei[0] == b) & (ei[1] == a)))
+            data = task.data.clone()
+            data.edge_index = ei[:, keep]
+            yield dataclasses.replace(task, data=data), None
+        return
+    if task.setting == "private-public":
+        private = task.train_mask
+        has_private_nb = torch.zeros(task.num_nodes, dtype=torch.bool)
+        has_private_nb[ei[0][private[ei[0]] & private[ei[1]]]] = True
+        nodes = (private & has_private_nb).nonzero().view(-1)
+    else:
+        nodes = torch.cat([(~task.train_mask).nonzero().view(-1), task.train_mask.nonzero().view(-1)])
+    gen = torch.Generator().manual_seed(seed)
+    order = torch.randperm(nodes.numel(), generator=gen)
+    if task.setting != "private-public":  # keep non-training nodes first
+        n_out = int((~task.train_mask).sum())
+        head = order[order < n_out]
+        order = torch.cat([head, order[order >= n_out]])
+    for v in nodes[order[:count]].tolist():
+        data = task.data.clone()
+        data.x = data.x.clone()
+        data.x[v] = data.x[v] + 1.0
+        yield dataclasses.replace(task, data=data), v
+
+
+@dataclass
+class InferenceCheck:
+    """What :func:`check_private_inference` found."""
+
+    claimed: bool  # the method claims private inference
+    declared_release: bool  # and says what it releases (Fitted.release)
+    tried: int = 0
+    conclusive: int = 0  # changes that left the release bit-identical
+    max_change: float = 0.0  # the largest move of another node's served posterior among those
+    unit: int | None = None  # the unit whose change moved another node's posterior
+
+    @property
+    def violated(self) -> bool:
+        return self.claimed and (not self.declared_release or self.max_change > 0)
+
+
+def check_private_inference(make_method, task, budget, streams, unit: str, tries: int = 8,
+                            base=None) -> InferenceCheck:
+    """A method that claims private inference serves every output from its DP release plus the queried unit's own
+    data. So whenever a change to one private unit leaves the release bit-identical (same streams), no other
+    node's served posterior may change (see :func:`unit_perturbations`)."""
+    from methods.base import fit_method, same_release
+
+    base = base if base is not None else fit_method(make_method(), task, budget, streams)
+    claimed = bool(base.info.get("inference_private"))
+    if not claimed:
+        return InferenceCheck(False, base.release() is not None)
+    release = base.release()
+    out = InferenceCheck(True, release is not None)
+    if release is None:
+        return out
+    p0 = base.predict_proba()
+    for other, v in unit_perturbations(unit, task, tries):
+        out.tried += 1
+        f = fit_method(make_method(), other, budget, streams)
+        if not same_release(release, f.release()):
+            continue
+        out.conclusive += 1
+        served = torch.ones(task.num_nodes, dtype=torch.bool)
+        if v is not None:
+            served[v] = False
+        change = float((f.predict_proba()[served] - p0[served]).abs().max())
+        if change > out.max_change:
+            out.max_change, out.unit = change, v
+    return out

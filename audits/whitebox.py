@@ -46,7 +46,7 @@ class GradientCanaries:
     correct), ``steps``.
     """
 
-    def __init__(self, columns: Tensor, num_features: int) -> None:
+    def __init__(self, columns: Tensor, num_features: int, record_steps: bool = False, lenient: bool = False) -> None:
         self.columns = torch.as_tensor(columns, dtype=torch.long).view(-1)
         if self.columns.numel() == 0:
             raise ConfigError("gradient canaries: no canary column")
@@ -60,18 +60,29 @@ class GradientCanaries:
         self.steps = 0
         self._param: int | None = None
         self._threshold = 0.0
+        # per step (record_steps): the released values at the canary coordinates / C, and the noise std / C
+        self.record_steps = record_steps
+        self.trace: list[Tensor] = []
+        self.noise_scale: list[float] = []
+        # lenient: steps of an optimiser whose examples do not read the raw features (GAP's classifier on
+        # aggregates) pass through untouched instead of being an error
+        self.lenient = lenient
+        self._active = False
+        self._opt_param: dict[int, int] = {}
 
     # -- where the canary gradient goes --------------------------------------------------
 
     def _locate(self, opt) -> int:
-        if self._param is None:
+        key = id(opt)
+        if key not in self._opt_param:
             for i, (_, p) in enumerate(opt.grads.params):
                 if p.dim() == 2 and p.size(1) == self.num_features:
-                    self._param = i
+                    self._opt_param[key] = i
                     break
             else:
                 raise ConfigError("gradient canaries: the model has no first-layer weight reading the "
                                   f"{self.num_features} input features (not a DP-SGD method on raw features)")
+        self._param = self._opt_param[key]
         return self._param
 
     @staticmethod
@@ -88,10 +99,14 @@ class GradientCanaries:
 
     def split(self, opt, inputs: tuple[Tensor, ...], target: Tensor):
         x = inputs[0]
+        self._active = False
         if x.size(-1) != self.num_features:
+            if self.lenient:
+                return inputs, target, None
             raise ConfigError("gradient canaries: this method's DP-SGD examples do not read the raw node features "
                               f"(width {x.size(-1)}, expected {self.num_features})")
         index = self._locate(opt)
+        self._active = True
         self._threshold = c = self.threshold(opt, index)
         b = int(target.numel())
         if b == 0:
@@ -114,11 +129,36 @@ class GradientCanaries:
         return tuple(t[keep] for t in inputs), target[keep], extra
 
     def observe(self, opt, noisy_sums: list[Tensor]) -> None:
+        if not self._active:
+            return
         index = self._locate(opt)
         c = self._threshold or self.threshold(opt, index)
         cols = self.columns.to(noisy_sums[index].device)
-        self.scores += noisy_sums[index][0, cols].detach().double().cpu() / c
+        values = noisy_sums[index][0, cols].detach().double().cpu() / c
+        self.scores += values
         self.steps += 1
+        if self.record_steps:
+            self.trace.append(values)
+
+    def observe_noise(self, opt, noise, noise_std: float) -> None:
+        if self.record_steps and self._active:
+            c = self._threshold or self.threshold(opt, self._locate(opt))
+            self.noise_scale.append(float(noise_std) / c)
+
+    def likelihood_scores(self, rate: float) -> Tensor:
+        """The Neyman-Pearson statistic of "canary in" for Poisson-like inclusion at ``rate`` per step: at step t
+        the released value is y_t ~ N(b_t, s_t^2) with b_t = 1 w.p. ``rate`` if the canary is in, 0 if out, so
+        the log-likelihood ratio is sum_t log(1 - q + q exp((y_t - 1/2) / s_t^2)). It weighs a step by how
+        surprising its value is, where the plain sum weighs every step alike (Nasr et al. 2023's optimal test
+        for subsampled DP-SGD). Needs ``record_steps``."""
+        if not self.trace:
+            return self.scores.clone()
+        y = torch.stack(self.trace)  # [T, m]
+        s2 = torch.tensor(self.noise_scale, dtype=torch.float64).clamp(min=1e-12).view(-1, 1) ** 2
+        q = min(max(float(rate), 1e-12), 1.0)
+        if q >= 1.0:
+            return ((y - 0.5) / s2).sum(0)
+        return torch.logaddexp(torch.full_like(y, math.log1p(-q)), math.log(q) + (y - 0.5) / s2).sum(0)
 
 
 def canary_columns(num_features: int, m: int) -> Tensor:

@@ -1,0 +1,85 @@
+"""The verification battery (audits.verify): correct methods pass, seeded bugs are caught by the check meant for
+them. Fast cases here; the whole mutant zoo is in the slow tests (tests/test_verify_zoo.py)."""
+
+import pytest
+
+from audits.verify import CHECKS, PASS, SKIPPED, VIOLATION, VerifyConfig, chernoff_sf, verify
+from bench.cli import load_plugin
+from bench.datasets import load_dataset
+from bench.splits import make_task
+from methods import Budget, get_method
+from methods.base import ConfigError
+from tests.conftest import REPO
+
+load_plugin(str(REPO / "tests" / "plugins" / "mutants.py"))
+CFG = VerifyConfig(quick=True, canaries=60, inference_tries=2)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return make_task(load_dataset("csbm:nodes=600,classes=3,features=32,degree=4"), "random-75-10-15", 0)
+
+
+def run(name, task, eps=1.0, **over):
+    cls = get_method(name)
+    return verify(lambda: cls(**over), task, Budget(eps, 1e-4), CFG)
+
+
+def by_name(report):
+    return {c.name: c for c in report.checks}
+
+
+DPMLP = {"epochs": 20, "hidden": 16, "batch_size": 128}
+DPGNN = {"batch_size": 128, "max_degree": 1, "epochs": 2, "per_layer_clipping": False, "hidden": 16}
+
+
+def test_a_correct_dp_sgd_method_passes_every_check(task):
+    rep = run("dp-mlp", task, **DPMLP)
+    checks = by_name(rep)
+    assert rep.verdict == PASS, [(c.name, c.detail) for c in rep.checks if c.verdict == VIOLATION]
+    for name in ("epsilon-accounted", "determinism", "noise-independence", "private-inference", "ledger-counts",
+                 "noise-calibration", "occurrences", "gradient-canaries", "input-canaries"):
+        assert checks[name].verdict == PASS, name
+    # the error budget: Bonferroni over the statistical checks, summing to at most 1 - confidence
+    assert sum(c.alpha for c in rep.checks) <= 1 - CFG.confidence + 1e-12
+    assert checks["noise-calibration"].data["ratio"] == pytest.approx(1.0, abs=0.02)
+
+
+def test_too_little_noise_is_caught_white_box_and_black_box(task):
+    rep = run("mutant-dp-mlp-noise", task, **DPMLP)
+    checks = by_name(rep)
+    assert rep.verdict == VIOLATION
+    assert checks["noise-calibration"].verdict == VIOLATION and "0.01x" in checks["noise-calibration"].detail
+    assert checks["gradient-canaries"].verdict == VIOLATION
+
+
+def test_a_missing_occurrence_bound_is_caught_by_counting_the_canarys_examples(task):
+    bad, good = run("mutant-dpgnn-nobound", task, **DPGNN), run("dpgnn", task, **DPGNN)
+    assert by_name(bad)["occurrences"].verdict == VIOLATION
+    assert by_name(good)["occurrences"].verdict == PASS and good.verdict == PASS
+
+
+def test_edge_level_methods_get_edge_canaries_and_no_white_box_checks(task):
+    rep = run("edgerand", task, epochs=5)
+    checks = by_name(rep)
+    assert "edge-canaries" in checks and "input-canaries" not in checks
+    assert checks["ledger-counts"].verdict == SKIPPED and rep.verdict == PASS
+
+
+def test_non_private_and_bad_input():
+    t = make_task(load_dataset("csbm:nodes=100,classes=2,features=4,degree=3"), "random-75-10-15", 0)
+    rep = verify(lambda: get_method("mlp")(), t, Budget(), CFG)
+    assert rep.verdict == PASS and rep.checks == [] and "not private" in rep.note
+    with pytest.raises(ConfigError):
+        verify(lambda: get_method("dp-mlp")(), t, Budget(1.0, 1e-3), VerifyConfig(checks=("nonsense",)))
+    with pytest.raises(ConfigError):
+        VerifyConfig(seeds=()).validate()
+    assert set(CFG.checks) == set(CHECKS)
+
+
+def test_chernoff_p_value_is_a_valid_binomial_tail_bound():
+    from scipy import stats
+
+    for n, p, s in [(1000, 0.1, 130), (500, 0.3, 180), (50, 0.5, 40), (10_000, 0.01, 130)]:
+        assert stats.binom.sf(s - 1, n, p) <= chernoff_sf(s, n, p) <= 1.0
+    assert chernoff_sf(10, 1000, 0.1) == 1.0
