@@ -391,10 +391,11 @@ class InferenceCheck:
 
 
 def check_private_inference(make_method, task, budget, streams, unit: str, tries: int = 8,
-                            base=None) -> InferenceCheck:
+                            base=None, enough: int | None = None) -> InferenceCheck:
     """A method that claims private inference serves every output from its DP release plus the queried unit's own
     data. So whenever a change to one private unit leaves the release bit-identical (same streams), no other
-    node's served posterior may change (see :func:`unit_perturbations`)."""
+    node's served posterior may change (see :func:`unit_perturbations`). Stops after ``enough`` conclusive
+    changes (default: every one of ``tries``)."""
     from methods.base import fit_method, same_release
 
     base = base if base is not None else fit_method(make_method(), task, budget, streams)
@@ -418,4 +419,6 @@ def check_private_inference(make_method, task, budget, streams, unit: str, tries
         change = float((f.predict_proba()[served] - p0[served]).abs().max())
         if change > out.max_change:
             out.max_change, out.unit = change, v
+        if enough is not None and out.conclusive >= enough:
+            break
     return out

@@ -323,7 +323,8 @@ class _Battery:
         from audits.structural import check_private_inference
 
         found, secs = _timed(lambda: check_private_inference(self.make, self.task, self.budget, self.streams,
-                                                            self.unit, self.cfg.tries, base=self.base))
+                                                            self.unit, self.cfg.tries, base=self.base,
+                                                            enough=1 if self.cfg.quick else 2))
         if not found.claimed:
             return Check("private-inference", self.seed, SKIPPED, "-", "-",
                          "the method does not claim private inference", seconds=secs)

@@ -1,0 +1,135 @@
+"""Every method family, the DP-SGD engine and the samplers on a CUDA device (marker ``cuda``; skipped without one).
+
+On the device: the same ledger and epsilon as on the CPU exactly (they depend only on public quantities and the
+calibration), valid probabilities, and accuracy within sampling noise of the CPU's over 3 seeds; the DP-SGD
+engine's per-example gradients and clipping equal the CPU's up to float rounding; the samplers' outputs move to
+the device unchanged; every random draw goes through the run's streams (the noise on the device's generator).
+"""
+
+import math
+
+import pytest
+import torch
+
+from bench.datasets import load_dataset
+from bench.splits import make_task
+from methods import Budget, available_methods, get_method
+from methods.base import fit_method
+from methods.streams import RunStreams
+
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
+
+FAMILIES = ["mlp", "gcn", "sage", "gat", "dp-mlp", "drw", "drw-r", "drw-d", "rw", "dpgnn", "dpgnn-adam", "gap-edge",
+            "gap-node", "progap-edge", "progap-node", "edgerand", "privgnn", "pate-m", "pate-g", "privgnn-b1",
+            "privgnn-b2"]
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    ds = load_dataset("csbm:nodes=600,classes=3,features=16,degree=5")
+    return {s: [make_task(ds, s, seed) for seed in range(3)] for s in ("random-75-10-15", "private-public")}
+
+
+def _task(cls, tasks, seed):
+    split = "random-75-10-15" if "transductive" in cls.settings else "private-public"
+    return tasks[split][seed]
+
+
+def _budget(cls):
+    return Budget(4.0, 1e-4) if cls.privacy_unit != "none" else Budget()
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n in available_methods()])
+def test_every_method_runs_on_cuda_with_the_cpu_ledger(name, tasks):
+    cls = get_method(name)
+    over = {**cls.smoke_config}
+    accs = {"cpu": [], "cuda": []}
+    for seed in range(3):
+        task = _task(cls, tasks, seed)
+        out = {}
+        for dev in ("cpu", "cuda"):
+            f = fit_method(cls(**over), task, _budget(cls), RunStreams(seed), device=dev)
+            p = f.predict_proba()
+            assert p.device.type == "cpu" and p.shape == (task.num_nodes, task.num_classes)
+            assert torch.isfinite(p).all() and torch.allclose(p.sum(1), torch.ones(task.num_nodes), atol=1e-4)
+            out[dev] = f
+            test = task.test_mask
+            accs[dev].append(float((p[test].argmax(1) == task.data.y[test]).float().mean()))
+        a, b = out["cpu"], out["cuda"]
+        assert a.ledger.same_events(b.ledger), (name, a.ledger.describe(), b.ledger.describe())
+        d = _budget(cls).delta
+        assert a.epsilon(d) == b.epsilon(d) or (math.isinf(a.epsilon(d)) and math.isinf(b.epsilon(d)))
+    # accuracy within sampling noise: the mean over 3 seeds differs by less than 3 standard errors + 5 points
+    import statistics
+
+    se = (statistics.pstdev(accs["cpu"] + accs["cuda"]) + 1e-3) / math.sqrt(3)
+    assert abs(statistics.fmean(accs["cpu"]) - statistics.fmean(accs["cuda"])) <= 3 * se + 0.05, accs
+
+
+def test_dpsgd_per_example_gradients_and_clipping_match_on_device():
+    from methods.dpsgd import PerExampleGradients
+    from methods.models import linear_mlp
+
+    torch.manual_seed(0)
+    net = linear_mlp(20, 16, 4, 2)
+    x, y = torch.randn(64, 20) * 3, torch.randint(0, 4, (64,))
+    for mode in ("bookkeeping", "vmap"):
+        for per_layer in (False, True):
+            cpu = PerExampleGradients(net, mode=mode).norms_and_sum((x,), y, 1.0, per_layer)
+            gpu_net = linear_mlp(20, 16, 4, 2)
+            gpu_net.load_state_dict(net.state_dict())
+            gpu_net = gpu_net.cuda()
+            gpu = PerExampleGradients(gpu_net, mode=mode).norms_and_sum((x.cuda(),), y.cuda(), 1.0, per_layer)
+            for a, b in zip(cpu[0], gpu[0]):
+                assert b.device.type == "cuda"
+                assert torch.allclose(a, b.cpu(), rtol=1e-4, atol=1e-5)
+            assert torch.allclose(cpu[1], gpu[1].cpu(), rtol=1e-4, atol=1e-5)
+
+
+def test_dp_optimizer_draws_its_noise_on_the_device_from_the_noise_stream():
+    from methods.dpsgd import DPOptimizer
+    from methods.models import linear_mlp
+
+    s = RunStreams(5)
+    net = linear_mlp(8, 8, 2, 2).cuda()
+    opt = DPOptimizer(net, torch.optim.SGD(net.parameters(), lr=0.0), clip=1.0, generator=s.torch("noise", device="cuda"))
+    x, y = torch.randn(16, 8, device="cuda"), torch.randint(0, 2, (16,), device="cuda")
+    seen = {}
+
+    class Probe:
+        def split(self, o, inputs, target):
+            return inputs, target, None
+
+        def observe(self, o, sums):
+            pass
+
+        def observe_noise(self, o, noise, std):
+            seen["noise"] = noise
+
+    from methods.dpsgd import gradient_hook
+
+    with gradient_hook(Probe()):
+        opt.step((x,), y, noise_std=2.0, denominator=16)
+    assert all(n.device.type == "cuda" for n in seen["noise"] if n is not None)
+    # the same stream gives the same noise again
+    again = torch.normal(0.0, 2.0, size=seen["noise"][0].shape, generator=s.torch("noise", device="cuda"),
+                         device="cuda")
+    assert torch.equal(again, seen["noise"][0])
+
+
+def test_samplers_outputs_move_to_the_device_unchanged(tasks):
+    from methods.dpsgd import FixedSizeSampler, PoissonSampler
+    from methods.samplers.dpgnn import sample_subgraphs
+    from methods.samplers.random_walks import disjoint_random_walks
+
+    task = tasks["random-75-10-15"][0]
+    s = RunStreams(1)
+    for sampler in (PoissonSampler(500, 0.1, s.torch("sampler")), FixedSizeSampler(500, 50, s.torch("sampler", 1))):
+        idx = sampler.sample()
+        assert torch.equal(idx.cuda().cpu(), idx)
+    nodes, ptr = disjoint_random_walks(task.data.edge_index, task.num_nodes, 3, generator=s.torch("subgraphs"))
+    assert torch.equal(nodes.cuda().cpu(), nodes)
+    lists, trees = sample_subgraphs(task.data.edge_index, task.num_nodes, task.train_mask, 3, 1,
+                                    generator=s.torch("subgraphs", 1))
+    assert torch.equal(trees.nodes.cuda().cpu(), trees.nodes)
