@@ -44,9 +44,9 @@ def dpa_epsilon(dp_event, count, delta, relation="add_remove"):
 @settings(max_examples=12, deadline=None)
 @given(q=rates, z=noises, t=steps, delta=deltas)
 def test_poisson_gaussian_matches_dp_accounting_and_opacus(q, z, t, delta):
-    """dp-accounting: equal wherever its series converges (it gives up on some fractional orders and drops
-    them; we sum the same series to convergence, so we may only be tighter there). Opacus: equal at integer
-    orders (both exact) and at fractional ones (both sum the signed series; ours to convergence)."""
+    """dp-accounting: never above it (its fractional-order series stops early or gives up; we sum it to
+    convergence). Opacus: equal at integer orders (both exact) and at fractional ones (both sum the signed
+    series)."""
     import logging
 
     from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent
