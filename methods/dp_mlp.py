@@ -20,7 +20,7 @@ import torch
 from methods.base import ConfigError, FitContext, Method, register
 from methods.baselines import row_normalized
 from methods.dpsgd import DPOptimizer, PoissonSampler
-from methods.models import GraphInput, linear_mlp
+from methods.models import GraphInput, SparseFeatures, SparseRows, linear_mlp
 from methods.privacy import PrivacyLedger, calibrate_noise, presets
 from methods.training import ModelFitted, row_normalize
 
@@ -81,6 +81,7 @@ class DPMLP(Method):
         x_train = row_normalize(train_data.x) if norm else train_data.x
         x_all = row_normalize(task.data.x) if norm else task.data.x
         x, y = x_train[train_idx].to(dev), train_data.y[train_idx].to(dev)
+        sparse = SparseFeatures.maybe(x)  # bag-of-words features: the batches are sparse rows
         with ctx.init():
             net = linear_mlp(task.num_features, c.hidden, task.num_classes, c.layers).to(dev)
         opt_cls = torch.optim.Adam if c.optimizer == "adam" else torch.optim.SGD
@@ -95,7 +96,8 @@ class DPMLP(Method):
             infos = []
             for _ in range(steps_per_epoch):
                 idx = sampler.sample().to(dev)
-                infos.append(dp.step((x[idx],), y[idx], noise_std=z * c.clip, denominator=sampler.expected_size))
+                xb = x[idx] if sparse is None else SparseRows(sparse, idx)
+                infos.append(dp.step((xb,), y[idx], noise_std=z * c.clip, denominator=sampler.expected_size))
                 done += 1
                 bar.update(1)
             row = {"epoch": epoch, "train_loss": sum(i.loss for i in infos) / len(infos),

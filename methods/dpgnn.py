@@ -69,7 +69,7 @@ from torch import Tensor, nn
 
 from methods.base import BudgetError, ConfigError, FitContext, Method, Task, register
 from methods.dpsgd import DPOptimizer, FixedSizeSampler, QuantileClipping
-from methods.models import GraphInput
+from methods.models import GraphInput, SparseFeatures, SparseRows
 from methods.privacy import PrivacyLedger, calibrate_noise, calibrate_steps, presets
 from methods.samplers.dpgnn import TreeSubgraphs, occurrence_bound, sample_subgraphs
 from methods.training import ModelFitted, row_normalize
@@ -158,10 +158,12 @@ class DPGNNModel(nn.Module):
                 h = self.act(h)
         return h
 
-    def forward(self, x: Tensor, parent: Tensor) -> Tensor:
-        """A batch of trees: ``x [B, P, F]`` (zero rows for padding), ``parent [B, P]`` (-1: root or padding)
-        -> root logits [B, C]."""
+    def forward(self, x: Tensor | SparseRows, parent: Tensor) -> Tensor:
+        """A batch of trees: ``x [B, P, F]`` (zero rows for padding; dense or :class:`SparseRows`),
+        ``parent [B, P]`` (-1: root or padding) -> root logits [B, C]."""
         b, p = parent.shape
+        if isinstance(x, SparseRows) and not len(self.encoder):
+            x = x.to_dense()  # the first layer is a message-passing one: it reads dense rows
         h = self.encode(x)
         child = (parent >= 0).view(-1).nonzero().view(-1)
         base = (torch.arange(b, device=parent.device) * p).unsqueeze(1).expand(b, p).reshape(-1)
@@ -169,8 +171,10 @@ class DPGNNModel(nn.Module):
         flat = self.propagate(h.reshape(b * p, -1), child, dst)
         return self.decode(flat.view(b, p, -1)[:, 0])
 
-    def full_graph(self, x: Tensor, edge_index: Tensor) -> Tensor:
+    def full_graph(self, x: Tensor | SparseRows, edge_index: Tensor) -> Tensor:
         """Every node's logits on a whole graph with full neighbourhoods (messages edge_index[0] -> [1])."""
+        if isinstance(x, SparseRows) and not len(self.encoder):
+            x = x.to_dense()
         return self.decode(self.propagate(self.encode(x), edge_index[0], edge_index[1]))
 
 
@@ -252,14 +256,54 @@ def gradient_noise_multiplier(effective: float, count: float | None) -> float:
     return (effective ** -2 - count ** -2) ** -0.5
 
 
+#: per-tree Gram matrices of the input rows are precomputed when they hold at most this many entries
+GRAM_CACHE_MAX = 1 << 26
+
+
 @dataclass
 class _Prepared:
+    """The trees and the data path. With sparse features (at most 5% non-zeros, an encoder layer first) a batch
+    is :class:`SparseRows` of a CSR copy of ``x``, with the per-tree Gram matrices of its rows computed once
+    here (the trees are fixed for the whole run) for the per-example gradient norms of the first layer."""
+
     trees: TreeSubgraphs
     x: Tensor  # features of the training graph (rows indexed by tree nodes)
     y: Tensor  # root labels [M]
     num_train: int
     eval_graph: GraphInput
     sampler_stats: dict
+    sparse: SparseFeatures | None = None  # CSR copy of x (sparse data path)
+    gram: Tensor | None = None  # [M, P, P] Gram matrices of each tree's feature rows (sparse data path)
+    eval_sparse: SparseFeatures | None = None  # CSR copy of eval_graph.x (validation)
+
+    def batch(self, idx: Tensor, device: torch.device) -> tuple[tuple[Tensor | SparseRows, Tensor], Tensor]:
+        """Trees ``idx`` as DP-SGD inputs ``(x [B, W, F], parent [B, W])`` (W: the widest tree of the batch) and
+        their root labels, on ``device``."""
+        nodes = self.trees.nodes[idx]
+        width = int((nodes >= 0).sum(1).max())
+        nodes, parent = nodes[:, :width], self.trees.parent[idx, :width]
+        if self.sparse is not None:
+            gram = None if self.gram is None else self.gram[idx.to(self.gram.device), :width, :width]
+            xb = SparseRows(self.sparse.to(device), nodes.to(device), gram)
+        else:
+            x = self.x
+            xb = (x[nodes.clamp(min=0)] * (nodes >= 0).unsqueeze(-1).to(x.dtype)).to(device)
+        return (xb, parent.to(device)), self.y[idx].to(device)
+
+    def eval_input(self, device: torch.device) -> Tensor | SparseRows:
+        """The evaluation graph's features for :meth:`DPGNNModel.full_graph` (sparse rows when sparse)."""
+        if self.eval_sparse is None:
+            return self.eval_graph.x.to(device)
+        n = self.eval_sparse.num_rows
+        return SparseRows(self.eval_sparse.to(device), torch.arange(n, device=device))
+
+    def to(self, device: torch.device) -> "_Prepared":
+        """Move what every step reads (the sparse features and Gram matrices) to ``device`` once."""
+        if self.sparse is not None:
+            self.sparse = self.sparse.to(device)
+        if self.gram is not None:
+            self.gram = self.gram.to(device)
+        return self
 
 
 class DPGNN(Method):
@@ -276,7 +320,9 @@ class DPGNN(Method):
     optimizer: ClassVar[str] = "sgd"
     smoke_config = {"epochs": 2, "batch_size": 32, "hidden": 16, "heads": 2, "max_degree": 3, "max_children": 5}
 
-    def prepare(self, task: Task, gen: torch.Generator) -> _Prepared:
+    def prepare(self, task: Task, gen: torch.Generator, grams: bool = True) -> _Prepared:
+        """The trees (from ``gen``: the ``subgraphs`` stream) and the data path; ``grams=False`` skips the
+        per-tree Gram matrices (only DP-SGD's per-example norms read them)."""
         c = self.config
         train_data, _ = task.training_graph()
         if task.setting == "transductive":
@@ -292,8 +338,18 @@ class DPGNN(Method):
         stats = {"dropped_nodes": int(lists.dropped.sum()), "sampled_edges": int(lists.dst.numel()),
                  "mean_tree_size": float(trees.sizes.float().mean()), "max_tree_size": int(trees.sizes.max()),
                  "max_occurrence": int(trees.occurrence().max())}
-        return _Prepared(trees, x_train.float(), train_data.y[trees.roots], int(trees.num_subgraphs),
-                         GraphInput(x_all.float(), task.data.edge_index), stats)
+        x_train, x_all = x_train.float(), x_all.float()
+        prep = _Prepared(trees, x_train, train_data.y[trees.roots], int(trees.num_subgraphs),
+                         GraphInput(x_all, task.data.edge_index), stats)
+        # the data path: sparse rows for bag-of-words features when an encoder layer reads them first
+        if c.encoder_layers >= 1:
+            prep.sparse = SparseFeatures.maybe(x_train)
+            if prep.sparse is not None:
+                if grams and trees.num_subgraphs * trees.pad ** 2 <= GRAM_CACHE_MAX:
+                    prep.gram = prep.sparse.gram(trees.nodes)
+                same = x_all.shape == x_train.shape and x_all.data_ptr() == x_train.data_ptr()
+                prep.eval_sparse = prep.sparse if same else SparseFeatures.maybe(x_all)
+        return prep
 
     def _fit(self, ctx: FitContext) -> ModelFitted:
         task, budget, dev, c = ctx.task, ctx.budget, ctx.device, self.config
@@ -337,8 +393,9 @@ class DPGNN(Method):
                          generator=ctx.generator("noise", device=dev))
         sampler = FixedSizeSampler(n, m, ctx.generator("sampler"), unit="node")
         private = lam > 0
-        trees, x = prep.trees, prep.x
+        prep.to(dev)
         eval_graph = prep.eval_graph.to(dev)
+        eval_x = prep.eval_input(dev)
         val_idx = task.val_mask.nonzero().view(-1)
         history: list[dict[str, float]] = []
         bar = ctx.bar(steps, self.name)
@@ -347,20 +404,16 @@ class DPGNN(Method):
             infos = []
             for _ in range(min(steps_per_epoch, steps - done)):
                 idx = sampler.sample()
-                nodes = trees.nodes[idx]
-                width = int((nodes >= 0).sum(1).max())
-                nodes, parent = nodes[:, :width], trees.parent[idx, :width]
-                xb = x[nodes.clamp(min=0)] * (nodes >= 0).unsqueeze(-1).to(x.dtype)
+                inputs, target = prep.batch(idx, dev)
                 noise_std = lam_grad * 2.0 * dp.clip * occ
-                infos.append(dp.step((xb.to(dev), parent.to(dev)), prep.y[idx].to(dev), noise_std=noise_std,
-                                     denominator=m))
+                infos.append(dp.step(inputs, target, noise_std=noise_std, denominator=m))
                 done += 1
                 bar.update(1)
             row = {"epoch": len(history) + 1, "steps": done, "train_loss": sum(i.loss for i in infos) / len(infos),
                    "frac_clipped": sum(i.frac_clipped for i in infos) / len(infos), "clip": infos[-1].clip}
             if val_idx.numel():
                 with torch.no_grad():
-                    pred = model.full_graph(eval_graph.x, eval_graph.edge_index)[val_idx.to(dev)].argmax(1).cpu()
+                    pred = model.full_graph(eval_x, eval_graph.edge_index)[val_idx.to(dev)].argmax(1).cpu()
                 row["val_acc"] = float((pred == task.data.y[val_idx]).float().mean())
             if private:
                 row["epsilon"] = ledger(lam, done).epsilon(budget.delta)

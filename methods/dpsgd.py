@@ -11,8 +11,12 @@ Per-example gradients come from one of two routes, with identical results:
     For models whose trainable parameters all sit in ``nn.Linear`` layers. One forward pass stores
     each layer's inputs ``a`` and one backward pass (to the layer outputs only) gives the backprops
     ``g``; the per-example gradient norm of a weight is ``sum((a a^T) * (g g^T))`` over the positions
-    of an example, and the clipped sum is one matmul ``(c * a)^T g``. No per-example gradient is ever
-    materialised (the "book-keeping" trick of Bu et al. 2022, ghost norms of Goodfellow 2015).
+    of an example, and the clipped sum is one matmul ``(c * a)^T g`` (the "book-keeping" trick of Bu et
+    al. 2022, ghost norms of Goodfellow 2015). A layer with few weights (``in x out`` below
+    ``T (in + out)``, e.g. a last layer with few classes) materialises its per-example gradients instead,
+    which is cheaper there. A first layer fed :class:`methods.models.SparseRows` (sparse bag-of-words
+    features) runs sparse: forward ``A W^T``, the a-Gram of each example's rows as a sparse-sparse product
+    (or precomputed once per subgraph by the method), the clipped sum ``A^T (c g)``.
 ``vmap``
     ``torch.func.vmap(grad(...))`` over the examples: works for any functional model.
 
@@ -136,6 +140,9 @@ class PerExampleGradients:
     def _vmap(self, inputs, target, clip, per_layer):
         from torch.func import functional_call, grad_and_value, vmap
 
+        from methods.models import SparseRows
+
+        inputs = tuple(x.to_dense() if isinstance(x, SparseRows) else x for x in inputs)
         model = self.model
         names = [n for n, _ in self.params]
         params = {n: p.detach() for n, p in self.params}
@@ -175,38 +182,103 @@ class PerExampleGradients:
         backs = [torch.zeros_like(o) if b is None else b
                  for o, b in zip(outs, torch.autograd.grad(losses.sum(), outs, allow_unused=True))]
         B = target.numel()
-        per_param: dict[int, tuple[Tensor, Tensor]] = {}  # id(param) -> (sq norms [B], clipped-sum builder input)
-        layer_data = {}
+        per_param: dict[int, Tensor] = {}  # id(param) -> per-example squared norms [B]
+        layers: list[_Layer] = []
         k = 0
         for mod, recs in records.items():
-            a_parts = [x.reshape(B, -1, x.size(-1)) for x, _ in recs]
-            g_parts = [backs[k + i].reshape(B, -1, backs[k + i].size(-1)) for i in range(len(recs))]
-            a = a_parts[0] if len(recs) == 1 else torch.cat(a_parts, dim=1)  # [B, T, in]
-            g = g_parts[0] if len(recs) == 1 else torch.cat(g_parts, dim=1)  # [B, T, out]
+            layer = _Layer.build(mod, [x for x, _ in recs], backs[k:k + len(recs)], B)
             k += len(recs)
-            layer_data[mod] = (a, g)
-            T = a.size(1)
-            if T == 1:
-                w_sq = (a[:, 0] ** 2).sum(1) * (g[:, 0] ** 2).sum(1)
-            elif T * T <= a.size(2) * g.size(2):  # ghost norms (small batched matmuls; measured faster on CPU)
-                w_sq = (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
-            else:  # materialising the per-example gradients is cheaper: B T in out flops
-                w_sq = (torch.bmm(a.transpose(1, 2), g) ** 2).sum((1, 2))
-            per_param[id(mod.weight)] = w_sq
+            layers.append(layer)
+            if mod.weight.requires_grad:
+                per_param[id(mod.weight)] = layer.weight_sq_norms()
             if mod.bias is not None and mod.bias.requires_grad:
-                per_param[id(mod.bias)] = (g.sum(1) ** 2).sum(1)
+                per_param[id(mod.bias)] = layer.bias_sq_norms()
         sq = [per_param[id(p)] for _, p in self.params]
         factors, total = self._factors(sq, clip, per_layer)
         fac = {id(p): f for (_, p), f in zip(self.params, factors)}
         sums = {}
-        for mod, (a, g) in layer_data.items():
-            w = mod.weight
-            if w.requires_grad:  # sum_b c_b g_b^T a_b as one [out, B*T] x [B*T, in] product
-                gc = (g * fac[id(w)].view(B, 1, 1)).reshape(-1, g.size(-1))
-                sums[id(w)] = gc.t() @ a.reshape(-1, a.size(-1))
-            if mod.bias is not None and mod.bias.requires_grad:
-                sums[id(mod.bias)] = fac[id(mod.bias)] @ g.sum(1)
+        for layer in layers:
+            w, b = layer.mod.weight, layer.mod.bias
+            if w.requires_grad:
+                sums[id(w)] = layer.weight_sum(fac[id(w)])
+            if b is not None and b.requires_grad:
+                sums[id(b)] = fac[id(b)] @ layer.g.sum(1)
         return [sums[id(p)] for _, p in self.params], total.detach(), losses.detach()
+
+
+class _Layer:
+    """One nn.Linear's book-keeping for a batch of B examples: its inputs ``a`` and output backprops ``g``
+    (``[B, T, in]`` and ``[B, T, out]``, T positions per example, every call of the layer concatenated).
+
+    Per-example squared weight-gradient norms ``||sum_t g_t a_t^T||^2`` by the cheapest of
+
+    * ``ghost``: ``sum((a a^T) * (g g^T))`` over each example's T x T Gram matrices, the clipped sum later as
+      one ``[out, B T] x [B T, in]`` matmul (no per-example gradient is materialised);
+    * ``materialise``: the per-example gradients ``[B, out, in]`` (one batched matmul), their squared norms,
+      and the clipped sum as a weighted sum of them -- cheaper when ``in x out`` is small next to
+      ``T (in + out)`` (e.g. a last layer with few classes);
+    * ``sparse``: ``a`` is :class:`~methods.models.SparseRows` (sparse input features): the a-Gram is a
+      sparse-sparse product (or precomputed with the batch), the g-Gram a small dense one, the clipped sum
+      ``A^T (c g)`` one sparse-dense product.
+    """
+
+    __slots__ = ("mod", "a", "g", "kind", "grads", "B")
+
+    #: per-example gradients up to this many elements in all are materialised when that is cheaper
+    MATERIALISE_MAX = 1 << 22
+
+    def __init__(self, mod: nn.Linear, a, g: Tensor, kind: str, B: int) -> None:
+        self.mod, self.a, self.g, self.kind, self.B = mod, a, g, kind, B
+        self.grads: Tensor | None = None
+
+    @classmethod
+    def build(cls, mod: nn.Linear, xs: list, gs: list[Tensor], B: int) -> "_Layer":
+        from methods.models import SparseRows
+
+        if len(xs) == 1 and isinstance(xs[0], SparseRows):
+            g = gs[0].reshape(B, -1, gs[0].size(-1))
+            return cls(mod, xs[0], g, "sparse", B)
+        xs = [x.to_dense() if isinstance(x, SparseRows) else x for x in xs]
+        a_parts = [x.reshape(B, -1, x.size(-1)) for x in xs]
+        g_parts = [b.reshape(B, -1, b.size(-1)) for b in gs]
+        a = a_parts[0] if len(xs) == 1 else torch.cat(a_parts, dim=1)  # [B, T, in]
+        g = g_parts[0] if len(xs) == 1 else torch.cat(g_parts, dim=1)  # [B, T, out]
+        t, d_in, d_out = a.size(1), a.size(2), g.size(2)
+        if t == 1:
+            kind = "rows"
+        elif t * (d_in + d_out) > d_in * d_out and B * d_in * d_out <= cls.MATERIALISE_MAX:
+            kind = "materialise"  # fewer flops than the two Gram matrices, and no extra matmul for the sum
+        elif t * t <= d_in * d_out:
+            kind = "ghost"
+        else:
+            kind = "materialise" if B * d_in * d_out <= cls.MATERIALISE_MAX else "ghost"
+        return cls(mod, a, g, kind, B)
+
+    def weight_sq_norms(self) -> Tensor:
+        a, g = self.a, self.g
+        if self.kind == "sparse":
+            gram = a.example_gram(self.B).to(g.dtype)
+            if g.size(1) == 1:
+                return gram.view(-1) * (g[:, 0] ** 2).sum(1)
+            return (gram * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
+        if self.kind == "rows":
+            return (a[:, 0] ** 2).sum(1) * (g[:, 0] ** 2).sum(1)
+        if self.kind == "ghost":  # small batched matmuls (measured faster on CPU than materialising)
+            return (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
+        self.grads = torch.bmm(g.transpose(1, 2), a)  # [B, out, in]
+        return (self.grads ** 2).sum((1, 2))
+
+    def bias_sq_norms(self) -> Tensor:
+        return (self.g.sum(1) ** 2).sum(1)
+
+    def weight_sum(self, factors: Tensor) -> Tensor:
+        """sum_b c_b g_b^T a_b: the clipped per-example weight gradients, summed ([out, in])."""
+        if self.grads is not None:
+            return (factors.to(self.grads.dtype) @ self.grads.reshape(self.B, -1)).view_as(self.mod.weight)
+        gc = (self.g * factors.view(self.B, 1, 1)).reshape(-1, self.g.size(-1))
+        if self.kind == "sparse":
+            return self.a.t_matmul(gc).t()
+        return gc.t() @ self.a.reshape(-1, self.a.size(-1))
 
 
 # --------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ import torch
 
 from methods.base import Budget, BudgetError, ConfigError, ContractViolation, FitContext, Method, Task, register
 from methods.dpsgd import DPOptimizer, FixedSizeSampler
-from methods.models import DenseGCN, GraphInput, dense_gcn_full_graph, prepare_graph
+from methods.models import DenseGCN, GraphInput, SparseFeatures, SparseRows, dense_gcn_full_graph, prepare_graph
 from methods.privacy import PrivacyLedger, presets
 from methods.privacy.events import Event
 from methods.samplers.random_walks import disjoint_random_walks, min_subgraphs, random_walk_csr
@@ -80,6 +80,10 @@ def default_batch_size(num_train: int, num_examples: int) -> int:
     return max(1, min(num_examples, int(round(frac * num_train))))
 
 
+#: per-subgraph Gram matrices of the feature rows are cached when they hold at most this many entries
+GRAM_CACHE_MAX = 1 << 26
+
+
 @dataclass
 class WalkSet:
     padded: PaddedSubgraphs
@@ -107,10 +111,13 @@ class _RandomWalkTraining:
         csr = random_walk_csr(graph.edge_index, graph.num_nodes)
         return graph, x, roots, rule, csr, inductive
 
-    def _walks(self, graph, roots, csr, c: DRWConfig, gen: torch.Generator, inductive: bool, rule: str) -> WalkSet:
+    def _walks(self, graph, roots, csr, c: DRWConfig, gen: torch.Generator, inductive: bool, rule: str,
+               sparse: SparseFeatures | None = None) -> WalkSet:
         nodes, ptr = disjoint_random_walks(graph.edge_index, graph.num_nodes, c.walk_length, c.restarts,
                                            roots=roots, generator=gen, csr=csr)
         padded = from_disjoint(nodes, ptr, graph.edge_index, graph.num_nodes, pad_to=1 + c.restarts * c.walk_length)
+        if sparse is not None and not c.resample_every and padded.nodes.numel() * padded.nodes.size(1) <= GRAM_CACHE_MAX:
+            padded.with_grams(sparse)  # fixed subgraphs: the first layer's per-example Grams once
         m_count = padded.num_subgraphs
         pop = min_subgraphs(graph.num_nodes, c.walk_length, c.restarts) if inductive else m_count
         return WalkSet(padded, m_count, pop, rule)
@@ -119,6 +126,14 @@ class _RandomWalkTraining:
     def _release(model: DenseGCN, task: Task, c: DRWConfig, dev) -> GraphInput:
         x = row_normalize(task.data.x) if c.features == "row" else task.data.x
         return prepare_graph("gcn", x, task.data.edge_index, task.num_nodes).to(dev)
+
+    @staticmethod
+    def _sparse_eval(g: GraphInput) -> GraphInput:
+        """The evaluation graph with sparse feature rows (validation only; the released graph stays dense)."""
+        sf = SparseFeatures.maybe(g.x)
+        if sf is None:
+            return g
+        return GraphInput(SparseRows(sf, torch.arange(g.x.size(0), device=g.x.device)), g.edge_index, g.edge_weight)
 
     @staticmethod
     def _val_acc(model: DenseGCN, g: GraphInput, task: Task) -> float | None:
@@ -161,7 +176,8 @@ class DRWBase(_RandomWalkTraining, Method):
         task, budget, dev, c = ctx.task, ctx.budget, ctx.device, self.config
         walk_gen, batch_gen = ctx.generator("subgraphs"), ctx.generator("sampler")
         graph, x, roots, rule, csr, inductive = self._setup(task, c)
-        walks = self._walks(graph, roots, csr, c, walk_gen, inductive, rule)
+        sparse = SparseFeatures.maybe(x)  # bag-of-words features: the batches are sparse rows
+        walks = self._walks(graph, roots, csr, c, walk_gen, inductive, rule, sparse)
         n_train = graph.num_nodes if roots is None else int(roots.numel())
         m = c.batch_size or default_batch_size(n_train, walks.num_examples)
         if m > walks.num_examples:
@@ -175,13 +191,14 @@ class DRWBase(_RandomWalkTraining, Method):
         noise_std = c.noise_multiplier * 2 * c.clip if private else 0.0
         y = graph.y
         g_eval = self._release(model, task, c, dev)
+        g_val = self._sparse_eval(g_eval)
         ledger, steps, history = PrivacyLedger(), 0, []
         segments: list[list[int]] = []  # [population, steps] per sampler run that took steps
         bar = ctx.bar(c.max_steps, self.name)
         while steps < c.max_steps:
             segment = c.resample_every if c.resample_every else c.max_steps
             if steps and c.resample_every:
-                walks = self._walks(graph, roots, csr, c, walk_gen, inductive, rule)
+                walks = self._walks(graph, roots, csr, c, walk_gen, inductive, rule, sparse)
             if m > walks.num_examples:  # DRW-D: a resample may form fewer batchable subgraphs
                 raise ConfigError(f"a resample formed only {walks.num_examples} training subgraphs (< batch {m})")
             sampler = FixedSizeSampler(walks.num_examples, m, batch_gen, unit="feature",
@@ -199,14 +216,14 @@ class DRWBase(_RandomWalkTraining, Method):
                 segments.append([walks.population, k])
             for j in range(1, k + 1):
                 idx = sampler.sample()
-                xb, ab = walks.padded.batch(idx, x, dev)
+                xb, ab = walks.padded.batch(idx, x, dev, sparse)
                 yb = y[walks.padded.roots[idx]].to(dev)
                 info = dp.step((xb, ab), yb, noise_std=noise_std, denominator=m)
                 steps += 1
                 bar.update(1)
                 if steps % c.eval_every == 0:
                     row = {"epoch": steps, "train_loss": info.loss, "frac_clipped": info.frac_clipped}
-                    acc = self._val_acc(model, g_eval, task)
+                    acc = self._val_acc(model, g_val, task)
                     if acc is not None:
                         row["val_acc"] = acc
                     if private:
@@ -218,7 +235,7 @@ class DRWBase(_RandomWalkTraining, Method):
                               f"{c.noise_multiplier:g}; raise --epsilon or noise_multiplier")
         if not history or history[-1]["epoch"] != steps:
             row = {"epoch": steps}
-            acc = self._val_acc(model, g_eval, task)
+            acc = self._val_acc(model, g_val, task)
             if acc is not None:
                 row["val_acc"] = acc
             history.append(row)

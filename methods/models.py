@@ -1,8 +1,19 @@
-"""Shared GNN backbones built on PyG's BasicGNN models, with one calling convention.
+"""Shared GNN backbones built on PyG's BasicGNN models, with one calling convention, and sparse input rows.
 
 Every backbone is called as ``model(x, edge_index, edge_weight)``. :func:`prepare_graph` does the
 per-graph preprocessing once (GCN's symmetric normalisation with self-loops), so training loops
 never renormalise the adjacency every epoch.
+
+Sparse input (:class:`SparseFeatures`, :class:`SparseRows`). Bag-of-words features (Cora, CiteSeer, Coauthor)
+have <= 1% non-zeros; a batch of padded subgraphs gathered densely (``x[B, P, F]``) is then almost all zeros
+(Physics, m = 2000 trees of <= 11 nodes: 740 MB per step). ``SparseFeatures`` keeps a CSR copy of the feature
+matrix (the dataset's ``x`` stays dense), ``SparseRows`` is a batch ``x[index]`` of its rows that looks like the
+dense ``[*index.shape, F]`` tensor to the code that handles inputs (shape, boolean selection of examples,
+``index_select`` of columns, ``to``), and that an ``nn.Linear`` consumes as one sparse-dense product (forward)
+and one transposed sparse-dense product (weight gradient). :mod:`methods.dpsgd` computes the per-example
+gradient norms of such a layer from the Gram matrices of each example's rows (:meth:`SparseRows.example_gram`,
+a sparse-sparse product, or precomputed once per subgraph when the subgraphs are fixed). Any other operation
+on a ``SparseRows`` runs on its dense form (correct, just not faster).
 """
 
 from __future__ import annotations
@@ -12,6 +23,7 @@ import warnings
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric import nn as pyg_nn
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
@@ -134,3 +146,354 @@ def dense_gcn_full_graph(model: DenseGCN, g: GraphInput) -> Tensor:
         if i < len(model.lins) - 1:
             h = model.act(h)
     return h
+
+
+# --------------------------------------------------------------------------------------
+# Sparse input rows (bag-of-words features): see the module docstring
+# --------------------------------------------------------------------------------------
+
+#: feature matrices with at most this fraction of non-zeros are handled as sparse rows by the DP-SGD methods
+SPARSE_MAX_DENSITY = 0.05
+
+
+def _csr_tensor(crow: Tensor, col: Tensor, val: Tensor, shape: tuple[int, int]) -> Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
+        return torch.sparse_csr_tensor(crow, col, val, shape)
+
+
+def _counts_to_ptr(counts: Tensor) -> Tensor:
+    ptr = torch.zeros(counts.numel() + 1, dtype=torch.long, device=counts.device)
+    torch.cumsum(counts, 0, out=ptr[1:])
+    return ptr
+
+
+def _gather_rows(crow: Tensor, col: Tensor, val: Tensor, index: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """CSR of the rows ``index`` (flat, -1 = an empty row) of the CSR (crow, col, val): (crow, col, val, counts)."""
+    valid = index >= 0
+    safe = index.clamp(min=0)
+    start = crow.index_select(0, safe)
+    counts = (crow.index_select(0, safe + 1) - start) * valid
+    ptr = _counts_to_ptr(counts)
+    nnz = int(ptr[-1])
+    src = torch.repeat_interleave(start - ptr[:-1], counts, output_size=nnz) + torch.arange(nnz, device=crow.device)
+    return ptr, col.index_select(0, src), val.index_select(0, src), counts
+
+
+def _block_gram(col: Tensor, val: Tensor, counts: Tensor, examples: int, rows_per_example: int,
+                num_cols: int) -> Tensor:
+    """``G[b, t, t'] = a_bt . a_bt'`` for CSR rows (col, val, counts) grouped ``rows_per_example`` at a time.
+
+    A sparse-sparse product restricted to the diagonal blocks: the non-zeros are grouped by (example, column)
+    and every pair inside a group contributes ``v v'`` to its (t, t') entry. Work: sum over groups of size^2.
+    """
+    t_count, dev = rows_per_example, col.device
+    nnz = int(col.numel())
+    out = torch.zeros(examples * t_count * t_count, dtype=val.dtype, device=dev)
+    if nnz == 0:
+        return out.view(examples, t_count, t_count)
+    row = torch.repeat_interleave(torch.arange(counts.numel(), device=dev), counts, output_size=nnz)
+    key, order = torch.sort(torch.div(row, t_count, rounding_mode="floor") * num_cols + col, stable=True)
+    first = torch.ones(nnz, dtype=torch.bool, device=dev)
+    first[1:] = key[1:] != key[:-1]
+    group = torch.cumsum(first, 0) - 1
+    starts = first.nonzero().view(-1)
+    sizes = torch.diff(starts, append=torch.tensor([nnz], device=dev))
+    size = sizes.index_select(0, group)
+    total = int(size.sum())
+    i = torch.repeat_interleave(torch.arange(nnz, device=dev), size, output_size=total)
+    j = starts.index_select(0, group.index_select(0, i)) + (
+        torch.arange(total, device=dev) - (torch.cumsum(size, 0) - size).index_select(0, i))
+    row_s, val_s = row.index_select(0, order), val.index_select(0, order)
+    ri, rj = row_s.index_select(0, i), row_s.index_select(0, j)
+    # flat (example, t, t') = ri * T + (rj mod T), since ri and rj lie in the same example
+    flat = ri * t_count + torch.remainder(rj, t_count)
+    out.index_add_(0, flat, val_s.index_select(0, i) * val_s.index_select(0, j))
+    return out.view(examples, t_count, t_count)
+
+
+class SparseFeatures:
+    """A feature matrix ``X [N, F]`` kept as CSR (row pointers, column indices, values), built once per run."""
+
+    def __init__(self, crow: Tensor, col: Tensor, val: Tensor, num_cols: int) -> None:
+        self.crow, self.col, self.val = crow.long(), col.long(), val
+        self.num_cols = int(num_cols)
+        self._moved: dict[str, SparseFeatures] = {}
+
+    @classmethod
+    def from_dense(cls, x: Tensor) -> "SparseFeatures":
+        if x.dim() != 2:
+            raise ValueError(f"sparse features need a 2-D matrix (got shape {tuple(x.shape)})")
+        nz = x.nonzero()
+        rows, cols = nz[:, 0], nz[:, 1]
+        ptr = _counts_to_ptr(torch.bincount(rows, minlength=x.size(0)))
+        return cls(ptr, cols.contiguous(), x[rows, cols], x.size(1))
+
+    @classmethod
+    def maybe(cls, x: Tensor, max_density: float = SPARSE_MAX_DENSITY) -> "SparseFeatures | None":
+        """A sparse copy of ``x`` when at most ``max_density`` of its entries are non-zero, else None."""
+        if x.dim() != 2 or x.numel() == 0 or x.layout != torch.strided:
+            return None
+        if int(torch.count_nonzero(x)) > max_density * x.numel():
+            return None
+        return cls.from_dense(x)
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.crow.numel()) - 1
+
+    @property
+    def shape(self) -> torch.Size:
+        return torch.Size((self.num_rows, self.num_cols))
+
+    @property
+    def nnz(self) -> int:
+        return int(self.col.numel())
+
+    @property
+    def device(self) -> torch.device:
+        return self.val.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.val.dtype
+
+    def to(self, device: torch.device | str) -> "SparseFeatures":
+        device = torch.device(device)
+        if device == self.device or (device.type == self.device.type and device.index is None):
+            return self
+        key = str(device)
+        if key not in self._moved:
+            self._moved[key] = SparseFeatures(self.crow.to(device), self.col.to(device), self.val.to(device),
+                                              self.num_cols)
+        return self._moved[key]
+
+    def to_dense(self) -> Tensor:
+        return _csr_tensor(self.crow, self.col, self.val, tuple(self.shape)).to_dense()
+
+    def rows(self, index: Tensor, gram: Tensor | None = None) -> "SparseRows":
+        """The batch ``x[index]`` (-1: a zero row) as :class:`SparseRows` (``gram``: its per-example Grams)."""
+        return SparseRows(self, index, gram)
+
+    def gram(self, index: Tensor, max_entries: int = 1 << 22) -> Tensor:
+        """Per-example Gram matrices of the rows ``index [B, T]`` (-1 = a zero row): ``[B, T, T]`` with entry
+        ``x[index[b, t]] . x[index[b, t']]``. Computed in chunks of examples of about ``max_entries`` non-zeros."""
+        index = index.to(self.device).long()
+        b = int(index.size(0))
+        t = int(index[0].numel()) if b else 1
+        index = index.reshape(b, t)
+        per_row = max(1.0, self.nnz / max(1, self.num_rows))
+        chunk = max(1, int(max_entries / (per_row * t)))
+        parts = []
+        for s in range(0, b, chunk):
+            flat = index[s:s + chunk].reshape(-1)
+            _, col, val, counts = _gather_rows(self.crow, self.col, self.val, flat)
+            parts.append(_block_gram(col, val, counts, int(flat.numel()) // t, t, self.num_cols))
+        return torch.cat(parts) if parts else torch.zeros(0, t, t, dtype=self.dtype, device=self.device)
+
+
+class SparseRows:
+    """A batch of rows ``x[index]`` of :class:`SparseFeatures` that stands for the dense ``[*index.shape, F]``
+    tensor (rows with index -1 are zero). An ``nn.Linear`` applied to it runs sparse (``F.linear`` is
+    intercepted through ``__torch_function__``); every other torch function gets the dense tensor.
+
+    ``gram`` (optional, ``[index.size(0), T, T]`` with ``T = index[0].numel()``): the per-example Gram matrices
+    of the rows, when the caller precomputed them (fixed subgraphs); otherwise :meth:`example_gram` computes them.
+    """
+
+    def __init__(self, features: SparseFeatures, index: Tensor, gram: Tensor | None = None) -> None:
+        if index.dim() < 1:
+            raise ValueError("SparseRows needs an index with at least one dimension")
+        self.features = features.to(index.device)
+        self.index = index.long()
+        self.gram = gram
+        self._csr: tuple[Tensor, Tensor, Tensor, Tensor] | None = None
+        self._csr_t: Tensor | None = None
+
+    # -- what code that handles dense inputs reads ------------------------------------------
+
+    @property
+    def shape(self) -> torch.Size:
+        return torch.Size((*self.index.shape, self.features.num_cols))
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self) -> int:
+        return self.index.dim() + 1
+
+    @property
+    def ndim(self) -> int:
+        return self.dim()
+
+    def numel(self) -> int:
+        return int(self.index.numel()) * self.features.num_cols
+
+    def __len__(self) -> int:
+        return int(self.index.size(0))
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.features.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.index.device
+
+    @property
+    def requires_grad(self) -> bool:
+        return False
+
+    def detach(self) -> "SparseRows":
+        return self
+
+    def __repr__(self) -> str:
+        return f"SparseRows(shape={tuple(self.shape)}, nnz={self.nnz}, device={self.device})"
+
+    def to(self, *args, **kwargs) -> "SparseRows":
+        """Only a device move is supported (``to(device)``, ``to(tensor)`` takes the tensor's device)."""
+        dev = kwargs.get("device", args[0] if args else None)
+        if isinstance(dev, Tensor):
+            dev = dev.device
+        if dev is None or isinstance(dev, torch.dtype):
+            if kwargs.get("dtype", dev) not in (None, self.dtype):
+                raise TypeError("SparseRows cannot change dtype")
+            return self
+        dev = torch.device(dev)
+        if dev == self.device:
+            return self
+        gram = None if self.gram is None else self.gram.to(dev)
+        return SparseRows(self.features.to(dev), self.index.to(dev), gram)
+
+    def __getitem__(self, key) -> "SparseRows | Tensor":
+        """Selection along the index dimensions (boolean masks, index tensors, slices); the per-example Grams
+        follow a selection of examples (the first dimension) only."""
+        parts = key if isinstance(key, tuple) else (key,)
+        if any(p is Ellipsis or p is None for p in parts) or len(parts) > self.index.dim():
+            return self.to_dense()[key]
+        key = tuple(p.to(self.device) if isinstance(p, Tensor) else p for p in parts)
+        index = self.index[key]
+        if index.dim() == 0:
+            index = index.view(1)
+            return SparseRows(self.features, index).to_dense()[0]
+        gram = None
+        if self.gram is not None and len(key) == 1 and not isinstance(key[0], int):
+            gram = self.gram[key[0]]
+        return SparseRows(self.features, index, gram)
+
+    def index_select(self, dim: int, index: Tensor) -> "SparseRows | Tensor":
+        d = dim % self.dim()
+        if d < self.index.dim():
+            sel = [slice(None)] * d + [index.to(self.device)]
+            return self[tuple(sel)]
+        return self._columns(index.to(self.device))
+
+    def _columns(self, cols: Tensor) -> Tensor:
+        """The dense ``[*index.shape, len(cols)]`` block of columns ``cols``."""
+        cols = cols.long().view(-1)
+        m = int(cols.numel())
+        if m and int(torch.unique(cols).numel()) != m:  # repeated columns: rare, do it densely
+            return self.to_dense().index_select(-1, cols)
+        pos = torch.full((self.features.num_cols,), -1, dtype=torch.long, device=self.device)
+        pos[cols] = torch.arange(m, device=self.device)
+        _, col, val, counts = self.parts()
+        r = int(self.index.numel())
+        row = torch.repeat_interleave(torch.arange(r, device=self.device), counts, output_size=int(col.numel()))
+        p = pos.index_select(0, col)
+        keep = p >= 0
+        out = torch.zeros(r, m, dtype=self.dtype, device=self.device)
+        out[row[keep], p[keep]] = val[keep]
+        return out.view(*self.index.shape, m)
+
+    # -- sparse representations -------------------------------------------------------------
+
+    def parts(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """(crow, col, val, row counts) of the flattened ``[R, F]`` rows (R = index.numel())."""
+        if self._csr is None:
+            f = self.features
+            self._csr = _gather_rows(f.crow, f.col, f.val, self.index.reshape(-1))
+        return self._csr
+
+    @property
+    def nnz(self) -> int:
+        return int(self.parts()[1].numel())
+
+    def csr(self) -> Tensor:
+        crow, col, val, _ = self.parts()
+        return _csr_tensor(crow, col, val, (int(self.index.numel()), self.features.num_cols))
+
+    def csr_t(self) -> Tensor:
+        """The transpose ``[F, R]`` as CSR (for ``A^T g``: weight gradients and clipped sums)."""
+        if self._csr_t is None:
+            _, col, val, counts = self.parts()
+            r, nnz = int(self.index.numel()), int(col.numel())
+            row = torch.repeat_interleave(torch.arange(r, device=self.device), counts, output_size=nnz)
+            _, order = torch.sort(col, stable=True)
+            ptr = _counts_to_ptr(torch.bincount(col, minlength=self.features.num_cols))
+            self._csr_t = _csr_tensor(ptr, row.index_select(0, order), val.index_select(0, order),
+                                      (self.features.num_cols, r))
+        return self._csr_t
+
+    def matmul(self, w_t: Tensor) -> Tensor:
+        """``A @ w_t`` for a dense ``w_t [F, D]``: ``[R, D]``."""
+        return self.csr() @ w_t.contiguous()
+
+    def t_matmul(self, g: Tensor) -> Tensor:
+        """``A^T @ g`` for a dense ``g [R, D]``: ``[F, D]``."""
+        return self.csr_t() @ g.contiguous()
+
+    def to_dense(self) -> Tensor:
+        return self.csr().to_dense().view(self.shape)
+
+    def example_gram(self, examples: int) -> Tensor:
+        """``[B, T, T]``: the Gram matrix of each example's rows (``B = examples``, ``T = rows / B``)."""
+        r = int(self.index.numel())
+        t = r // examples if examples else 1
+        if self.gram is not None and self.gram.dim() == 3 and tuple(self.gram.shape) == (examples, t, t):
+            return self.gram
+        _, col, val, counts = self.parts()
+        if t == 1:  # one row per example: its squared norm
+            row = torch.repeat_interleave(torch.arange(r, device=self.device), counts, output_size=int(col.numel()))
+            return torch.zeros(r, dtype=val.dtype, device=self.device).index_add_(0, row, val * val).view(r, 1, 1)
+        return _block_gram(col, val, counts, examples, t, self.features.num_cols)
+
+    # -- torch functions --------------------------------------------------------------------
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.linear:
+            return sparse_linear(*args, **kwargs)
+        from torch.utils._pytree import tree_map
+
+        def dense(a):
+            return a.to_dense() if isinstance(a, SparseRows) else a
+
+        return func(*tree_map(dense, args), **tree_map(dense, kwargs))
+
+
+class _SparseLinear(torch.autograd.Function):
+    """``x W^T + b`` for sparse rows x: forward ``A @ W^T``, weight gradient ``(A^T g)^T``; x needs no gradient."""
+
+    @staticmethod
+    def forward(ctx, weight: Tensor, bias: Tensor | None, rows: SparseRows) -> Tensor:  # type: ignore[override]
+        ctx.rows = rows
+        ctx.has_bias = bias is not None
+        out = rows.matmul(weight.t())
+        if bias is not None:
+            out += bias
+        return out.view(*rows.index.shape, weight.size(0))
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # type: ignore[override]
+        g = grad.reshape(-1, grad.size(-1))
+        gw = ctx.rows.t_matmul(g).t() if ctx.needs_input_grad[0] else None
+        gb = g.sum(0) if ctx.has_bias and ctx.needs_input_grad[1] else None
+        return gw, gb, None
+
+
+def sparse_linear(rows: SparseRows, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``F.linear`` on :class:`SparseRows`: a dense ``[*index.shape, out]`` result."""
+    if rows.dtype != weight.dtype:
+        raise TypeError(f"sparse rows ({rows.dtype}) and weight ({weight.dtype}) differ in dtype")
+    return _SparseLinear.apply(weight, bias, rows)

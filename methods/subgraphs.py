@@ -15,6 +15,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from methods.models import SparseFeatures, SparseRows
+
 Normalization = Literal["gcn", "row", "none"]
 
 
@@ -45,6 +47,7 @@ def dense_adjacency(num_graphs: int, pad: int, graph: Tensor, src: Tensor, dst: 
 class PaddedSubgraphs:
     nodes: Tensor  # [M, P] long, -1 = padding; position 0 is the root
     adj: Tensor  # [M, P, P]
+    gram: Tensor | None = None  # [M, P, P] Gram matrices of each subgraph's feature rows (sparse features)
 
     @property
     def num_subgraphs(self) -> int:
@@ -54,14 +57,25 @@ class PaddedSubgraphs:
     def roots(self) -> Tensor:
         return self.nodes[:, 0]
 
-    def batch(self, idx: Tensor, x: Tensor, device=None) -> tuple[Tensor, Tensor]:
-        """Features [B, P, F] (zero rows for padding) and adjacency [B, P, P] of subgraphs ``idx``."""
+    def batch(self, idx: Tensor, x: Tensor, device=None, sparse: SparseFeatures | None = None
+              ) -> tuple[Tensor | SparseRows, Tensor]:
+        """Features [B, P, F] (zero rows for padding) and adjacency [B, P, P] of subgraphs ``idx``. With
+        ``sparse`` (a CSR copy of ``x``) the features are :class:`SparseRows` (with the cached Gram matrices)."""
         n = self.nodes[idx]
-        xb = x[n.clamp(min=0)] * (n >= 0).unsqueeze(-1).to(x.dtype)
         ab = self.adj[idx].to(x.dtype)
+        if sparse is not None:
+            dev = device if device is not None else x.device
+            gram = None if self.gram is None else self.gram[idx.to(self.gram.device)].to(dev)
+            return SparseRows(sparse.to(dev), n.to(dev), gram), ab.to(dev)
+        xb = x[n.clamp(min=0)] * (n >= 0).unsqueeze(-1).to(x.dtype)
         if device is not None:
             xb, ab = xb.to(device), ab.to(device)
         return xb, ab
+
+    def with_grams(self, sparse: SparseFeatures) -> "PaddedSubgraphs":
+        """Compute (once) the Gram matrices of every subgraph's rows of ``sparse`` for the DP-SGD norms."""
+        self.gram = sparse.gram(self.nodes).cpu()
+        return self
 
 
 def from_disjoint(nodes: Tensor, ptr: Tensor, edge_index: Tensor, num_nodes: int, pad_to: int | None = None,

@@ -35,6 +35,7 @@ from torch import Tensor, nn
 from methods.base import ConfigError, FitContext, Method, register
 from methods.baselines import FullBatchConfig, row_normalized
 from methods.privacy import PrivacyLedger, presets
+from methods.samplers import sorted_unique
 from methods.training import ModelFitted, train_full_batch
 
 DENSE_PAIRS = 2_000_000
@@ -75,7 +76,7 @@ def asymmetric_rr(edge_index: Tensor, num_nodes: int, eps_link: float, eps_densi
     n = int(num_nodes)
     ei = edge_index.cpu()
     upper = ei[0] < ei[1]
-    edge_keys = np.unique((ei[0, upper] * n + ei[1, upper]).numpy().astype(np.int64))
+    edge_keys = sorted_unique((ei[0, upper] * n + ei[1, upper]).numpy().astype(np.int64))
     m = int(edge_keys.size)
     pairs = n * (n - 1) // 2
     noisy_m = m + rng.laplace(0.0, 1.0 / eps_density)

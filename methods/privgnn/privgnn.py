@@ -133,6 +133,37 @@ def nearest(query: Tensor, candidates: Tensor, k: int, metric: str) -> Tensor:
     return torch.sort(d, stable=True).indices[:k]
 
 
+def nearest_many(queries: Tensor, candidates: Tensor, samples: list[Tensor], k: int, chunk_rows: int = 1 << 15
+                 ) -> list[Tensor]:
+    """:func:`nearest` (Euclidean) for many queries at once: query j's k nearest rows of
+    ``candidates[samples[j]]``, as positions into ``samples[j]``.
+
+    The distances are computed row by row with the same elementwise formula as :func:`nearest`, for all the
+    queries' candidates in a few large operations, and one pair of stable sorts orders every query's candidates
+    by (distance, position): the same selections, bit for bit, as calling :func:`nearest` per query."""
+    out: list[Tensor] = [torch.arange(int(s.numel())) for s in samples]
+    need = [j for j, s in enumerate(samples) if int(s.numel()) > k]
+    if not need:
+        return out
+    sizes = torch.tensor([int(samples[j].numel()) for j in need])
+    rows = torch.cat([samples[j] for j in need])
+    owner = torch.repeat_interleave(torch.arange(len(need)), sizes)
+    query_of = torch.tensor(need)[owner]
+    dist = torch.empty(rows.numel(), dtype=candidates.dtype)
+    for a in range(0, int(rows.numel()), chunk_rows):
+        b = min(int(rows.numel()), a + chunk_rows)
+        dist[a:b] = ((candidates[rows[a:b]] - queries[query_of[a:b]]) ** 2).sum(1)
+    by_dist = torch.sort(dist, stable=True).indices
+    order = by_dist[torch.sort(owner[by_dist], stable=True).indices]  # grouped by query, then (distance, position)
+    starts = torch.cumsum(sizes, 0) - sizes
+    rank = torch.arange(order.numel()) - starts[owner[order]]
+    keep = order[rank < k]
+    local = keep - starts[owner[keep]]
+    for j, part in zip(need, torch.split(local, [min(k, int(n)) for n in sizes.tolist()])):
+        out[j] = part
+    return out
+
+
 def uniform_posterior(count: int, classes: int) -> Tensor:
     return torch.full((count, classes), 1.0 / classes)
 
@@ -211,12 +242,24 @@ class PrivGNN(Method):
 
     def select(self, graphs: Graphs, i: int, v: int, streams: int | RunStreams) -> Tensor:
         """Private nodes of query i's teacher: Poisson(gamma) subsample, then its K nearest to v."""
+        return self.select_many(graphs, [i], [v], streams)[0]
+
+    def select_many(self, graphs: Graphs, indices: list[int], nodes: list[int], streams: int | RunStreams
+                    ) -> list[Tensor]:
+        """:meth:`select` for queries ``indices`` (public-local nodes ``nodes``): each query's own subsample
+        (its own stream), the Euclidean KNN of all of them batched (:func:`nearest_many`, same selections)."""
         c = self.config
         streams = RunStreams.of(streams)
-        sample = poisson_subsample(graphs.num_private, c.sampling_rate, streams.torch("sampler", i))
-        if c.ablation == "knnrem" or sample.numel() <= c.k:
-            return sample
-        return sample[nearest(graphs.x_public[v], graphs.x_private[sample], c.k, c.distance)]
+        samples = [poisson_subsample(graphs.num_private, c.sampling_rate, streams.torch("sampler", i))
+                   for i in indices]
+        if c.ablation == "knnrem":
+            return samples
+        if c.distance == "euclidean":
+            pos = nearest_many(graphs.x_public[torch.as_tensor(nodes, dtype=torch.long)], graphs.x_private, samples,
+                               c.k)
+            return [s[p] if s.numel() > c.k else s for s, p in zip(samples, pos)]
+        return [s if s.numel() <= c.k else s[nearest(graphs.x_public[v], graphs.x_private[s], c.k, c.distance)]
+                for s, v in zip(samples, nodes)]
 
     def teacher_log_posteriors(self, graphs: Graphs, queries: Tensor, streams: int | RunStreams, device: torch.device,
                            progress: bool = False, stats: dict | None = None, offset: int = 0) -> Tensor:
@@ -243,7 +286,8 @@ class PrivGNN(Method):
             bar = progress_bar(q, f"{self.name} teachers", progress)
             for start in range(0, q, c.teacher_batch):
                 idx = list(range(start, min(q, start + c.teacher_batch)))
-                node_sets = [self.select(graphs, offset + i, int(queries[i]), streams) for i in idx]
+                node_sets = self.select_many(graphs, [offset + i for i in idx], [int(queries[i]) for i in idx],
+                                             streams)
                 sizes += [int(s.numel()) for s in node_sets]
                 gens = [streams.torch("init", "teacher", offset + i) for i in idx]
                 model = self._train(node_sets, gens, graphs, classes, device)

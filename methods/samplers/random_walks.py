@@ -39,20 +39,50 @@ _TRIES = 8
 
 
 def _csr(edge_index: Tensor, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Deduplicated, self-loop-free CSR adjacency of the out-edges."""
+    """Deduplicated, self-loop-free CSR adjacency of the out-edges (columns sorted within each row).
+
+    A counting sort by row and a sort of each (short) row, compiled: O(E + N) whatever the order of
+    ``edge_index``. (The former ``np.unique`` of the E edge keys took 13 of 14 s on an uncoalesced
+    1M-node graph under NumPy 2.4.)
+    """
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ConfigError(f"edge_index must have shape [2, E] (got {list(edge_index.shape)})")
     ei = edge_index.detach().cpu().long().numpy()  # NumPy: single-threaded, robust on a loaded machine
     if ei.size and (int(ei.min()) < 0 or int(ei.max()) >= num_nodes):
         raise ConfigError(f"edge_index refers to nodes outside [0, {num_nodes})")
-    row, col = ei[0], ei[1]
-    keep = row != col
-    key = row[keep] * num_nodes + col[keep]
-    if key.size > 1 and not bool((key[1:] > key[:-1]).all()):  # loaders' graphs are already coalesced
-        key = np.unique(key)  # sorted by (row, col), duplicates merged
-    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum(np.bincount(key // num_nodes, minlength=num_nodes))
-    return indptr, (key % num_nodes).astype(np.int64)
+    return _build_csr(np.ascontiguousarray(ei[0]), np.ascontiguousarray(ei[1]), int(num_nodes))
+
+
+@numba.njit(cache=True)
+def _build_csr(row, col, n):  # pragma: no cover - jitted
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for e in range(row.size):
+        if row[e] != col[e]:
+            ptr[row[e] + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    idx = np.empty(ptr[n], dtype=np.int64)
+    for e in range(row.size):
+        r = row[e]
+        if r != col[e]:
+            idx[fill[r]] = col[e]
+            fill[r] += 1
+    # sort every row, drop repeated neighbours, compact in place (writes never overtake reads)
+    out = np.zeros(n + 1, dtype=np.int64)
+    w = 0
+    for i in range(n):
+        s, t = ptr[i], ptr[i + 1]
+        if t - s > 1:
+            idx[s:t] = np.sort(idx[s:t])
+        first = w
+        for j in range(s, t):
+            v = idx[j]
+            if w == first or idx[w - 1] != v:
+                idx[w] = v
+                w += 1
+        out[i + 1] = w
+    return out, idx[:w].copy()
 
 
 @numba.njit(cache=True)

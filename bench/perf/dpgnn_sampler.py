@@ -13,15 +13,13 @@ minutes on a million nodes); the ratio is reference / vectorised, measured in th
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 
 import torch
 
-from bench.perf import benchmark
-from bench.run import format_table
+from bench.perf import benchmark, common_args, emit, format_table, machine, run_baseline, set_threads
 
 
 def perf_dpgnn_sampler(dataset: str = "physics", split: str = "random-75-10-15", max_degree: int = 10, layers: int = 1,
@@ -94,17 +92,30 @@ def _args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--repeats", type=int, default=5)
     q.add_argument("--data-root")
     q.add_argument("--no-reference", action="store_true", help="time the vectorised sampler only")
-    q.add_argument("--json", action="store_true")
+    common_args(q)
     q.set_defaults(func=_cmd)
 
 
 def _cmd(args: argparse.Namespace) -> int:
+    set_threads(args.threads)
+    start = machine()
+    base = None
+    if args.baseline_rev:
+        argv = ["perf", "dpgnn-sampler", "--dataset", args.dataset, "--split", args.split, "--max-degree",
+                str(args.max_degree), "--layers", str(args.layers), "--max-children", str(args.max_children),
+                "--repeats", str(args.repeats), "--json"] + (["--data-root", args.data_root] if args.data_root else []) \
+            + (["--no-reference"] if args.no_reference else [])
+        base = run_baseline(args.baseline_rev, argv)
     out = perf_dpgnn_sampler(args.dataset, args.split, args.max_degree, args.layers, args.max_children or None,
                              args.repeats, args.data_root, reference=not args.no_reference,
-                             progress=sys.stderr.isatty())
-    if args.json:
-        print(json.dumps(out, indent=2))
-        return 0
+                             progress=sys.stderr.isatty() and not args.json)
+    out["machine"] = start
+    if base is not None:
+        out["baseline"] = base
+    return emit(out, args, _render)
+
+
+def _render(out: dict) -> None:
     print(f"# {out['dataset']}: {out['nodes']:,} nodes, {out['directed_edges']:,} directed edges, "
           f"{out['training_nodes']:,} trees (K={out['max_degree']}, r={out['layers']}, max_children="
           f"{out['max_children']}), {out['threads']} threads", file=sys.stderr)
@@ -113,5 +124,11 @@ def _cmd(args: argparse.Namespace) -> int:
     if "reference" in s:
         rows.append(["python reference", f"{s['reference']:.2f}", f"{s['reference_edgelists']:.2f}",
                      f"{s['reference_trees']:.2f}", f"{out['ratio']['reference / vectorised']:.1f}x slower"])
+    base = out.get("baseline")
+    if base and "seconds" in base:
+        b = base["seconds"]
+        rows.append([f"vectorised @ {base['rev']}", f"{b['vectorised']:.3f}", f"{b['vectorised_edgelists']:.3f}",
+                     f"{b['vectorised_trees']:.3f}", f"{b['vectorised'] / s['vectorised']:.2f}x this one"])
+    elif base:
+        print(f"# baseline {base.get('rev')} failed: {base.get('error')}", file=sys.stderr)
     print(format_table(["sampler", "total s", "Algorithm 1 s", "Algorithms 2-3 s", "ratio"], rows))
-    return 0

@@ -1,0 +1,153 @@
+"""``bench perf dpsgd``: one DP-SGD step against the non-private step on the same batch and model.
+
+    bench perf dpsgd [--batch 256] [--nodes 10] [--features 1433] [--hidden 64] [--layers 2] [--density 0.05]
+                     [--input dense|sparse] [--device cpu] [--baseline-rev REV] [--json]
+
+The batch is ``--batch`` padded subgraphs of <= ``--nodes`` nodes (60-100% real), bag-of-words-like features with
+``--density`` non-zeros, a ``--layers``-layer DenseGCN. Variants, timed in interleaved rounds (each round times
+every variant back to back, so drifting load hits all alike): the non-private step (mean loss, backward, Adam),
+and the DP-SGD step (per-example gradients, clipping, noise, Adam) for each per-example-gradient route
+(``bookkeeping``, ``vmap``). With ``--input sparse`` every variant reads the features as
+:class:`methods.models.SparseRows` (the sparse first layer; vmap densifies). Reported: the median time per step
+and the median over rounds of each variant's time / the non-private time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import torch
+
+from bench.perf import benchmark, common_args, emit, format_table, machine, run_baseline, set_threads
+
+
+def _subgraph_batch(batch: int, nodes: int, features: int, classes: int, gen: torch.Generator, device,
+                    density: float = 0.05):
+    """Padded subgraphs with 60-100% of ``nodes`` real nodes, random symmetric edges, GCN normalisation."""
+    sizes = torch.randint(max(1, int(0.6 * nodes)), nodes + 1, (batch,), generator=gen)
+    mask = (torch.arange(nodes)[None, :] < sizes[:, None]).float()
+    x = (torch.rand(batch, nodes, features, generator=gen) < density).float() * mask[..., None]
+    a = (torch.rand(batch, nodes, nodes, generator=gen) < 0.3).float()
+    a = ((a + a.transpose(1, 2)) > 0).float() * (1 - torch.eye(nodes)) + torch.eye(nodes)
+    a = a * mask[:, :, None] * mask[:, None, :]
+    deg = a.sum(-1).clamp(min=1)
+    adj = a / torch.sqrt(deg[:, :, None] * deg[:, None, :])
+    y = torch.randint(0, classes, (batch,), generator=gen)
+    return x.to(device), adj.to(device), y.to(device)
+
+
+def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: int = 64, layers: int = 2,
+               classes: int = 7, device: str = "cpu", min_run_time: float = 2.0, rounds: int = 7,
+               density: float = 0.05, sparse: bool = False, modes: tuple[str, ...] = ("bookkeeping", "vmap")) -> dict:
+    from torch.utils.benchmark import Timer
+
+    from methods.dpsgd import DPOptimizer
+    from methods.models import DenseGCN, SparseFeatures
+    from methods.training import resolve_device
+
+    dev = resolve_device(device)
+    gen = torch.Generator().manual_seed(0)
+    x, adj, y = _subgraph_batch(batch, nodes, features, classes, gen, dev, density)
+    if sparse:
+        feats = SparseFeatures.from_dense(x.reshape(batch * nodes, features))
+        x = feats.rows(torch.arange(batch * nodes, device=dev).view(batch, nodes))
+    torch.manual_seed(0)
+    model = DenseGCN(features, classes, hidden=hidden, layers=layers).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def plain_step():
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(x, adj), y).backward()
+        opt.step()
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+
+    dps = {mode: DPOptimizer(model, torch.optim.Adam(model.parameters(), lr=1e-3), clip=1.0, mode=mode,
+                             generator=torch.Generator(device=dev).manual_seed(0)) for mode in modes}
+    variants = {"non-private": plain_step}
+    for mode, dp in dps.items():
+        variants[mode] = (lambda d: (lambda: d.step((x, adj), y, noise_std=1.0, denominator=batch)))(dp)
+    timers = {k: Timer(stmt="fn(); sync()", globals={"fn": fn, "sync": sync}) for k, fn in variants.items()}
+    numbers = {}
+    for k, fn in variants.items():
+        for _ in range(3):
+            fn()
+        sync()
+        per_call = timers[k].timeit(3).median
+        numbers[k] = max(1, int(min_run_time / rounds / max(per_call, 1e-6)))
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(rounds):
+        for k in variants:
+            times[k].append(float(timers[k].timeit(numbers[k]).median))
+    results = {k: statistics.median(v) for k, v in times.items()}
+    ratios = {k: statistics.median(t / b for t, b in zip(v, times["non-private"])) for k, v in times.items()}
+    params = sum(p.numel() for p in model.parameters())
+    return {"benchmark": "dpsgd-step", "device": str(dev), "threads": torch.get_num_threads(), "batch": batch,
+            "nodes": nodes, "features": features, "density": density, "input": "sparse" if sparse else "dense",
+            "hidden": hidden, "layers": layers, "parameters": params, "rounds": rounds, "seconds": results,
+            "ratio": ratios}
+
+
+@benchmark("dpsgd", "one DP-SGD step over padded subgraphs vs the non-private step")
+def _args(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--batch", type=int, default=256)
+    q.add_argument("--nodes", type=int, default=10, help="padded subgraph size")
+    q.add_argument("--features", type=int, default=1433, help="input features (default: Cora's 1433)")
+    q.add_argument("--density", type=float, default=0.05, help="fraction of non-zero features (default 0.05)")
+    q.add_argument("--hidden", type=int, default=64)
+    q.add_argument("--layers", type=int, default=2)
+    q.add_argument("--input", choices=["dense", "sparse"], default="dense",
+                   help="feature tensor the steps read: dense, or sparse rows (methods.models.SparseRows)")
+    q.add_argument("--no-vmap", action="store_true", help="skip the (slow) vmap route")
+    q.add_argument("--device", default="cpu")
+    q.add_argument("--min-run-time", type=float, default=2.0, help="seconds of timing per variant")
+    q.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
+    common_args(q)
+    q.set_defaults(func=_run)
+
+
+def cmd_perf(args: argparse.Namespace) -> int:  # the name bench.perf's former module exported
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from methods.base import ConfigError
+
+    if min(args.batch, args.nodes, args.features, args.hidden, args.layers, args.rounds) < 1:
+        raise ConfigError("batch, nodes, features, hidden, layers and rounds must be >= 1")
+    if not 0 < args.density <= 1:
+        raise ConfigError(f"--density must be in (0, 1] (got {args.density})")
+    set_threads(args.threads)
+    start = machine()
+    base = None
+    if args.baseline_rev:  # the former code times dense input with both routes
+        argv = ["perf", "dpsgd", "--batch", str(args.batch), "--nodes", str(args.nodes), "--features",
+                str(args.features), "--hidden", str(args.hidden), "--layers", str(args.layers), "--device",
+                args.device, "--min-run-time", str(args.min_run_time), "--rounds", str(args.rounds), "--json"]
+        base = run_baseline(args.baseline_rev, argv)
+    modes = ("bookkeeping",) if args.no_vmap else ("bookkeeping", "vmap")
+    out = perf_dpsgd(args.batch, args.nodes, args.features, args.hidden, args.layers, device=args.device,
+                     min_run_time=args.min_run_time, rounds=args.rounds, density=args.density,
+                     sparse=args.input == "sparse", modes=modes)
+    out["machine"] = start
+    if base is not None:
+        out["baseline"] = base
+    return emit(out, args, _render)
+
+
+def _render(out: dict) -> None:
+    print(f"# one step, {out['batch']} subgraphs of <= {out['nodes']} nodes, {out['features']} {out['input']} "
+          f"features ({out['density']:g} non-zero), {out['layers']}-layer GCN ({out['parameters']} parameters), "
+          f"{out['device']}, {out['threads']} threads", file=sys.stderr)
+    rows = [[k, f"{v * 1000:.2f}", f"{out['ratio'][k]:.2f}x"] for k, v in out["seconds"].items()]
+    base = out.get("baseline")
+    if base and "ratio" in base:
+        rows += [[f"{k} @ {base['rev']}", f"{v * 1000:.2f}", f"{base['ratio'][k]:.2f}x"]
+                 for k, v in base["seconds"].items()]
+    elif base:
+        print(f"# baseline {base.get('rev')} failed: {base.get('error')}", file=sys.stderr)
+    print(format_table(["step", "ms (median)", "vs non-private (median of interleaved rounds)"], rows))

@@ -1,0 +1,189 @@
+"""The fast paths of issue 19 give what the code they replace gave: sort-based unique, the compiled CSR build of the
+random-walk sampler, the batched KNN, the vectorised teacher batches, per-teacher GEMMs; and every ``bench perf``
+benchmark runs from the CLI with JSON output."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from methods.privgnn.privgnn import nearest, nearest_many
+from methods.privgnn.teachers import build_batch, teacher_matmul
+from methods.samplers import sorted_unique
+from methods.samplers.random_walks import _csr, disjoint_random_walks
+
+
+@settings(max_examples=40, deadline=None)
+@given(keys=st.lists(st.integers(-2**40, 2**40), max_size=300))
+def test_sorted_unique_is_np_unique(keys):
+    a = np.array(keys, dtype=np.int64)
+    assert np.array_equal(sorted_unique(a), np.unique(a))
+
+
+def _reference_csr(ei, n):
+    row, col = ei.numpy()
+    keep = row != col
+    key = np.unique(row[keep] * n + col[keep])
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(np.bincount(key // n, minlength=n))
+    return ptr, key % n
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 40), e=st.integers(0, 200), seed=st.integers(0, 10**6))
+def test_random_walk_csr_merges_duplicates_and_drops_loops_in_any_order(n, e, seed):
+    g = torch.Generator().manual_seed(seed)
+    ei = torch.randint(0, n, (2, e), generator=g)
+    ptr, idx = _csr(ei, n)
+    ref_ptr, ref_idx = _reference_csr(ei, n)
+    assert np.array_equal(ptr, ref_ptr) and np.array_equal(idx, ref_idx)
+
+
+def test_walks_are_the_same_for_coalesced_and_shuffled_edges():
+    g = torch.Generator().manual_seed(0)
+    ei = torch.randint(0, 300, (2, 2000), generator=g)
+    ei = torch.unique(torch.cat([ei, ei.flip(0)], 1), dim=1)
+    shuffled = torch.cat([ei, ei[:, :50]], 1)[:, torch.randperm(ei.size(1) + 50, generator=g)]  # + duplicates
+    a = disjoint_random_walks(ei, 300, 3, 2, generator=torch.Generator().manual_seed(5))
+    b = disjoint_random_walks(shuffled, 300, 3, 2, generator=torch.Generator().manual_seed(5))
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 120), f=st.integers(1, 20), q=st.integers(1, 6), seed=st.integers(0, 10**6),
+       binary=st.booleans(), chunk=st.integers(1, 300))
+def test_batched_knn_selects_what_nearest_selects(n, f, q, seed, binary, chunk):
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.rand(n, f, generator=g) < 0.3).float() if binary else torch.randn(n, f, generator=g)
+    queries = (torch.rand(q, f, generator=g) < 0.3).float() if binary else torch.randn(q, f, generator=g)
+    samples = [torch.randperm(n, generator=g)[:int(torch.randint(0, n + 1, (1,), generator=g))] for _ in range(q)]
+    k = int(torch.randint(1, n + 1, (1,), generator=g))
+    got = nearest_many(queries, x, samples, k, chunk_rows=chunk)
+    for j in range(q):
+        ref = nearest(queries[j], x[samples[j]], k, "euclidean") if samples[j].numel() > k \
+            else torch.arange(samples[j].numel())
+        assert torch.equal(got[j], ref)
+
+
+def test_select_many_is_select_per_query():
+    from bench.datasets import load_dataset
+    from bench.splits import make_task
+    from methods.privgnn.common import choose_queries, split_graphs
+    from methods.privgnn.privgnn import PrivGNN
+
+    pp_task = make_task(load_dataset("csbm:nodes=240,classes=3,features=8,degree=6"), "private-public", 0)
+    g = split_graphs(pp_task)
+    q = choose_queries(g, 5, 0)
+    for distance in ("euclidean", "cosine"):
+        m = PrivGNN(queries=5, k=15, distance=distance, epochs=6, hidden=8, teacher_batch=4)
+        many = m.select_many(g, list(range(5)), q.tolist(), 0)
+        assert all(torch.equal(a, m.select(g, i, int(v), 0)) for i, (a, v) in enumerate(zip(many, q.tolist())))
+
+
+def _reference_batch(x, y, ei, sets):
+    """The former per-teacher construction with PyG's subgraph."""
+    from torch_geometric.utils import subgraph
+
+    from methods.privgnn.teachers import mean_adjacency
+
+    t_count, p, f = len(sets), max([int(s.numel()) for s in sets] + [1]), x.size(1)
+    xb, yb = x.new_zeros(t_count, p, f), torch.zeros(t_count, p, dtype=torch.long)
+    srcs, dsts = [], []
+    for t, nodes in enumerate(sets):
+        k = int(nodes.numel())
+        if not k:
+            continue
+        xb[t, :k], yb[t, :k] = x[nodes], y[nodes]
+        if ei is not None and ei.numel():
+            sub, _ = subgraph(nodes, ei, relabel_nodes=True, num_nodes=x.size(0))
+            srcs.append(sub[0] + t * p)
+            dsts.append(sub[1] + t * p)
+    src = torch.cat(srcs) if srcs else torch.zeros(0, dtype=torch.long)
+    dst = torch.cat(dsts) if dsts else torch.zeros(0, dtype=torch.long)
+    adj, _ = mean_adjacency(src, dst, t_count * p, x.dtype)
+    if ei is not None:
+        xb = torch.cat([xb, (adj @ xb.view(t_count * p, f)).view(t_count, p, f)], 2)
+    return xb, yb, adj
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(2, 60), e=st.integers(0, 200), sizes=st.lists(st.integers(0, 60), min_size=1, max_size=5),
+       seed=st.integers(0, 10**6), graph=st.booleans())
+def test_vectorised_teacher_batches_equal_the_per_teacher_construction(n, e, sizes, seed, graph):
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.rand(n, 6, generator=g) < 0.4).float()
+    y = torch.randint(0, 3, (n,), generator=g)
+    ei = torch.randint(0, n, (2, e), generator=g) if graph else None
+    sets = [torch.randperm(n, generator=g)[:min(s, n)] for s in sizes]
+    batch = build_batch(x, y, ei, sets)
+    xb, yb, adj = _reference_batch(x, y, ei, sets)
+    assert torch.equal(batch.x, xb) and torch.equal(batch.y, yb)
+    assert torch.equal(batch.adj.to_dense(), adj.to_dense())
+    assert torch.equal(batch.mask.sum(1), torch.tensor([int(s.numel()) for s in sets]))
+
+
+@pytest.mark.parametrize("onednn", [True, False])
+def test_teacher_matmul_is_bmm_with_gradients(monkeypatch, onednn):
+    import methods.privgnn.teachers as T
+
+    monkeypatch.setattr(T, "_ONEDNN", None if onednn else False)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 17, 40, generator=g, requires_grad=True)
+    w = torch.randn(3, 40, 9, generator=g, requires_grad=True)
+    out = teacher_matmul(x, w)
+    ref = torch.bmm(x, w)
+    assert torch.allclose(out, ref, atol=1e-4)
+    up = torch.randn(ref.shape, generator=g)
+    gx, gw = torch.autograd.grad((out * up).sum(), (x, w))
+    rx, rw = torch.autograd.grad((ref * up).sum(), (x, w))
+    assert torch.allclose(gx, rx, atol=1e-4) and torch.allclose(gw, rw, atol=1e-4)
+    # each teacher's product is its own: changing teacher 1's inputs leaves teacher 0's output bit-identical
+    x2 = x.detach().clone()
+    x2[1] += 1.0
+    assert torch.equal(teacher_matmul(x2, w.detach())[0], teacher_matmul(x.detach(), w.detach())[0])
+
+
+# --------------------------------------------------------------------------------------
+# bench perf from the CLI
+# --------------------------------------------------------------------------------------
+
+
+def _perf(capsys, *argv):
+    from bench.cli import main
+
+    assert main(["perf", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_perf_dpsgd_sparse_input(capsys):
+    d = _perf(capsys, "dpsgd", "--batch", "8", "--nodes", "4", "--features", "64", "--min-run-time", "0.05",
+              "--rounds", "2", "--input", "sparse", "--no-vmap")
+    assert d["input"] == "sparse" and set(d["ratio"]) == {"non-private", "bookkeeping"}
+    assert all(math.isfinite(v) and v > 0 for v in d["seconds"].values())
+    assert d["machine"]["torch_threads"] >= 1
+
+
+def test_perf_samplers(capsys):
+    d = _perf(capsys, "drw-sampler", "--dataset", "csbm:nodes=300,degree=4", "--repeats", "1")
+    assert set(d["orders"]) == {"coalesced", "shuffled"}
+    assert d["orders"]["coalesced"]["subgraphs"] == d["orders"]["shuffled"]["subgraphs"]
+    assert all(r["speedup"] > 0 for r in d["orders"].values())
+    d = _perf(capsys, "dpgnn-sampler", "--dataset", "csbm:nodes=300,degree=4", "--repeats", "1")
+    assert d["ratio"]["reference / vectorised"] > 0
+
+
+def test_perf_privgnn_synthetic(capsys):
+    d = _perf(capsys, "privgnn", "--teachers", "2", "--nodes", "20", "--features", "16", "--private", "60",
+              "--epochs", "2", "--rounds", "1")
+    assert d["teachers_per_second"]["batched (2 at once)"] > 0 and "one-by-one (PyG)" in d["seconds"]
+
+
+def test_perf_dpgnn_fit(capsys):
+    d = _perf(capsys, "dpgnn-fit", "--dataset", "csbm:nodes=200,classes=3,features=8,degree=6", "--set", "epochs=2",
+              "--set", "batch_size=32", "--set", "hidden=8")
+    assert d["private"]["steps"] == d["twin"]["steps"] > 0
+    assert d["ratio"] > 0 and d["seconds"]["twin"] > 0
