@@ -1,152 +1,38 @@
 """``bench``: the command line. ``python -m bench --help`` lists the commands.
 
-Errors caused by input (unknown names, bad budgets, missing files) print one line starting with
-``error:`` and exit with status 2; unexpected failures exit 1 (``--debug`` shows the traceback);
-Ctrl-C and SIGTERM exit 130/143 after marking open MLflow runs KILLED.
+Each command lives in its own module (:data:`COMMAND_MODULES`) and is a thin layer over :mod:`bench.api`. Only
+the module of the command being run is imported: ``bench --help`` reads the commands' names and one-line help
+from their modules' source, and a command module imports nothing heavy until its handler runs.
+
+Errors caused by input (unknown names, bad budgets, missing files, an unwritable ``--output``) print one line
+starting with ``error:`` and exit with status 2 before any run is opened; a failure inside a run (marked FAILED
+in MLflow) and any other unexpected error exit 1 (``--debug`` shows the traceback); Ctrl-C and SIGTERM exit
+130/143 after marking open MLflow runs KILLED.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import importlib.util
-import json
-import math
 import signal
 import sys
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
 
-from methods.base import BenchError
+from bench.cliargs import COMMANDS, join_negative_numbers
+from bench.tracking import RunFailed
+from methods.errors import BenchError
 
-from bench.cliargs import (COMMANDS, _float, command, data_args, join_negative_numbers,  # noqa: F401
-                           target_args, tracking_args)
-
-
-# --------------------------------------------------------------------------------------
-# run
-# --------------------------------------------------------------------------------------
-
-
-@command("run", "train and evaluate methods on a dataset split; tracked in MLflow")
-def _run_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("run", help=COMMANDS["run"][1], description="Train, evaluate and log one run per method and seed.")
-    target_args(p)
-    p.add_argument("--diagnostics", action="store_true",
-                   help="also put the diagnostics (training loss, accuracy on private labels, exact counts: not "
-                        "private, not released) into --output; MLflow always has them under diagnostic.*")
-    _attack_options(p)
-    data_args(p)
-    tracking_args(p)
-    p.set_defaults(func=cmd_run)
-    return p
-
-
-def _attack_options(p: argparse.ArgumentParser) -> None:
-    """``--attacks`` and its options (bench.attack)."""
-    from bench.attack import attack_args
-
-    attack_args(p, required=False)
-
-
-def run_targets(args: argparse.Namespace) -> list:
-    """Train and evaluate every method x seed that ``target_args`` picked (attacks included when asked for),
-    reporting progress on stderr; the shared body of ``bench run`` and ``bench attack``."""
-    from bench.run import RunSpec, prepare, run_one
-
-    from bench.run import check_writable
-
-    methods = [m.strip() for item in args.method for m in item.split(",") if m.strip()]
-    attack_opts = {k: getattr(args, k) for k in ("attacks", "attack_overrides", "bootstrap", "plot_dir")}
-    spec = RunSpec(methods=methods, dataset=args.dataset, split=args.split, seeds=args.seeds, epsilon=args.epsilon,
-                   delta=args.delta, overrides=args.overrides, device=args.device, data_root=args.data_root,
-                   download=args.download, experiment=args.experiment, track=not args.no_track,
-                   progress=not args.no_progress, secure_noise=args.secure_noise,
-                   diagnostics=getattr(args, "diagnostics", False), **attack_opts)
-    check_writable(args.output)
-    prepared = prepare(spec)
-    ds = prepared.dataset
-    if spec.epsilon is not None:
-        plain = [c.name for c in prepared.classes if c.privacy_unit == "none"]
-        if plain:
-            print(f"# note: {', '.join(plain)} not private: run at epsilon=inf", file=sys.stderr)
-    changed = ", ".join(f"{k}={v}" for k, v in ds.changes.items() if v) or "nothing"
-    print(f"# {ds.name}: {ds.num_nodes} nodes, {ds.data.edge_index.size(1) // 2} edges, "
-          f"{ds.data.x.size(1)} features, {ds.num_classes} classes (normalised on load: {changed})", file=sys.stderr)
-    results = []
-    for cls in prepared.classes:
-        for seed in spec.seeds:
-            r = run_one(prepared, cls, seed)
-            results.append(r)
-            eps = "inf" if math.isinf(r.epsilon) else f"{r.epsilon:.4g}"
-            attacks = f", {len(r.attacks)} attack(s)" if spec.attacks else ""
-            print(f"  {r.method} seed {seed}: test acc {r.metrics.get('test_acc', float('nan')):.4f}, "
-                  f"epsilon {eps}, {r.seconds:.1f}s{attacks}", file=sys.stderr)
-    return results
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from bench.run import results_table, write_json_atomic
-
-    results = run_targets(args)
-    print(results_table(results))
-    if args.attacks:
-        from bench.attack import attack_table
-
-        print()
-        print(attack_table(results))
-    if args.output:
-        write_json_atomic(args.output, [r.to_dict(diagnostics=args.diagnostics) for r in results])
-    return 0
+#: the modules that register commands (``bench.cliargs.command``), in ``--help`` order; a missing optional
+#: module (a command another checkout does not have yet) is left out
+COMMAND_MODULES = ("bench.commands.run", "bench.commands.list", "bench.account", "bench.perf",
+                   "bench.commands.audit", "bench.commands.sweep", "bench.leaderboard", "bench.verify")
 
 
 # --------------------------------------------------------------------------------------
-# list
-# --------------------------------------------------------------------------------------
-
-
-@command("list", "list methods (with privacy units), datasets and splits")
-def _list_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("list", help=COMMANDS["list"][1])
-    p.add_argument("what", nargs="?", choices=["all", "methods", "datasets", "splits", "attacks"], default="all")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    data_args(p)
-    p.set_defaults(func=cmd_list)
-    return p
-
-
-def cmd_list(args: argparse.Namespace) -> int:
-    from bench.datasets import dataset_catalog
-    from bench.run import format_table
-    from bench.splits import split_catalog
-    from methods.base import available_methods
-
-    out: dict[str, list[dict[str, Any]]] = {}
-    if args.what in ("all", "methods"):
-        out["methods"] = [{"name": n, "privacy_unit": c.privacy_unit, "description": c.description}
-                          for n, c in available_methods().items()]
-    if args.what in ("all", "datasets"):
-        out["datasets"] = dataset_catalog(args.data_root)
-    if args.what in ("all", "splits"):
-        out["splits"] = split_catalog()
-    if args.what in ("all", "attacks"):
-        from bench.attack import list_attacks
-
-        out["attacks"] = list_attacks()
-    if args.json:
-        print(json.dumps(out, indent=2))
-        return 0
-    for section, rows in out.items():
-        print(f"{section}:")
-        header = list(rows[0].keys())
-        print("\n".join("  " + line for line in format_table(header, [[str(r[h]) for h in header] for r in rows])
-                        .splitlines()))
-        print()
-    return 0
-
-
-# --------------------------------------------------------------------------------------
-# Plugins and main
+# Plugins
 # --------------------------------------------------------------------------------------
 
 
@@ -183,18 +69,51 @@ def load_plugin(spec: str) -> None:
         raise BenchError(f"plugin {spec} failed to import: {type(e).__name__}: {e}") from e
 
 
-def _register_optional_commands() -> None:
-    """Commands that live in their own modules register themselves on import."""
-    for mod in ("bench.account", "bench.perf", "bench.attack", "bench.audit", "bench.sweep", "bench.leaderboard"):
+# --------------------------------------------------------------------------------------
+# Commands, registered lazily
+# --------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def command_index() -> dict[str, tuple[str, str]]:
+    """``{command: (module, one-line help)}`` for every module of :data:`COMMAND_MODULES` that exists, read from
+    its ``command("name", "help")`` calls without importing it (a module that declares its commands elsewhere,
+    e.g. in a submodule, is imported to find them)."""
+    index: dict[str, tuple[str, str]] = {}
+    for module in COMMAND_MODULES:
         try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as e:
-            if e.name != mod:
-                raise
+            spec = importlib.util.find_spec(module)
+        except ModuleNotFoundError:
+            spec = None
+        if spec is None:
+            continue
+        found = _declared_commands(spec.origin)
+        if not found:
+            importlib.import_module(module)
+            found = [(name, text) for name, (builder, text) in COMMANDS.items()
+                     if builder.__module__ == module or builder.__module__.startswith(module + ".")]
+        for name, text in found:
+            index.setdefault(name, (module, text))
+    return index
 
 
-def build_parser() -> argparse.ArgumentParser:
-    _register_optional_commands()
+def _declared_commands(origin: str | None) -> list[tuple[str, str]]:
+    try:
+        tree = ast.parse(Path(origin or "").read_text())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "command":
+            args = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if len(args) >= 2:
+                out.append((args[0], args[1]))
+    return out
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``bench`` parser. Only ``command``'s module is imported and its real parser built; every other command
+    is a placeholder with its help line (enough for ``bench --help`` and for choosing the command)."""
     parser = argparse.ArgumentParser(
         prog="bench", description="Audited benchmark suite for differentially private graph neural networks.")
     parser.add_argument("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
@@ -202,35 +121,65 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     sub.required = True
-    for name, (builder, _) in COMMANDS.items():
-        builder(sub)
+    for name, (module, help_text) in command_index().items():
+        if name == command:
+            importlib.import_module(module)
+            COMMANDS[name][0](sub)
+        else:
+            sub.add_parser(name, help=help_text)
     return parser
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command an argument list names (the first word that is not an option or ``--plugin``'s value)."""
+    skip = False
+    for tok in argv:
+        if skip:
+            skip = False
+        elif tok == "--plugin":
+            skip = True
+        elif not tok.startswith("-"):
+            return tok
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------------------
 
 
 def _sigterm(signum, frame):  # noqa: ARG001
     raise SystemExit(143)
 
 
+def _one_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = join_negative_numbers(sys.argv[1:] if argv is None else list(argv))
-    parser = build_parser()
+    parser = build_parser(command_of(argv))
     args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _sigterm)
     try:
         for plugin in args.plugin:
             load_plugin(plugin)
         return int(args.func(args) or 0)
-    except BenchError as e:
+    except BenchError as e:  # rejected before any run opened
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except RunFailed as e:  # failed inside a run: the run is FAILED in MLflow
+        if args.debug:
+            raise
+        print(f"error: {_one_line(e)} (rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
     except Exception as e:  # one line, not a traceback from deep inside torch
         if args.debug:
             raise
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        print(f"error: {type(e).__name__}: {msg} (rerun with --debug for the traceback)", file=sys.stderr)
+        print(f"error: {type(e).__name__}: {_one_line(e)} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)

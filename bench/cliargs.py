@@ -1,7 +1,7 @@
 """The command-line building blocks every ``bench`` command shares: the command registry and argument groups.
 
 A leaf module (argparse only): command modules import it, it imports none of them, so the CLI's import graph
-has no cycle and ``bench --help`` loads no torch.
+has no cycle and building a parser loads no torch.
 """
 
 from __future__ import annotations
@@ -9,9 +9,14 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from typing import Callable
+import sys
+from typing import Any, Callable
+
+from bench import DEFAULT_EXPERIMENT
 
 COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction], argparse.ArgumentParser], str]] = {}
+#: ``bench attack --bootstrap``'s default (attacks.metrics.DEFAULT_BOOTSTRAP; not imported: it loads torch)
+DEFAULT_BOOTSTRAP = 1000
 
 #: a number argparse would otherwise take for an option (``-1e-5``, ``-inf``)
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
@@ -56,9 +61,9 @@ def data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--download", action="store_true", help="download missing raw files into the cache (needs network)")
 
 
-def threads_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threads", type=int, default=0, metavar="N",
-                   help="torch and numba threads (default 0: every core of this machine)")
+def threads_arg(p: argparse.ArgumentParser, help_text: str = "torch and numba threads (default 0: every core of "
+                                                               "this machine)") -> None:
+    p.add_argument("--threads", type=int, default=0, metavar="N", help=help_text)
 
 
 def noise_args(p: argparse.ArgumentParser) -> None:
@@ -85,6 +90,43 @@ def target_args(p: argparse.ArgumentParser, output_help: str = "also write the r
     threads_arg(p)
 
 
+def attack_args(p: argparse.ArgumentParser, required: bool) -> None:
+    """``--attack``/``--attacks`` and the attack options (``bench attack``, ``bench run --attacks``)."""
+    names = "threshold, shadow, lira, privgnn-attack1, privgnn-attack2, link-stealing, linkteller, or all"
+    if required:
+        p.add_argument("--attack", "-a", dest="attacks", action="append", required=True, metavar="A[,A...]",
+                       help=f"attack name(s), comma-separated or repeated ({names}; see `bench list attacks`)")
+    else:
+        p.add_argument("--attacks", dest="attacks", action="append", default=[], metavar="A[,A...]",
+                       help=f"also run these membership-inference attacks on every trained model ({names})")
+    p.add_argument("--attack-set", dest="attack_overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="attack option, e.g. references=4 or lira.references=4 (repeatable); see `bench list ATTACK`")
+    p.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP,
+                   help="bootstrap resamples for the 95%% intervals (default: %(default)s; 0 = none)")
+    p.add_argument("--plot-dir", metavar="DIR", help="also save every ROC plot as a PNG in DIR")
+
+
 def tracking_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--experiment", default="dp-gnn-bench", help="MLflow experiment name (default: %(default)s)")
+    p.add_argument("--experiment", default=DEFAULT_EXPERIMENT, help="MLflow experiment name (default: %(default)s)")
     p.add_argument("--no-track", action="store_true", help="do not log to MLflow")
+
+
+def job_args(p: argparse.ArgumentParser, handler: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    """The tail every command that trains shares: where the data is, where runs are logged, and its handler."""
+    data_args(p)
+    tracking_args(p)
+    p.set_defaults(func=handler)
+    return p
+
+
+def target_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`bench.api.run` arguments of what ``target_args``, ``data_args`` and ``tracking_args`` parsed."""
+    return dict(methods=args.method, dataset=args.dataset, split=args.split, seeds=args.seeds, epsilon=args.epsilon,
+                delta=args.delta, overrides=args.overrides, device=args.device, data_root=args.data_root,
+                download=args.download, experiment=args.experiment, track=not args.no_track,
+                progress=not args.no_progress, secure_noise=args.secure_noise, threads=args.threads, log=stderr)
+
+
+def stderr(line: str) -> None:
+    """A progress line on stderr (stdout is for tables and JSON)."""
+    print(line, file=sys.stderr, flush=True)

@@ -15,7 +15,7 @@ import os
 import signal
 from typing import Any, Callable, Iterable, Iterator
 
-from methods.base import BenchError
+from methods.errors import BenchError
 
 
 class ExecutorError(BenchError):

@@ -1,27 +1,29 @@
-"""The run loop: one run = (method, dataset, split, budget, hyperparameters, seed).
+"""The run job: one run = (method, dataset, split, budget, hyperparameters, seed).
 
-Everything that can be checked without training (names, split/dataset fit, budget, hyperparameters,
-data files) is checked before any run is opened, so bad input leaves nothing behind.
+:func:`prepare` checks everything that can be checked without training (names, split/dataset fit, budget,
+hyperparameters, attacks, data files) before any run is opened, so bad input leaves nothing behind (a
+:class:`~methods.errors.BenchError`); :func:`run_one` trains, evaluates and logs one run (an error inside it is
+a :class:`~bench.tracking.RunFailed`, the run FAILED); :func:`run_targets` does every method x seed of a
+:class:`RunSpec`. :mod:`bench.api` is the documented entry point over them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import statistics
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import torch
 
 from bench import tracking
 from bench.cliargs import fmt_eps
 from bench.datasets import GraphDataset, load_dataset, parse_dataset_name
+from bench.io import format_table
+from bench.options import field_names, scoped_overrides
 from bench.splits import check_split, default_split, make_task
 from methods.base import (Budget, BudgetError, ConfigError, ContractViolation, Method, Task, check_fitted,
                           config_dict, default_delta, fit_method, get_method, stable_hash)
@@ -83,6 +85,8 @@ class RunResult:
     inference_private: bool | None = None
     #: numbers no ledger covers (training loss, accuracy on private labels, exact counts): not released
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    #: per-epoch rows (keys no ledger covers under ``diagnostic.``); kept only when the spec asks for diagnostics
+    history: list[dict[str, float]] = field(default_factory=list)
 
     def to_dict(self, diagnostics: bool = False) -> dict[str, Any]:
         d = self.__dict__.copy()
@@ -93,37 +97,13 @@ class RunResult:
             d["diagnostics_note"] = DIAGNOSTIC_NOTE
         else:
             d.pop("diagnostics")
+            d.pop("history")
         return d
 
 
 def parse_overrides(items: list[str], method_names: list[str]) -> dict[str, dict[str, str]]:
     """``["hidden=32", "gcn.lr=0.05"]`` -> per-method override dicts; unknown keys are errors."""
-    per: dict[str, dict[str, str]] = {m: {} for m in method_names}
-    for item in items:
-        key, eq, value = item.partition("=")
-        key = key.strip()
-        if not eq or not key:
-            raise ConfigError(f"--set expects key=value (got {item!r})")
-        scope, dot, name = key.rpartition(".")
-        if dot and scope in per:
-            per[scope][name] = value
-            continue
-        if dot:
-            raise ConfigError(f"--set {item}: {scope!r} is not one of the methods being run ({', '.join(per)})")
-        targets = [m for m in method_names if key in _fields(get_method(m))]
-        if not targets:
-            valid = {m: sorted(_fields(get_method(m))) for m in method_names}
-            listing = "; ".join(f"{m}: {', '.join(v) or '(none)'}" for m, v in valid.items())
-            raise ConfigError(f"unknown hyperparameter {key!r}; valid ones are {listing}")
-        for m in targets:
-            per[m][key] = value
-    return per
-
-
-def _fields(cls: type[Method]) -> set[str]:
-    import dataclasses
-
-    return {f.name for f in dataclasses.fields(cls.Config)}
+    return scoped_overrides(items, {m: field_names(get_method(m).Config) for m in method_names})
 
 
 def privacy_units(task: Task, unit: str) -> int:
@@ -150,7 +130,7 @@ def evaluate(task: Task, proba: torch.Tensor) -> dict[str, float]:
     from sklearn.metrics import f1_score
 
     if proba.shape != (task.num_nodes, task.num_classes):
-        raise RuntimeError(f"predict_proba returned shape {tuple(proba.shape)}, expected "
+        raise ContractViolation(f"predict_proba returned shape {tuple(proba.shape)}, expected "
                            f"({task.num_nodes}, {task.num_classes})")
     pred = proba.argmax(dim=1).cpu()
     y = task.data.y.cpu()
@@ -240,6 +220,7 @@ def prepare(spec: RunSpec) -> Prepared:
 
 
 def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedRun | None = None) -> RunResult:
+    """Train, evaluate (and attack, when planned) one method at one seed as one tracked run."""
     spec = p.spec
     task = make_task(p.dataset, p.split, seed)
     method = cls(**p.overrides[cls.name])
@@ -279,31 +260,78 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
         metrics = {k: v for k, v in evaluation.items() if not k.startswith(DIAGNOSTIC)}
         diag_metrics = {k: v for k, v in evaluation.items() if k.startswith(DIAGNOSTIC)}
         diag_metrics.update({DIAGNOSTIC + k: v for k, v in diag.items() if _number(v)})
-        run.log_history(diagnostic_history(fitted.history))
-        run.log_metrics({**metrics, **diag_metrics, "epsilon": spent, "fit_seconds": seconds})
+        history = diagnostic_history(fitted.history)
+        run.log_history(history)
+        run.log_metrics({**metrics, **diag_metrics, **{f"info.{k}": v for k, v in released.items() if _number(v)},
+                         "epsilon": spent, "fit_seconds": seconds})
         run.log_dict(fitted.ledger.to_dict(), "ledger.json")
+        run.log_dict(released, "info.json")
         inference_private = released.get("inference_private")
         run.set_tags({"inference_private": "n/a" if inference_private is None else inference_private,
                       "unit_label": cls.label()})
         reports = []
         if p.attacks is not None:
-            from bench.attack import run_attacks
+            from attacks.base import Target
+            from bench.attack import attack_one
 
-            reports = [a.to_dict() for a in run_attacks(p.attacks, task, method, budget, fitted, streams, p.device,
-                                                        run, spec.experiment, spec.track, spec.progress, name)]
+            target = Target(task, method, budget, fitted, streams, p.device)
+            reports = attack_one(p.attacks, target, run, experiment=spec.experiment, track=spec.track,
+                                 progress=spec.progress, run_name=name, tags=spec.tags)
         return RunResult(cls.name, p.dataset.name, p.split, seed, cls.privacy_unit, metrics, spent, budget.delta,
                          budget.epsilon, run.run_id, seconds, released, reports, cls.label(),
                          None if inference_private is None else bool(inference_private),
-                         {**{k[len(DIAGNOSTIC):]: v for k, v in diag_metrics.items()}, **diag})
+                         {**{k[len(DIAGNOSTIC):]: v for k, v in diag_metrics.items()}, **diag},
+                         history if spec.diagnostics else [])
 
 
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def run_all(spec: RunSpec) -> list[RunResult]:
-    p = prepare(spec)
-    return [run_one(p, cls, seed) for cls in p.classes for seed in spec.seeds]
+def run_targets(spec: RunSpec, log: Callable[[str], None] | None = None) -> list[RunResult]:
+    """Every method x seed of ``spec`` (attacks included when it asks for them): validated first (a BenchError
+    before any run opens), then one run each. ``log`` gets one line per dataset and per finished run."""
+    log = log or (lambda line: None)
+    prepared = prepare(spec)
+    ds = prepared.dataset
+    if spec.epsilon is not None:
+        plain = [c.name for c in prepared.classes if c.privacy_unit == "none"]
+        if plain:
+            log(f"# note: {', '.join(plain)} not private: run at epsilon=inf")
+    changed = ", ".join(f"{k}={v}" for k, v in ds.changes.items() if v) or "nothing"
+    log(f"# {ds.name}: {ds.num_nodes} nodes, {ds.data.edge_index.size(1) // 2} edges, {ds.data.x.size(1)} features, "
+        f"{ds.num_classes} classes (normalised on load: {changed})")
+    results = []
+    for cls in prepared.classes:
+        for seed in spec.seeds:
+            r = run_one(prepared, cls, seed)
+            results.append(r)
+            attacks = f", {len(r.attacks)} attack(s)" if spec.attacks else ""
+            log(f"  {r.method} seed {seed}: test acc {r.metrics.get('test_acc', float('nan')):.4f}, "
+                f"epsilon {fmt_eps(r.epsilon)}, {r.seconds:.1f}s{attacks}")
+    return results
+
+
+@contextlib.contextmanager
+def using_threads(threads: int | None) -> Iterator[None]:
+    """torch and numba threads for the duration of a job: ``threads`` >= 1, 0 = every core of this machine,
+    None = leave them as they are. The previous counts are restored afterwards."""
+    if threads is None:
+        yield
+        return
+    if threads < 0:
+        raise ConfigError(f"--threads must be >= 0 (got {threads})")
+    import numba
+
+    count = threads or os.cpu_count() or 1
+    before = torch.get_num_threads(), numba.get_num_threads()
+    torch.set_num_threads(count)
+    numba.set_num_threads(max(1, min(count, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before[0])
+        numba.set_num_threads(before[1])
 
 
 # --------------------------------------------------------------------------------------
@@ -354,41 +382,3 @@ def unit_footnotes(methods: list[str]) -> str:
         if cls.unit_note:
             notes.setdefault(cls.label(), cls.unit_note)
     return "".join(f"\n* {label}: {note}" for label, note in sorted(notes.items()))
-
-
-def format_table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
-
-
-def check_writable(path: str | os.PathLike | None) -> None:
-    """Refuse an output path that cannot be written, before anything is trained (a BenchError)."""
-    if not path:
-        return
-    p = Path(path)
-    if p.is_dir():
-        raise ConfigError(f"--output {path} is a directory; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    probe = parent
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"--output {path}: cannot write in {probe}")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise ConfigError(f"--output {path}: the file is not writable")
-
-
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
-    """Write JSON through a temporary file and rename, so a crash never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(obj, fh, indent=2, default=str)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

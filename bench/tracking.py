@@ -3,7 +3,9 @@
 Default store: SQLite at ``<project>/mlflow/mlflow.db`` with artifacts in ``<project>/mlflow/artifacts``
 (both git-ignored); ``MLFLOW_TRACKING_URI`` overrides it (any MLflow URI, local or remote).
 A run always ends FINISHED, FAILED (with the error in the ``error`` tag) or KILLED (Ctrl-C,
-SIGTERM): none is left RUNNING by an interrupted command.
+SIGTERM): none is left RUNNING by an interrupted command. An error raised while a run is open comes out as
+:class:`RunFailed` (whatever its type: a BenchError inside ``fit`` is no longer "bad input"), so callers can tell
+"failed inside a run" (exit 1, the run FAILED) from "rejected before any run opened" (exit 2).
 """
 
 from __future__ import annotations
@@ -20,6 +22,16 @@ from typing import Any, Iterator
 
 MAX_PARAM_LEN = 6000
 _BATCH = 900
+
+
+class RunFailed(RuntimeError):
+    """An error raised inside an open run (tracked or not): the run ended FAILED. ``cause`` is the original error,
+    ``run_id`` the innermost failed run (None when not tracked)."""
+
+    def __init__(self, cause: BaseException, run_id: str | None) -> None:
+        self.cause = cause
+        self.run_id = run_id
+        super().__init__(f"{type(cause).__name__}: {cause}")
 
 
 def project_dir() -> Path:
@@ -205,14 +217,21 @@ def start_run(experiment: str, run_name: str, tags: dict[str, Any] | None = None
 @contextlib.contextmanager
 def tracked_run(experiment: str, run_name: str, tags: dict[str, Any] | None = None,
                 parent: TrackedRun | None = None, enabled: bool = True) -> Iterator[TrackedRun]:
-    """Open a run; end it FINISHED, FAILED (exception) or KILLED (KeyboardInterrupt/SystemExit)."""
+    """Open a run; end it FINISHED, FAILED (an exception, re-raised as :class:`RunFailed`) or KILLED
+    (KeyboardInterrupt/SystemExit, re-raised as they are)."""
     run = start_run(experiment, run_name, tags, parent) if enabled else TrackedRun(None)
     try:
         yield run
     except (KeyboardInterrupt, SystemExit) as e:
         run.end("KILLED", error=f"interrupted ({type(e).__name__})")
         raise
-    except BaseException as e:
+    except RunFailed as e:  # a child run failed inside this one: same error, the innermost run id
+        run.end("FAILED", error=str(e))
+        raise
+    except Exception as e:
+        run.end("FAILED", error=f"{type(e).__name__}: {e}")
+        raise RunFailed(e, run.run_id) from e
+    except BaseException as e:  # anything else that unwinds the run (GeneratorExit, ...): FAILED, re-raised as is
         run.end("FAILED", error=f"{type(e).__name__}: {e}")
         raise
     else:

@@ -4,13 +4,13 @@ import statistics
 
 import pytest
 
-from bench.run import RunSpec, run_all
+from bench.run import RunSpec, run_targets
 
 
 def mean_test_acc(method, dataset, split, seeds, data_root, **kw):
     spec = RunSpec(methods=[method], dataset=dataset, split=split, seeds=seeds, data_root=str(data_root),
                    track=False, progress=False, **kw)
-    return statistics.fmean(r.metrics["test_acc"] for r in run_all(spec))
+    return statistics.fmean(r.metrics["test_acc"] for r in run_targets(spec))
 
 
 @pytest.mark.data

@@ -173,3 +173,164 @@ def test_interrupt_leaves_no_run_running(tmp_path, sig, code):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
     assert [s for s, _ in _statuses(uri)] == ["KILLED"]
+
+
+# --------------------------------------------------------------------------------------
+# Where a failure happens decides the exit status (issue 17, item 4)
+# --------------------------------------------------------------------------------------
+
+IN_FIT = '''
+from methods import Method, register
+from methods.base import BudgetError, Fitted
+
+
+@register("refuses-in-fit")
+class RefusesInFit(Method):
+    """raises a BenchError inside fit, after the run opened, as calibrate_noise does for an unreachable target"""
+    privacy_unit = "node"
+    description = "raises a BudgetError inside _fit (tests)"
+
+    def _fit(self, ctx):
+        raise BudgetError("epsilon=1 does not allow a single step")
+
+
+@register("wrong-shape")
+class WrongShape(Method):
+    """returns probabilities of the wrong shape: a contract violation"""
+    description = "bad output (tests)"
+
+    def _fit(self, ctx):
+        import torch
+        from methods.privacy import PrivacyLedger
+
+        class Out(Fitted):
+            ledger = PrivacyLedger.non_private("test")
+            history, info = [], {}
+
+            def predict_proba(self, nodes=None):
+                return torch.full((3, 2), 0.5)
+
+        return Out()
+'''
+
+
+@pytest.fixture(scope="module")
+def in_fit_plugin(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plugins") / "in_fit.py"
+    path.write_text(IN_FIT)
+    yield str(path)
+    from methods.base import unregister
+
+    unregister("refuses-in-fit")
+    unregister("wrong-shape")
+
+
+@pytest.mark.parametrize("method,args,message", [
+    ("refuses-in-fit", ["-e", "1"], "error: BudgetError: epsilon=1 does not allow a single step"),
+    ("wrong-shape", [], "error: ContractViolation: wrong-shape.predict_proba returned shape (3, 2)"),
+])
+def test_a_failure_inside_a_run_exits_1_and_the_run_is_failed(in_fit_plugin, method, args, message, capsys):
+    exp = f"cli-in-run-{method}"
+    code = main(["--plugin", in_fit_plugin, "run", "-m", method, "-d", CSBM, *args, "--experiment", exp,
+                 "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and err[-1].startswith(message), err
+    (run,) = runs(exp)
+    assert run.info.status == "FAILED" and run.data.tags["error"].startswith(message[len("error: "):])
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "-m", "dp-mlp", "-d", CSBM, "-e", "1", "--delta", "0"],
+    ["attack", "-m", "dp-mlp", "-d", CSBM, "-e", "1", "--delta", "0", "-a", "threshold"],
+    ["audit", "-m", "dp-mlp", "-d", CSBM, "-e", "1", "--delta", "0"],
+], ids=["run", "attack", "audit"])
+def test_delta_zero_with_a_finite_epsilon_is_rejected_before_any_run(argv, capsys):
+    exp = "cli-delta-zero"
+    assert main([*argv, "--experiment", exp, "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and "delta = 0" in err[-1]
+    assert runs(exp) == []
+
+
+def test_a_sweep_config_with_delta_zero_is_rejected(tmp_path, capsys):
+    conf = tmp_path / "d0.yaml"
+    conf.write_text(f"datasets: ['{CSBM}']\nepsilons: [1]\ndelta: 0\nmethods: [dp-mlp]\n")
+    assert main(["sweep", str(conf)]) == 2
+    assert "delta = 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "-m", "gcn", "-d", CSBM],
+    ["attack", "-m", "gcn", "-d", CSBM, "-a", "threshold"],
+    ["audit", "-m", "dp-mlp", "-d", CSBM, "-e", "1"],
+], ids=["run", "attack", "audit"])
+def test_an_unwritable_output_is_rejected_before_training(argv, tmp_path, capsys):
+    exp = "cli-unwritable"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    for out, message in ((blocker / "res.json", "cannot write in"), (tmp_path, "is a directory")):
+        assert main([*argv, "--experiment", exp, "--no-progress", "-o", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith("error: --output") and message in err[-1]
+    assert runs(exp) == []
+
+
+def test_an_unwritable_sweep_summary_is_rejected_before_any_cell(tmp_path, capsys):
+    conf = tmp_path / "s.yaml"
+    conf.write_text(f"experiment: cli-unwritable-sweep\ndatasets: ['{CSBM}']\nmethods: [mlp]\n")
+    assert main(["sweep", str(conf), "-o", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert runs("cli-unwritable-sweep") == []
+
+
+# --------------------------------------------------------------------------------------
+# Parsing: negative numbers, --threads, bench list METHOD
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["run", "-m", "dp-mlp", "-d", CSBM, "-e", "1", "--delta=-1e-5"], "delta must be in [0, 1) (got -1e-05)"),
+    (["run", "-m", "dp-mlp", "-d", CSBM, "-e", "1", "--delta", "-1e-5"], "delta must be in [0, 1) (got -1e-05)"),
+    (["run", "-m", "dp-mlp", "-d", CSBM, "--epsilon=-inf"], "epsilon must be > 0"),
+    (["audit", "-m", "dp-mlp", "-d", CSBM, "-e", "1", "--delta=-1e-5"], "delta must be in [0, 1)"),
+    (["account", "dpsgd", "--sampling", "poisson", "--sampling-rate", "0.01", "--noise-multiplier", "1", "--steps",
+      "10", "--delta=-1e-5"], "delta must be in (0, 1) (got -1e-05)"),
+    (["account", "dpsgd", "--sampling", "poisson", "--sampling-rate", "0.01", "--noise-multiplier", "1", "--steps",
+      "10", "--delta", "-1e-5"], "delta must be in (0, 1) (got -1e-05)"),
+])
+def test_negative_numbers_parse_then_get_the_usual_error(argv, message, capsys):
+    assert main([*argv, *(["--no-track"] if argv[0] != "account" else [])]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+
+
+@pytest.mark.parametrize("argv", [["run", "-m", "mlp", "-d", CSBM, "--set", "epochs=2"],
+                                  ["attack", "-m", "mlp", "-d", CSBM, "--set", "epochs=2", "-a", "threshold",
+                                   "--bootstrap", "0"],
+                                  ["audit", "-m", "mlp", "-d", CSBM]], ids=["run", "attack", "audit"])
+def test_threads_on_every_command_that_trains(argv, capsys):
+    import numba
+    import torch
+
+    before = torch.get_num_threads(), numba.get_num_threads()
+    assert main([*argv, "--threads", "1", "--no-track", "--no-progress"]) == 0
+    assert (torch.get_num_threads(), numba.get_num_threads()) == before  # set for the command, then restored
+    assert main([*argv, "--threads", "-1", "--no-track", "--no-progress"]) == 2
+    assert "--threads must be >= 0" in capsys.readouterr().err
+
+
+def test_list_a_method_shows_its_hyperparameters(capsys):
+    assert main(["list", "gcn"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("gcn (method, privacy unit: none)")
+    line = next(x for x in out.splitlines() if x.split()[:3] == ["patience", "int", "50"])
+    assert "epochs without validation improvement" in line
+    assert any(x.split()[:3] == ["features", "auto|row|none", "auto"] for x in out.splitlines())
+    assert main(["list", "dp-mlp", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    clip = next(o for o in info["options"] if o["name"] == "clip")
+    assert clip == {"name": "clip", "type": "float", "default": "1.0",
+                    "help": "per-example gradient norm bound C (fixed: a data-derived C would leak)"}
+    assert main(["list", "lira"]) == 0 and "references" in capsys.readouterr().out
+    assert main(["list", "nope"]) == 2
+    assert "unknown method 'nope'" in capsys.readouterr().err

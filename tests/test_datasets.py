@@ -209,3 +209,42 @@ def test_corrupt_raw_file_is_one_clear_error(tmp_path):
     clear_cache()
     with pytest.raises(DatasetError, match="could not load photo"):
         load_dataset("photo", tmp_path)
+
+
+def test_a_raw_file_changed_after_a_first_load_is_loaded_again(tmp_path):
+    """The cache (in-process and the processed/ files under the work folder) is keyed by the raw files' sizes and
+    hashes, not by the data root's path: a replaced file is processed again, a truncated one is an error."""
+    from bench.datasets.cache import fingerprint
+
+    first = fakes.write_planetoid(tmp_path, seed=0)
+    files = expected_files("pubmed")
+    fp0 = fingerprint(tmp_path, files)
+    a = load_dataset("pubmed", tmp_path)
+    assert torch.equal(a.data.y, torch.from_numpy(first["labels"]).long())
+    assert load_dataset("pubmed", tmp_path) is a  # unchanged files: the cached dataset
+    second = fakes.write_planetoid(tmp_path, seed=1)  # same names and layout, other content
+    assert fingerprint(tmp_path, files) != fp0
+    b = load_dataset("pubmed", tmp_path)  # no clear_cache(): the change alone invalidates
+    assert torch.equal(b.data.y, torch.from_numpy(second["labels"]).long())
+    assert not torch.equal(a.data.x, b.data.x)
+    raw = tmp_path / "PubMed" / "raw" / "ind.pubmed.allx"
+    raw.write_bytes(raw.read_bytes()[:100])  # truncated
+    with pytest.raises(DatasetError, match="could not load pubmed"):
+        load_dataset("pubmed", tmp_path)
+
+
+def test_file_hashes_are_remembered_per_file_state(tmp_path, monkeypatch):
+    import time
+
+    from bench.datasets import cache
+
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"a" * 1000)
+    h = cache.file_hash(f)  # changed just now: not remembered (file times are coarse)
+    memo = cache.cache_dir() / "hashes"
+    before = set(memo.iterdir()) if memo.is_dir() else set()
+    monkeypatch.setattr(cache, "_RACY_NS", 0)
+    assert cache.file_hash(f) == h and len(set(memo.iterdir()) - before) == 1  # remembered
+    time.sleep(0.05)
+    f.write_bytes(b"b" * 1000)  # same size, new content: new ctime, so hashed again
+    assert cache.file_hash(f) != h

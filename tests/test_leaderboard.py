@@ -129,13 +129,14 @@ def test_cli_output_file_and_errors(board, tmp_path, capsys):
 
 
 def test_from_a_real_sweep_with_a_real_attack():
-    from bench.sweep import build_config, run_sweep
+    from bench.api import sweep
+    from bench.sweep import build_config
 
     exp = "lb-real"
     cfg = build_config({"experiment": exp, "datasets": ["csbm:nodes=200,classes=3,features=8"], "seeds": [0, 1],
                         "epsilons": [4], "set": {"epochs": 5}, "attacks": ["threshold"], "bootstrap": 50,
                         "methods": ["dp-mlp"]})
-    run_sweep(cfg, progress=False)
+    sweep(cfg, progress=False)
     with pytest.raises(LeaderboardError):
         collect("lb-real-missing") or build("lb-real-missing", "md", track=False)
     (row,) = collect(exp)

@@ -1,5 +1,6 @@
-"""bench sweep: config expansion, cell identity, resume (skip FINISHED, retry FAILED, reclaim orphaned RUNNING),
-executors, and the kill-and-resume fault-tolerance test (SIGKILL mid-sweep, rerun, every cell FINISHED once)."""
+"""bench sweep: config expansion, cell identity, resume (skip FINISHED, retry FAILED, reclaim orphaned RUNNING
+runs and their child runs), failures classified by where they happen, executors, audit cells through bench.api,
+and the kill-and-resume fault-tolerance tests (SIGKILL mid-run and mid-attack, rerun, every cell FINISHED once)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from collections import Counter
 import pytest
 import yaml
 
-from bench import tracking
-from bench.sweep import SweepError, build_config, cell_states, load_config, owner_id, run_sweep
+from bench import api, tracking
+from bench.sweep import SweepError, build_config, cell_states, load_config, owner_id
 from tests.conftest import REPO, bench_env
 
 CSBM = "csbm:nodes=200,classes=3,features=8"
@@ -118,16 +119,6 @@ def test_cli_errors_exit_2_with_one_line(tmp_path, capsys):
         assert err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
 
 
-def test_audits_without_bench_audit_are_a_clear_error(monkeypatch):
-    import bench.sweep as S
-
-    monkeypatch.setattr(S, "audit_available", lambda: False)
-    c = cfg("audit-missing", audits={"modes": ["one-run"]})
-    assert any(x.kind == "audit" for x in c.cells)
-    with pytest.raises(SweepError, match="bench.audit"):
-        run_sweep(c, progress=False)
-
-
 # --------------------------------------------------------------------------------------
 # Resume in-process
 # --------------------------------------------------------------------------------------
@@ -136,11 +127,11 @@ def test_audits_without_bench_audit_are_a_clear_error(monkeypatch):
 def test_finished_cells_are_not_repeated_and_dry_run_lists_them(capsys):
     exp = "sweep-resume"
     c = cfg(exp)
-    s = run_sweep(c, progress=False)
+    s = api.sweep(c, progress=False)
     assert [r["status"] for r in s["results"]] == ["finished"] * 2
-    again = run_sweep(c, progress=False)
+    again = api.sweep(c, progress=False)
     assert again["results"] == [] and sorted(again["done_before"]) == sorted(x.cell_id for x in c.cells)
-    dry = run_sweep(cfg(exp, seeds=[0, 1]), dry_run=True, progress=False)
+    dry = api.sweep(cfg(exp, seeds=[0, 1]), dry_run=True, progress=False)
     assert len(dry["todo"]) == 2 and len(dry["done_before"]) == 2
     err = capsys.readouterr().err
     assert "2 to run, 2 done" in err and "run   dp-mlp" in err and "done  mlp" in err
@@ -167,12 +158,12 @@ def test_failed_cells_are_retried_up_to_max_retries(monkeypatch):
 
     monkeypatch.setattr(MLPMethod, "fit", flaky)
     c = cfg(exp, methods=["mlp"])
-    s = run_sweep(c, max_retries=1, progress=False)  # fails twice: gives up after 1 retry
+    s = api.sweep(c, max_retries=1, progress=False)  # fails twice: gives up after 1 retry
     assert s["results"][0]["status"] == "failed" and s["results"][0]["attempts"] == 2
     assert by_cell(exp)[c.cells[0].cell_id] == Counter(FAILED=2)
-    again = run_sweep(c, max_retries=1, progress=False)
+    again = api.sweep(c, max_retries=1, progress=False)
     assert again["results"] == [] and again["gave_up"] == [c.cells[0].cell_id]
-    third = run_sweep(c, max_retries=2, progress=False)  # a larger limit allows one more attempt, which succeeds
+    third = api.sweep(c, max_retries=2, progress=False)  # a larger limit allows one more attempt, which succeeds
     assert [r["status"] for r in third["results"]] == ["finished"]
     assert by_cell(exp)[c.cells[0].cell_id] == Counter(FAILED=2, FINISHED=1)
 
@@ -187,7 +178,7 @@ def test_running_cells_of_dead_owners_are_reclaimed_live_ones_left_alone():
                                                     "sweep_owner": f"{host}:{dead.pid}:1"})
     live = tracking.start_run(exp, "live", tags={"sweep_cell": c.cells[1].cell_id, "sweep_owner": owner_id()})
     try:
-        s = run_sweep(c, progress=False)
+        s = api.sweep(c, progress=False)
         assert s["reclaimed"] == [orphan.run_id]
         assert s["running_elsewhere"] == [c.cells[1].cell_id]
         assert [r["cell_id"] for r in s["results"]] == [c.cells[0].cell_id]
@@ -208,7 +199,7 @@ def test_running_cells_of_dead_owners_are_reclaimed_live_ones_left_alone():
 def test_process_executor_logs_to_the_same_store():
     exp = "sweep-process"
     c = cfg(exp, seeds=[0, 1], methods=["mlp"])
-    s = run_sweep(c, executor="process", workers=2, progress=False)
+    s = api.sweep(c, executor="process", workers=2, progress=False)
     assert sorted(r["status"] for r in s["results"]) == ["finished", "finished"]
     assert {k: v for k, v in by_cell(exp).items()} == {x.cell_id: Counter(FINISHED=1) for x in c.cells}
 
@@ -218,7 +209,7 @@ def test_ray_executor_on_a_local_instance():
     pytest.importorskip("ray")
     exp = "sweep-ray"
     c = cfg(exp, seeds=[0, 1])
-    s = run_sweep(c, executor="ray", workers=2, progress=False)
+    s = api.sweep(c, executor="ray", workers=2, progress=False)
     assert sorted(r["status"] for r in s["results"]) == ["finished"] * 4
     assert by_cell(exp) == {x.cell_id: Counter(FINISHED=1) for x in c.cells}
     pids = {r.data.tags.get("sweep_owner") for r in tracking.search_runs(exp)}
@@ -309,49 +300,175 @@ def test_shipped_configs_parse_and_every_cell_can_run(name):
         assert {x.epsilon for x in c.cells if x.method == "dp-mlp"} == {1.0, 8.0}
 
 
-def test_audit_cells_run_bench_audit_and_resume(monkeypatch):
-    """bench.audit (issue 9) is faked by a command with its documented CLI and run tags/metrics."""
-    import argparse
-
-    import bench.cli as cli
-    import bench.sweep as S
+def test_audit_cells_run_through_bench_api_and_resume(monkeypatch):
+    """The audit job is faked at bench.api.audit (the function the sweep's cells call) by one that logs an audit
+    run with the tags it is given, as the real one does; the cell records the run id the job returns."""
     from bench.leaderboard import collect
 
     calls = []
 
-    def fake_audit(args):
-        calls.append(args)
-        run = tracking.start_run(args.experiment, "audit", tags={
-            "kind": "audit", "method": args.method, "dataset": args.dataset, "split": args.split,
-            "audit_mode": args.mode, "verdict": "VIOLATION"})
-        run.log_params({"target_epsilon": str(args.epsilon), "delta": 1e-3, "config_hash": "x"})
-        run.log_metrics({"claimed_epsilon": args.epsilon, "epsilon_lb": 0.25, "audit_seconds": 0.1})
-        run.end("FINISHED")
-        return 3  # bench audit's exit status on VIOLATION: a finished audit, not a failure to retry
+    def fake_audit(method, dataset, **kw):
+        calls.append({"method": method, "dataset": dataset, **kw})
+        run = tracking.start_run(kw["experiment"], "audit", tags={
+            **kw["tags"], "kind": "audit", "method": method, "dataset": dataset, "split": kw["split"],
+            "audit_mode": kw["mode"], "verdict": "VIOLATION"})
+        run.log_params({"target_epsilon": str(kw["epsilon"]), "delta": 1e-3, "config_hash": "x"})
+        run.log_metrics({"claimed_epsilon": kw["epsilon"], "epsilon_lb": 0.25, "audit_seconds": 0.1})
+        run.end("FINISHED")  # a VIOLATION is a finished audit, not a failure to retry
+        return type("Outcome", (), {"run_id": run.run_id, "verdict": "VIOLATION"})()
 
-    def parser(sub):
-        p = sub.add_parser("audit")
-        p.add_argument("--no-progress", action="store_true")
-        for a in ("--method", "--dataset", "--mode", "--split", "--experiment"):
-            p.add_argument(a)
-        p.add_argument("--epsilon", type=float)
-        p.add_argument("--trials", type=int)
-        p.add_argument("--seed", type=int)
-        p.set_defaults(func=fake_audit)
-        return p
-
-    cli._register_optional_commands()  # the real bench.audit (if present) registers first; the fake replaces it
-    monkeypatch.setitem(cli.COMMANDS, "audit", (parser, "fake audit"))
-    monkeypatch.setattr(S, "audit_available", lambda: True)
+    monkeypatch.setattr(api, "audit", fake_audit)
     exp = "sweep-audit"
     c = cfg(exp, audits={"modes": ["one-run"], "trials": 3})
     audits = [x for x in c.cells if x.kind == "audit"]
     assert [(x.method, x.audit_mode) for x in audits] == [("dp-mlp", "one-run")]  # private methods only
-    s = run_sweep(c, progress=False)
+    s = api.sweep(c, progress=False)
     assert sorted(r["status"] for r in s["results"]) == ["finished"] * 3
     (a,) = calls
-    assert (a.method, a.epsilon, a.mode, a.trials, a.seed, a.experiment) == ("dp-mlp", 4.0, "one-run", 3, 0, exp)
+    assert (a["method"], a["epsilon"], a["mode"], a["trials"], a["seed"], a["experiment"]) == (
+        "dp-mlp", 4.0, "one-run", 3, 0, exp)
     assert by_cell(exp) == {x.cell_id: Counter(FINISHED=1) for x in c.cells}
-    assert run_sweep(c, progress=False)["results"] == [] and len(calls) == 1  # resumed: not audited twice
+    audit_result = next(r for r in s["results"] if r["cell_id"] == audits[0].cell_id)
+    assert tracking.client().get_run(audit_result["run_id"]).data.tags["sweep_cell"] == audits[0].cell_id
+    assert api.sweep(c, progress=False)["results"] == [] and len(calls) == 1  # resumed: not audited twice
     row = next(r for r in collect(exp) if r.method == "dp-mlp")
     assert row.verdict == "VIOLATION" and row.audit_lb == [0.25]
+
+
+def test_a_real_audit_cell_records_its_run_directly():
+    exp = "sweep-audit-real"
+    c = build_config({"experiment": exp, "datasets": ["csbm:nodes=300,classes=3,features=16,degree=4"],
+                      "epsilons": [2], "methods": [{"name": "dp-mlp", "set": {"epochs": 3}}],
+                      "audits": {"modes": ["one-run"], "canaries": 8}})
+    s = api.sweep(c, progress=False)
+    (audit_cell,) = [x for x in c.cells if x.kind == "audit"]
+    res = {r["cell_id"]: r for r in s["results"]}
+    assert {r["status"] for r in res.values()} == {"finished"}
+    run = tracking.client().get_run(res[audit_cell.cell_id]["run_id"])
+    tags = run.data.tags
+    assert tags["kind"] == "audit" and tags["sweep_cell"] == audit_cell.cell_id and tags["sweep_kind"] == "audit"
+    assert tags["sweep_owner"] == owner_id() and tags["verdict"] in ("PASS", "VIOLATION")
+    assert run.data.params["canaries"] == "8" and run.info.status == "FINISHED"
+
+
+# --------------------------------------------------------------------------------------
+# Failures classified by where they happen
+# --------------------------------------------------------------------------------------
+
+
+def test_a_bench_error_inside_fit_is_a_failed_run_not_a_skipped_cell(monkeypatch):
+    """calibrate_noise and friends raise BenchErrors inside fit: the run opened and is FAILED, so the cell failed
+    (and is retried); only an error before any run opened skips a cell."""
+    from methods.base import BudgetError
+    from methods.dp_mlp import DPMLP
+
+    def refuses(self, ctx):
+        raise BudgetError("epsilon=4 does not allow a single step (as calibrate_noise says)")
+
+    monkeypatch.setattr(DPMLP, "_fit", refuses)
+    exp = "sweep-bench-error-in-fit"
+    c = cfg(exp, methods=["dp-mlp"])
+    s = api.sweep(c, max_retries=1, progress=False)
+    (r,) = s["results"]
+    assert r["status"] == "failed" and r["attempts"] == 2 and "BudgetError: epsilon=4" in r["error"]
+    assert tracking.client().get_run(r["run_id"]).info.status == "FAILED"
+    assert by_cell(exp)[c.cells[0].cell_id] == Counter(FAILED=2)
+    # a task the method cannot take is rejected before a run opens: skipped, nothing logged
+    exp2 = "sweep-rejected-before-run"
+    c2 = cfg(exp2, methods=["dp-mlp"], datasets=["csbm:nodes=6,classes=2"])
+    s2 = api.sweep(c2, progress=False)
+    assert [x["status"] for x in s2["results"]] == ["skipped"] and "empty" in s2["results"][0]["error"]
+    assert by_cell(exp2) == {}
+
+
+def test_delta_zero_with_a_finite_epsilon_is_a_config_error():
+    with pytest.raises(SweepError, match="delta = 0"):
+        cfg("x", delta=0)
+    assert cfg("x", delta=0, methods=["mlp"]).cells  # a non-private method has no budget to meet
+
+
+def test_shared_set_goes_through_the_one_override_parser():
+    c = cfg("x", set={"mlp.hidden": 8, "epochs": 5})
+    mlp = next(x for x in c.cells if x.method == "mlp")
+    dp = next(x for x in c.cells if x.method == "dp-mlp")
+    assert "hidden=8" in mlp.overrides and not any(o.startswith("hidden=") for o in dp.overrides)
+    with pytest.raises(SweepError, match="not one of the methods"):
+        cfg("x", set={"gcn.hidden": 8})
+    with pytest.raises(SweepError, match="unknown hyperparameter 'no_such_hp'"):
+        cfg("x", set={"no_such_hp": 1})
+
+
+# --------------------------------------------------------------------------------------
+# Orphaned child runs
+# --------------------------------------------------------------------------------------
+
+
+def test_running_children_of_a_reclaimed_run_are_reclaimed_too():
+    exp = "sweep-orphan-children"
+    c = cfg(exp, methods=["mlp"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = owner_id().split(":")[0]
+    tags = {"sweep_cell": c.cells[0].cell_id, "sweep_owner": f"{host}:{dead.pid}:1"}
+    parent = tracking.start_run(exp, "orphan", tags=tags)
+    child = tracking.start_run(exp, "attack <- orphan", tags=tags, parent=parent)
+    old_child = tracking.start_run(exp, "attack (no owner tags)", parent=parent)
+    s = api.sweep(c, progress=False)
+    assert s["reclaimed"][0] == parent.run_id and set(s["reclaimed"]) == {parent.run_id, child.run_id,
+                                                                           old_child.run_id}
+    for run in (parent, child, old_child):
+        got = tracking.client().get_run(run.run_id)
+        assert got.info.status == "KILLED" and "orphaned" in got.data.tags["error"]
+    assert [r["status"] for r in s["results"]] == ["finished"]
+    assert not [r for r in tracking.search_runs(exp) if r.info.status == "RUNNING"]
+
+
+SLOW_ATTACK_PLUGIN = '''
+import os, time
+from pathlib import Path
+from attacks import Attack, register_attack
+
+@register_attack("slow-attack")
+class SlowAttack(Attack):
+    """scores nothing until killed (tests)"""
+    description = "sleeps (tests)"
+
+    def scores(self, view):
+        Path(os.environ["SLOW_ATTACK_MARKER"]).write_text("attacking")
+        time.sleep(float(os.environ.get("SLOW_ATTACK_SECONDS", "120")))
+        return {"constant": [0.0] * len(view.candidates)}
+'''
+
+
+def test_sigkill_during_an_attack_child_run_then_rerun_leaves_nothing_running(tmp_path):
+    exp = "sweep-kill-attack"
+    plugin = tmp_path / "slow_attack.py"
+    plugin.write_text(SLOW_ATTACK_PLUGIN)
+    marker = tmp_path / "attacking"
+    conf = tmp_path / "attack.yaml"
+    conf.write_text(yaml.safe_dump({"experiment": exp, "datasets": [CSBM], "set": {"epochs": 3}, "methods": ["mlp"],
+                                    "attacks": ["slow-attack"], "bootstrap": 0}))
+    cmd = [sys.executable, "-m", "bench", "--plugin", str(plugin), "sweep", str(conf), "--no-progress"]
+    proc = subprocess.Popen(cmd, env=bench_env({"SLOW_ATTACK_MARKER": str(marker)}), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 240
+        while not marker.exists():
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.time() < deadline, "the attack never started"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    before = [(r.info.status, bool(r.data.tags.get("mlflow.parentRunId"))) for r in tracking.search_runs(exp)]
+    assert sorted(before) == [("RUNNING", False), ("RUNNING", True)], before  # the target and its attack child
+    r = subprocess.run(cmd, env=bench_env({"SLOW_ATTACK_MARKER": str(marker), "SLOW_ATTACK_SECONDS": "0"}),
+                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    runs = tracking.search_runs(exp)
+    assert not [x for x in runs if x.info.status == "RUNNING"]
+    assert sorted((x.info.status, bool(x.data.tags.get("mlflow.parentRunId"))) for x in runs) == [
+        ("FINISHED", False), ("FINISHED", True), ("KILLED", False), ("KILLED", True)]
+    assert r.stderr.count("marked KILLED") == 2

@@ -1,15 +1,15 @@
 """Claimed epsilon vs audited epsilon lower bound, per method, epsilon and mode; and the mutant check.
 
-    nice -n 10 python -m bench.experiments.audit_table --grid --output /tmp/audit_grid.json
-    nice -n 10 python -m bench.experiments.audit_table --mutants --output /tmp/audit_mutants.json
+    nice -n 10 python -m scripts.audit_table --grid --output /tmp/audit_grid.json
+    nice -n 10 python -m scripts.audit_table --mutants --output /tmp/audit_mutants.json
 
 ``--grid``: every private method family (small "audit" hyperparameters below, so a fit takes seconds) at
 epsilon 1, 4, 8 in both modes on a small csbm graph; ``--canary-types input,gradient`` adds the white-box
 gradient canaries for the DP-SGD methods (dp-mlp, drw, dpgnn). Multi-run trains ``--trials`` models per world
-(default 50: with fewer than ~20 even perfect separation bounds nothing, see the README). ``--mutants``: every mutant of
-``tests/plugins/mutants.py`` next to its correct method at the configuration documented in
-``MUTANT_CONFIGS`` (the same one the tests use). Prints a table; ``--output`` writes all results as JSON
-(atomically). No MLflow logging (use ``bench audit`` for tracked single audits).
+(default 50: with fewer than ~20 even perfect separation bounds nothing, see the README). ``--mutants``: every
+mutant of ``tests/plugins/mutants.py`` next to its correct method at the configuration documented in
+``MUTANT_CONFIGS`` (the same one the tests use). Every audit is one :func:`bench.api.audit` call, untracked unless
+``--experiment`` is given. Prints a table; ``--output`` writes all results as JSON (atomically).
 """
 
 from __future__ import annotations
@@ -17,15 +17,11 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 from pathlib import Path
 
-from audits.canaries import CanaryConfig
-from audits.runner import audit
-from bench.datasets import load_dataset
-from bench.run import format_table, resolve_budget, write_json_atomic
-from bench.splits import make_task
-from methods.base import get_method
+from bench import api
+from bench.io import format_table, write_json_atomic
+from methods import get_method
 
 DATASET = "csbm:nodes=1000,classes=3,features=32,degree=4"
 
@@ -71,19 +67,17 @@ MUTANT_CONFIGS: dict[str, dict] = {
 
 
 def run_audit(method: str, overrides: dict, dataset: str, split: str, epsilon: float, mode: str, trials: int,
-              canaries: int, canary: dict, seed: int = 0, delta: float | None = None,
-              canary_type: str = "input") -> dict:
-    ds = load_dataset(dataset)
-    task = make_task(ds, split, seed)
-    cls = get_method(method)
-    budget = resolve_budget(epsilon, delta, cls(**overrides), task)
-    t0 = time.perf_counter()
-    r = audit(lambda: cls(**overrides), task, budget, mode, trials=trials, canaries=canaries,
-              canary=CanaryConfig(**canary), seed=seed, canary_type=canary_type)
-    out = r.to_dict()
-    out.update(dataset=dataset, split=split, wall_seconds=time.perf_counter() - t0, overrides=overrides,
-               canary_type=canary_type)
-    return out
+              canaries: int, canary: dict, seed: int = 0, delta: float | None = None, canary_type: str = "input",
+              experiment: str | None = None) -> dict:
+    """One audit (``canary``: CanaryConfig fields: degree, hops, scale, pattern, fresh_anchors) as a plain dict."""
+    design = {"degree": "canary_degree", "hops": "hops", "scale": "canary_scale", "pattern": "canary_pattern",
+              "fresh_anchors": "fresh_anchors"}
+    out = api.audit(method, dataset, split=split, epsilon=epsilon, delta=delta, mode=mode, trials=trials,
+                    canaries=canaries, seed=seed, overrides=overrides, canary_type=canary_type,
+                    **{design[k]: v for k, v in canary.items()}, track=experiment is not None,
+                    **({"experiment": experiment} if experiment else {}))
+    return {**out.result.to_dict(), "dataset": dataset, "split": split, "wall_seconds": out.result.seconds,
+            "overrides": overrides, "canary_type": canary_type, "run_id": out.run_id}
 
 
 def _fmt(x) -> str:
@@ -94,9 +88,9 @@ def table(rows: list[dict]) -> str:
     header = ["method", "unit", "mode", "canary", "target eps", "claimed eps", "eps_lb (95%)", "verdict", "fits",
               "canaries", "seconds"]
     return format_table(header, [[r["method"], r["privacy_unit"], r["mode"], r.get("canary_type", "input"),
-                                  _fmt(r["target_epsilon"]),
-                                  _fmt(r["claimed_epsilon"]), _fmt(r["epsilon_lb"]), r["verdict"], str(r["trials"]),
-                                  str(r["canaries"]), f"{r['wall_seconds']:.1f}"] for r in rows])
+                                  _fmt(r["target_epsilon"]), _fmt(r["claimed_epsilon"]), _fmt(r["epsilon_lb"]),
+                                  r["verdict"], str(r["trials"]), str(r["canaries"]), f"{r['wall_seconds']:.1f}"]
+                                 for r in rows])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,20 +108,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--canary-degree", type=int, default=1, help="grid: anchor edges per canary node")
     ap.add_argument("--hops", type=int, default=2, help="grid: receptive field the canaries are hop-disjoint for")
     ap.add_argument("--dataset", default=DATASET)
+    ap.add_argument("--experiment", help="also track every audit in this MLflow experiment")
     ap.add_argument("--output", "-o")
     args = ap.parse_args(argv)
     rows: list[dict] = []
 
     def done(row: dict) -> None:
         rows.append(row)
-        print(f"  {row['method']} {row['mode']} {row.get('canary_type', 'input')} eps={row['target_epsilon']}: "
-              f"claimed {_fmt(row['claimed_epsilon'])}, lb {_fmt(row['epsilon_lb'])}, {row['verdict']} ({row['wall_seconds']:.1f}s)", file=sys.stderr,
-              flush=True)
+        print(f"  {row['method']} {row['mode']} {row['canary_type']} eps={row['target_epsilon']}: claimed "
+              f"{_fmt(row['claimed_epsilon'])}, lb {_fmt(row['epsilon_lb'])}, {row['verdict']} "
+              f"({row['wall_seconds']:.1f}s)", file=sys.stderr, flush=True)
         if args.output:
             write_json_atomic(args.output, rows)
 
     if args.mutants:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "plugins"))
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "plugins"))
         import mutants  # noqa: F401  (registers the mutants)
 
         for name in [m for m in args.mutant_list.split(",") if m]:
@@ -135,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             for method in (name, cfg["correct"]):
                 done(run_audit(method, cfg["set"], cfg["dataset"], cfg.get("split", "random-75-10-15"),
                                cfg["epsilon"], "one-run", 0, cfg["canaries"], cfg["canary"],
-                               canary_type=cfg.get("canary_type", "input")))
+                               canary_type=cfg.get("canary_type", "input"), experiment=args.experiment))
     if args.grid:
         for method in [m for m in args.methods.split(",") if m]:
             for kind in [k for k in args.canary_types.split(",") if k]:
@@ -146,9 +141,10 @@ def main(argv: list[str] | None = None) -> int:
                         overrides = dict(AUDIT_METHODS.get(method, {}))
                         if "queries" in overrides:  # the probes are the whole query set (audits/canaries.py)
                             overrides["queries"] = args.canaries if mode == "one-run" else 1
-                        done(run_audit(method, overrides, args.dataset,
-                                       SPLITS.get(method, "random-75-10-15"), eps, mode, args.trials, args.canaries,
-                                       {"degree": args.canary_degree, "hops": args.hops}, canary_type=kind))
+                        done(run_audit(method, overrides, args.dataset, SPLITS.get(method, "random-75-10-15"), eps,
+                                       mode, args.trials, args.canaries, {"degree": args.canary_degree,
+                                                                          "hops": args.hops},
+                                       canary_type=kind, experiment=args.experiment))
     print(table(rows))
     return 0
 

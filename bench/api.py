@@ -1,0 +1,247 @@
+"""The library entry points: every job the ``bench`` command runs, callable from Python with plain arguments.
+
+    from bench import api
+
+    results = api.run(methods=["gcn", "dp-mlp"], dataset="cora", epsilon=8, seeds=[0, 1], track=False)
+    print(api.results_table(results))
+    results[0].metrics["test_acc"], results[0].epsilon, results[0].run_id
+
+Jobs (each validates its whole input first: bad input raises a :class:`~methods.errors.BenchError` before any
+run opens; an error inside a run raises :class:`~bench.tracking.RunFailed` with the failed ``run_id``, the run
+marked FAILED in MLflow):
+
+* :func:`run` -- train and evaluate methods x seeds; one tracked run each (``bench run``);
+* :func:`attack` -- the same, plus membership-inference attacks on every trained model, each a child run
+  (``bench attack``);
+* :func:`audit` -- an empirical privacy audit of one method, one run (``bench audit``);
+* :func:`sweep` -- a resumable grid of runs and audits from a YAML file or a dict (``bench sweep``); its cells
+  go through :func:`run` and :func:`audit`;
+* :func:`leaderboard` -- tables and plots of an experiment's runs (``bench leaderboard``).
+
+Helpers: :func:`results_table`, :func:`attack_table`, :func:`runs` (an experiment's runs as plain data),
+:func:`catalog` (methods, datasets, splits, attacks) and :func:`options` (a method's or attack's hyperparameters
+with type, default and meaning).
+
+``track=True`` logs to MLflow (``MLFLOW_TRACKING_URI``, else ``mlflow/mlflow.db`` in the checkout);
+``threads`` sets torch and numba threads for the job (0: every core; None, the default here: as they are);
+``log`` gets the progress lines the command prints on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, Mapping
+
+from bench import DEFAULT_EXPERIMENT
+from bench.options import as_items
+
+Overrides = Iterable[str] | Mapping[str, Any] | None
+
+
+def _names(x: str | Iterable[str]) -> list[str]:
+    """``"gcn,sage"`` or ``["gcn", "sage"]`` -> ``["gcn", "sage"]``."""
+    items = [x] if isinstance(x, str) else list(x)
+    return [n.strip() for item in items for n in str(item).split(",") if n.strip()]
+
+
+def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None, seeds: Iterable[int] = (0,),
+        epsilon: float | None = None, delta: float | None = None, overrides: Overrides = None, device: str = "auto",
+        data_root: str | os.PathLike | None = None, download: bool = False, experiment: str = DEFAULT_EXPERIMENT,
+        track: bool = True, progress: bool = False, secure_noise: bool = False, diagnostics: bool = False,
+        attacks: str | Iterable[str] = (), attack_overrides: Overrides = None, bootstrap: int = 1000,
+        plot_dir: str | os.PathLike | None = None, tags: Mapping[str, str] | None = None,
+        threads: int | None = None, log: Callable[[str], None] | None = None) -> list:
+    """Train and evaluate every method x seed; returns one :class:`bench.run.RunResult` per run (``run_id``,
+    ``metrics``, the spent ``epsilon`` from the ledger, ``info``; ``diagnostics``/``history`` with
+    ``diagnostics=True``).
+
+    ``overrides``: hyperparameters, ``{"hidden": 16, "gcn.lr": 0.02}`` or ``["hidden=16", "gcn.lr=0.02"]``
+    (``method.key`` scopes one method). Private methods need ``epsilon`` (``math.inf``: no noise); ``delta``
+    defaults to the largest power of ten below 1/#privacy units. ``attacks``: also attack every trained model
+    (see :func:`attack`)."""
+    from bench.run import RunSpec, run_targets, using_threads
+
+    spec = RunSpec(methods=_names(methods), dataset=dataset, split=split, seeds=[int(s) for s in seeds],
+                   epsilon=None if epsilon is None else float(epsilon), delta=None if delta is None else float(delta),
+                   overrides=as_items(overrides), device=device, data_root=None if data_root is None else str(data_root),
+                   download=download, experiment=experiment, track=track, progress=progress,
+                   attacks=_names(attacks), attack_overrides=as_items(attack_overrides), bootstrap=int(bootstrap),
+                   plot_dir=None if plot_dir is None else str(plot_dir), tags=dict(tags or {}),
+                   secure_noise=secure_noise, diagnostics=diagnostics)
+    with using_threads(threads):
+        return run_targets(spec, log)
+
+
+def attack(methods: str | Iterable[str], dataset: str, attacks: str | Iterable[str], **kwargs: Any) -> list:
+    """Train every method x seed (as :func:`run`, same keyword arguments) and attack each trained model with
+    ``attacks`` (names, ``"a,b"`` or ``"all"``; options in ``attack_overrides``, e.g. ``{"lira.references": 4}``;
+    ``bootstrap`` resamples for the 95% intervals). Every attack is an MLflow child run of its target; each
+    result's ``attacks`` holds one report per attack with its ``run_id``."""
+    if not _names(attacks):
+        from methods.errors import ConfigError
+
+        raise ConfigError("no attack given")
+    return run(methods, dataset, attacks=attacks, **kwargs)
+
+
+def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float | None = None,
+          delta: float | None = None, mode: str = "one-run", trials: int = 50, canaries: int = 200,
+          confidence: float = 0.95, hops: int = 2, canary_degree: int = 1, canary_scale: float = 3.0,
+          canary_pattern: str = "dedicated", canary_type: str = "input", fresh_anchors: bool = False, seed: int = 0,
+          overrides: Overrides = None,
+          device: str = "auto", data_root: str | os.PathLike | None = None, download: bool = False,
+          experiment: str = DEFAULT_EXPERIMENT, track: bool = True, progress: bool = False,
+          tags: Mapping[str, str] | None = None, threads: int | None = None,
+          log: Callable[[str], None] | None = None):
+    """Audit ``method``: train on neighbouring datasets with canaries, turn membership guesses into an epsilon
+    lower bound at ``confidence`` and compare it with the ledger's claim. ``mode``: ``one-run`` (``canaries``
+    canaries in one training run) or ``multi-run`` (``trials`` models per world); the canary design: ``hops``,
+    ``canary_degree``, ``canary_scale``, ``canary_pattern``, ``canary_type`` (input: black box; gradient: white box
+    for DP-SGD methods), ``fresh_anchors`` (new anchor nodes of the canary's own). Returns a
+    :class:`bench.audit.AuditOutcome` (``verdict`` PASS or VIOLATION, ``result.epsilon_lb``,
+    ``result.claimed_epsilon``, ``run_id``)."""
+    from bench.audit import AuditSpec, audit_one
+    from bench.run import using_threads
+
+    spec = AuditSpec(method=method, dataset=dataset, split=split, epsilon=None if epsilon is None else float(epsilon),
+                     delta=None if delta is None else float(delta), mode=mode, trials=int(trials),
+                     canaries=int(canaries), confidence=float(confidence), hops=int(hops),
+                     canary_degree=int(canary_degree), canary_scale=float(canary_scale),
+                     canary_pattern=canary_pattern, canary_type=canary_type, fresh_anchors=bool(fresh_anchors),
+                     seed=int(seed),
+                     overrides=as_items(overrides), device=device,
+                     data_root=None if data_root is None else str(data_root), download=download,
+                     experiment=experiment, track=track, progress=progress, tags=dict(tags or {}))
+    with using_threads(threads):
+        return audit_one(spec, log)
+
+
+def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: str | None = None,
+          executor: str = "inprocess", workers: int = 1, max_retries: int = 1, address: str | None = None,
+          dry_run: bool = False, reclaim_remote: bool = False, threads: int | None = None, progress: bool = False,
+          out: Any = None) -> dict[str, Any]:
+    """Run a resumable grid: ``config`` is a YAML path, the same mapping as a dict, or a
+    :class:`bench.sweep.SweepConfig`. Cells already FINISHED in ``experiment`` (default: the config's) are not
+    run again. Returns the summary: ``results`` (one per cell run now: ``status``, ``run_id``, ``error``),
+    ``done_before``, ``skipped``, ``gave_up``, ``reclaimed``, ... Progress lines go to ``out`` (stderr)."""
+    from bench.sweep import SweepConfig, SweepError, build_config, load_config, run_sweep
+
+    if workers < 1:
+        raise SweepError("--workers must be >= 1")
+    if max_retries < 0:
+        raise SweepError("--max-retries must be >= 0")
+    if threads is not None and threads < 0:
+        raise SweepError("--threads must be >= 0")
+    if address and executor != "ray":
+        raise SweepError("--address is for --executor ray")
+    if isinstance(config, SweepConfig):
+        cfg = config
+    elif isinstance(config, Mapping):
+        cfg = build_config(dict(config), "config")
+    else:
+        cfg = load_config(config)
+    if experiment:
+        cfg.experiment = experiment
+    return run_sweep(cfg, _sweep_cell, executor, workers, max_retries, address, dry_run, reclaim_remote,
+                     progress=progress, out=out, threads=threads)
+
+
+def _sweep_cell(*job: Any) -> dict[str, Any]:
+    """What a sweep's executor runs per cell: the cell through this module's :func:`run` and :func:`audit`."""
+    from bench.sweep.execute import execute_cell
+
+    return execute_cell(*job, run=run, audit=audit)
+
+
+def leaderboard(experiment: str = DEFAULT_EXPERIMENT, fmt: str = "md", track: bool = False):
+    """The experiment's leaderboard: ``(text, rows)``, ``text`` in ``fmt`` (md, html or csv) and one
+    :class:`bench.leaderboard.Row` per (dataset, unit, method, split, target epsilon, hyperparameter variant).
+    ``track=True`` also logs the tables and plots as a run tagged ``kind=leaderboard``."""
+    from bench.leaderboard import build
+
+    return build(experiment, fmt, track=track)
+
+
+def runs(experiment: str = DEFAULT_EXPERIMENT, *, status: str | None = "FINISHED",
+         children: bool = False) -> list[dict[str, Any]]:
+    """The runs of an experiment as plain data: ``run_id``, ``name``, ``status``, ``parent`` (a child run's
+    target), ``params``, ``metrics`` (a run's released ``info`` numbers as ``info.<key>``; diagnostics as
+    ``diagnostic.<key>``) and ``tags``. Only top-level runs unless ``children``; ``status=None``: any status."""
+    from bench import tracking
+
+    out = []
+    for r in tracking.search_runs(experiment, f"attributes.status = '{status}'" if status else ""):
+        parent = r.data.tags.get("mlflow.parentRunId")
+        if parent and not children:
+            continue
+        out.append({"run_id": r.info.run_id, "name": r.info.run_name, "status": r.info.status, "parent": parent,
+                    "params": dict(r.data.params), "metrics": dict(r.data.metrics), "tags": dict(r.data.tags)})
+    return out
+
+
+def results_table(results: list) -> str:
+    """The ``bench run`` table of :func:`run` results (mean ± std over seeds per method and budget)."""
+    from bench.run import results_table as table
+
+    return table(results)
+
+
+def attack_table(results: list) -> str:
+    """The ``bench attack`` table: one row per target, attack and variant, with 95% bootstrap intervals."""
+    from bench.attack import attack_table as table
+
+    return table(results)
+
+
+def catalog(what: str = "all", data_root: str | os.PathLike | None = None) -> dict[str, list[dict[str, Any]]]:
+    """What there is: ``methods`` (name, privacy unit, description), ``datasets`` (and whether their files are
+    found under ``data_root``), ``splits``, ``attacks``; ``what`` picks one section (default: all)."""
+    from methods.errors import ConfigError
+
+    sections = ("methods", "datasets", "splits", "attacks")
+    if what not in ("all", *sections):
+        raise ConfigError(f"unknown section {what!r} (choose all, {', '.join(sections)})")
+    out: dict[str, list[dict[str, Any]]] = {}
+    if what in ("all", "methods"):
+        from methods.base import available_methods
+
+        out["methods"] = [{"name": n, "privacy_unit": c.privacy_unit, "description": c.description}
+                          for n, c in available_methods().items()]
+    if what in ("all", "datasets"):
+        from bench.datasets import dataset_catalog
+
+        out["datasets"] = dataset_catalog(None if data_root is None else str(data_root))
+    if what in ("all", "splits"):
+        from bench.splits import split_catalog
+
+        out["splits"] = split_catalog()
+    if what in ("all", "attacks"):
+        from bench.attack import list_attacks
+
+        out["attacks"] = list_attacks()
+    return out
+
+
+def options(name: str) -> dict[str, Any]:
+    """A method's (or attack's) hyperparameters: ``{"name", "kind", "privacy_unit"/"level", "description",
+    "options": [{"name", "type", "default", "help"}, ...]}``."""
+    from attacks.base import available_attacks
+    from bench.options import option_table
+    from methods.base import available_methods, get_method
+
+    methods = available_methods()
+    if name in methods:
+        cls = methods[name]
+        return {"name": name, "kind": "method", "privacy_unit": cls.label(), "description": cls.description,
+                "options": option_table(cls.Config)}
+    attacks = available_attacks()
+    if name in attacks:
+        cls = attacks[name]
+        return {"name": name, "kind": "attack", "level": cls.level, "description": cls.description,
+                "options": option_table(cls.Config)}
+    get_method(name)  # the usual "unknown method ...; available: ..." error
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+__all__ = ["attack", "attack_table", "audit", "catalog", "leaderboard", "options", "results_table", "run", "runs",
+           "sweep"]

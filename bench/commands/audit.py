@@ -1,0 +1,91 @@
+"""``bench audit``: an empirical privacy audit (an epsilon lower bound) against the ledger's claim
+(:func:`bench.api.audit`; what is logged: :mod:`bench.audit`).
+
+Exit status: 0 PASS, 3 VIOLATION, 2 bad input, 1 a failure while auditing (the run FAILED).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench.cliargs import COMMANDS, _float, command, fmt_eps, job_args, stderr, threads_arg
+
+VIOLATION_EXIT = 3
+
+
+@command("audit", "empirical privacy audit: epsilon lower bound vs the ledger's claim")
+def _audit_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("audit", help=COMMANDS["audit"][1],
+                       description="Train the method on neighbouring datasets with canaries (black box: fit and "
+                                   "predict_proba only), turn membership guesses into an epsilon lower bound, and "
+                                   "compare it with the claimed (ledger) epsilon. Exit 3 on VIOLATION.")
+    p.add_argument("--method", "-m", required=True, help="method name (plugins via `bench --plugin FILE audit ...`)")
+    p.add_argument("--dataset", "-d", required=True, help="dataset name, e.g. csbm:nodes=2000,features=32 or cora")
+    p.add_argument("--split", "-s", help="split name (default as in bench run)")
+    p.add_argument("--epsilon", "-e", type=_float, help="target epsilon ('inf' for non-private methods)")
+    p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
+    p.add_argument("--mode", choices=["one-run", "multi-run"], default="one-run",
+                   help="one-run: m canaries in one training run (Steinke et al. 2023); multi-run: T models with and "
+                        "T without one canary, Clopper-Pearson (default: %(default)s)")
+    p.add_argument("--trials", type=int, default=50, help="multi-run: models per world (default: %(default)s)")
+    p.add_argument("--canaries", type=int, default=200, help="one-run: number of canaries m (default: %(default)s)")
+    p.add_argument("--confidence", type=_float, default=0.95, help="confidence of the bound (default: %(default)s)")
+    p.add_argument("--hops", type=int, default=2,
+                   help="receptive field the canaries are made hop-disjoint for (0 = anchors only distinct; "
+                        "default: %(default)s)")
+    p.add_argument("--canary-degree", type=int, default=1,
+                   help="anchor edges per canary node (node/feature units; default: %(default)s)")
+    p.add_argument("--canary-scale", type=_float, default=3.0,
+                   help="canary feature norm / median row norm (default: %(default)s)")
+    p.add_argument("--canary-pattern", choices=["dedicated", "random"], default="dedicated",
+                   help="canary rows: one extra feature column each, or random +-1 rows (default: %(default)s)")
+    p.add_argument("--canary-type", choices=["input", "gradient"], default="input",
+                   help="input: black box, score = the released model's confidence on the canary's label; "
+                        "gradient: white box for DP-SGD methods on raw features (dp-mlp, drw*, dpgnn*), the canary's "
+                        "examples get a clipped gradient on a coordinate of their own and the score is the sum of "
+                        "the released noisy gradients there (default: %(default)s)")
+    p.add_argument("--fresh-anchors", action="store_true",
+                   help="anchor each canary to new zero-row training nodes of its own instead of existing ones")
+    p.add_argument("--seed", type=int, default=0, help="audit seed: split, canaries, inclusion bits, training seeds")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="method hyperparameter override (repeatable)")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
+    p.add_argument("--output", "-o", metavar="FILE", help="also write the result as JSON (atomically)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    threads_arg(p)
+    return job_args(p, cmd_audit)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from bench import api
+    from bench.io import check_writable, write_json_atomic
+
+    check_writable(args.output)
+    out = api.audit(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
+                    mode=args.mode, trials=args.trials, canaries=args.canaries, confidence=args.confidence,
+                    hops=args.hops, canary_degree=args.canary_degree, canary_scale=args.canary_scale,
+                    canary_pattern=args.canary_pattern, canary_type=args.canary_type,
+                    fresh_anchors=args.fresh_anchors, seed=args.seed,
+                    overrides=args.overrides, device=args.device, data_root=args.data_root, download=args.download,
+                    experiment=args.experiment, track=not args.no_track, progress=not args.no_progress,
+                    threads=args.threads, log=stderr)
+    r, budget = out.result, out.budget
+    print(f"method          {out.method} ({out.privacy_unit}-level)")
+    print(f"mode            {args.mode} ({r.trials} model(s), {r.canaries} canary(ies), "
+          f"{'white-box gradient' if args.canary_type == 'gradient' else 'black-box input'} canaries)")
+    print(f"target epsilon  {fmt_eps(budget.epsilon)}  delta {budget.delta:.3g}")
+    print(f"claimed epsilon {fmt_eps(r.claimed_epsilon)}  (max over trained models of the ledger's epsilon)")
+    print(f"epsilon_lb      {fmt_eps(r.epsilon_lb)}  at {args.confidence:.0%} confidence")
+    if r.note:
+        print(f"note            {r.note}")
+    print(f"time            {r.seconds:.1f}s")
+    if args.output:
+        write_json_atomic(args.output, r.to_dict())
+    if out.verdict == "VIOLATION":
+        print("verdict         VIOLATION")
+        print(f"!!! PRIVACY VIOLATION: {out.method} leaks more than it claims: epsilon_lb {fmt_eps(r.epsilon_lb)}"
+              f" > claimed {fmt_eps(r.claimed_epsilon)} ({args.confidence:.0%} confidence) !!!", file=sys.stderr)
+        return VIOLATION_EXIT
+    print("verdict         PASS")
+    return 0

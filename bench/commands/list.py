@@ -1,0 +1,58 @@
+"""``bench list``: methods (with their privacy units), datasets (and whether their files are found), splits and
+attacks; ``bench list METHOD`` (or ``ATTACK``) shows its hyperparameters with type, default and meaning."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from bench.cliargs import COMMANDS, command, data_args
+
+SECTIONS = ("all", "methods", "datasets", "splits", "attacks")
+
+
+@command("list", "list methods (with privacy units), datasets and splits; `bench list METHOD`: its hyperparameters")
+def _list_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("list", help=COMMANDS["list"][1])
+    p.add_argument("what", nargs="?", default="all", metavar="WHAT",
+                   help=f"{', '.join(SECTIONS)} (default: all), or a method or attack name: its hyperparameters")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    data_args(p)
+    p.set_defaults(func=cmd_list)
+    return p
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from bench import api
+    from bench.io import format_table
+    from bench.options import one_line
+
+    if args.what not in SECTIONS:
+        info = api.options(args.what)
+        if args.json:
+            print(json.dumps(info, indent=2))
+            return 0
+        unit = f"privacy unit: {info['privacy_unit']}" if info["kind"] == "method" else f"level: {info['level']}"
+        print(f"{info['name']} ({info['kind']}, {unit}): {info['description']}")
+        flag = "--set" if info["kind"] == "method" else "--attack-set"
+        rows = [[o["name"], o["type"], o["default"], one_line(o["help"]) or "-"] for o in info["options"]]
+        if not rows:
+            print("  no hyperparameters")
+            return 0
+        print(f"hyperparameters ({flag} key=value):")
+        print(_indent(format_table(["name", "type", "default", "meaning"], rows)))
+        return 0
+    out = api.catalog(args.what, args.data_root)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    for section, rows in out.items():
+        print(f"{section}:")
+        header = list(rows[0].keys())
+        print(_indent(format_table(header, [[str(r[h]) for h in header] for r in rows])))
+        print()
+    return 0
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())

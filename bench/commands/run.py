@@ -1,0 +1,46 @@
+"""``bench run`` and ``bench attack``: train, evaluate and log one run per method and seed (:func:`bench.api.run`);
+``bench attack`` also attacks every trained model, each attack a child run (:func:`bench.api.attack`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.cliargs import COMMANDS, attack_args, command, job_args, target_args, target_kwargs
+
+
+@command("run", "train and evaluate methods on a dataset split; tracked in MLflow")
+def _run_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("run", help=COMMANDS["run"][1], description="Train, evaluate and log one run per method and seed.")
+    target_args(p)
+    p.add_argument("--diagnostics", action="store_true",
+                   help="also put the diagnostics (training loss, accuracy on private labels, exact counts: not "
+                        "private, not released) into --output; MLflow always has them under diagnostic.*")
+    attack_args(p, required=False)
+    return job_args(p, cmd_run)
+
+
+@command("attack", "membership-inference attacks on trained models; tracked as MLflow child runs")
+def _attack_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("attack", help=COMMANDS["attack"][1],
+                       description="Train each method (one run per seed, as `bench run`), then attack it; each "
+                                   "attack is an MLflow child run with its metrics and ROC plot.")
+    target_args(p, output_help="also write targets and attack results as JSON")
+    attack_args(p, required=True)
+    return job_args(p, cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from bench import api
+    from bench.io import check_writable, write_json_atomic
+
+    check_writable(args.output)
+    job = api.attack if args.command == "attack" else api.run
+    diagnostics = getattr(args, "diagnostics", False)
+    results = job(attacks=args.attacks, attack_overrides=args.attack_overrides, bootstrap=args.bootstrap,
+                  plot_dir=args.plot_dir, diagnostics=diagnostics, **target_kwargs(args))
+    tables = ([api.results_table(results)] if args.command == "run" else []) + \
+             ([api.attack_table(results)] if args.attacks else [])
+    print("\n\n".join(tables))
+    if args.output:
+        write_json_atomic(args.output, [r.to_dict(diagnostics=diagnostics) for r in results])
+    return 0

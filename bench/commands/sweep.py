@@ -1,0 +1,45 @@
+"""``bench sweep CONFIG.yaml``: a resumable grid of tracked runs (:func:`bench.api.sweep`; how it resumes:
+:mod:`bench.sweep`). Exit 1 when a cell failed or was given up on."""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.cliargs import COMMANDS, command, threads_arg
+
+
+@command("sweep", "run a resumable YAML grid of methods x datasets x splits x epsilons x seeds")
+def _sweep_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("sweep", help=COMMANDS["sweep"][1], description="Run a resumable YAML grid of tracked runs "
+                       "(see configs/): cells already FINISHED in the experiment are not run again.")
+    p.add_argument("config", help="YAML sweep config (see configs/)")
+    p.add_argument("--dry-run", action="store_true", help="list what would run and what is already done")
+    p.add_argument("--executor", choices=["inprocess", "process", "ray"], default="inprocess",
+                   help="where cells run: this process, local worker processes, or Ray (default: %(default)s)")
+    p.add_argument("--address", help="Ray cluster address (e.g. ray://host:10001 or auto); default: a local instance")
+    p.add_argument("--workers", type=int, default=1, help="parallel cells for process/ray executors (default: 1)")
+    p.add_argument("--max-retries", type=int, default=1, help="retries of a FAILED cell (default: %(default)s)")
+    p.add_argument("--experiment", help="MLflow experiment (overrides the config's)")
+    p.add_argument("--reclaim-remote", action="store_true",
+                   help="also mark KILLED RUNNING cells owned by sweeps on other hosts (they cannot be checked)")
+    threads_arg(p, "torch and numba threads per cell (default 0: every core in-process, cores / workers in "
+                   "workers); 1 is much faster on a machine shared with other jobs")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the sweep summary as JSON")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=cmd_sweep)
+    return p
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from bench import api
+    from bench.io import check_writable, write_json_atomic
+
+    check_writable(args.output)
+    summary = api.sweep(args.config, experiment=args.experiment, executor=args.executor, workers=args.workers,
+                        max_retries=args.max_retries, address=args.address, dry_run=args.dry_run,
+                        reclaim_remote=args.reclaim_remote, threads=args.threads, progress=not args.no_progress)
+    if args.output:
+        write_json_atomic(args.output, summary)
+    if args.dry_run:
+        return 0
+    return 1 if any(r["status"] == "failed" for r in summary["results"]) or summary["gave_up"] else 0

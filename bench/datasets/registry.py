@@ -1,0 +1,95 @@
+"""Dataset names: ``cora``, ``citeseer``, ``pubmed`` (Planetoid), ``computers``, ``photo`` (Amazon), ``cs``,
+``physics`` (Coauthor), ``reddit``, ``flickr``, ``ogbn-arxiv``, ``ogbn-products``, ``facebook-<school>``
+(Facebook100, GAP's task) and ``csbm`` (synthetic). Options follow a colon: ``csbm:nodes=5000,classes=5`` or
+``facebook-wisconsin87:min_class_size=500``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from bench.datasets import csbm, facebook, ogb, planetoid, pyg
+from bench.datasets.base import DatasetError, Spec
+from bench.datasets.cache import resolve_data_root
+
+SPECS: dict[str, Spec] = {
+    "cora": planetoid.spec("cora", "Cora", "Cora citation graph (Planetoid)"),
+    "citeseer": planetoid.spec("citeseer", "CiteSeer", "CiteSeer citation graph (Planetoid)"),
+    "pubmed": planetoid.spec("pubmed", "PubMed", "PubMed citation graph (Planetoid)"),
+    "computers": pyg.spec("computers", "Amazon Computers co-purchase graph",
+                          ["Computers/raw/amazon_electronics_computers.npz"], "Amazon", "Computers"),
+    "photo": pyg.spec("photo", "Amazon Photo co-purchase graph", ["Photo/raw/amazon_electronics_photo.npz"],
+                      "Amazon", "Photo"),
+    "cs": pyg.spec("cs", "Coauthor CS graph", ["CS/raw/ms_academic_cs.npz"], "Coauthor", "CS"),
+    "physics": pyg.spec("physics", "Coauthor Physics graph", ["Physics/raw/ms_academic_phy.npz"], "Coauthor",
+                        "Physics"),
+    "reddit": pyg.spec("reddit", "Reddit posts graph (GraphSAGE)",
+                       ["Reddit/raw/reddit_data.npz", "Reddit/raw/reddit_graph.npz"], "Reddit", folder="Reddit"),
+    "flickr": pyg.spec("flickr", "Flickr images graph (GraphSAINT)",
+                       [f"Flickr/raw/{f}" for f in ("adj_full.npz", "feats.npy", "class_map.json", "role.json")],
+                       "Flickr", folder="Flickr"),
+    "ogbn-arxiv": ogb.spec("ogbn-arxiv", "OGB arXiv citation graph (official time split)"),
+    "ogbn-products": ogb.spec("ogbn-products", "OGB Amazon products graph (official sales-rank split)"),
+    "csbm": csbm.SPEC,
+}
+
+
+def parse_dataset_name(name: str, root: Path | None = None) -> tuple[str, Spec, dict[str, Any]]:
+    """``"csbm:nodes=500"`` -> (canonical name, spec, options)."""
+    from methods.base import _coerce
+    from methods.errors import ConfigError
+
+    if not isinstance(name, str) or not name.strip():
+        raise DatasetError("dataset name is empty")
+    base, _, opt_str = name.strip().partition(":")
+    base = base.lower()
+    if base in SPECS:
+        spec = SPECS[base]
+    elif base.startswith("facebook-"):
+        spec = facebook.spec(base, root)
+    else:
+        raise DatasetError(f"unknown dataset {name!r}; available: {', '.join(SPECS)}, facebook-<school>")
+    opts = dict(spec.options)
+    if opt_str:
+        for item in opt_str.split(","):
+            k, eq, v = item.partition("=")
+            k = k.strip()
+            if not eq or k not in opts:
+                valid = ", ".join(opts) or "(none)"
+                raise DatasetError(f"bad option {item!r} for dataset {base}; valid options: {valid}")
+            try:
+                opts[k] = _coerce(v.strip(), type(spec.options[k]), f"{base}.{k}")
+            except ConfigError as e:
+                raise DatasetError(str(e)) from None
+    canonical = base if opts == spec.options else base + ":" + ",".join(
+        f"{k}={opts[k]}" for k in spec.options if opts[k] != spec.options[k])
+    return canonical, spec, opts
+
+
+def expected_files(name: str, root: Path | None = None) -> list[str]:
+    _, spec, opts = parse_dataset_name(name, root)
+    return spec.files(opts)
+
+
+def is_available(name: str, data_root: str | os.PathLike | None = None) -> bool:
+    _, spec, opts = parse_dataset_name(name)
+    if spec.synthetic:
+        return True
+    try:
+        root = resolve_data_root(data_root)
+    except DatasetError:
+        return False
+    return all((root / f).is_file() for f in spec.files(opts))
+
+
+def dataset_catalog(data_root: str | os.PathLike | None = None) -> list[dict[str, str]]:
+    rows = [{"name": key, "description": spec.description,
+             "available": "yes" if is_available(key, data_root) else "missing"} for key, spec in SPECS.items()]
+    try:
+        schools = facebook.schools_found(resolve_data_root(data_root))
+    except DatasetError:
+        schools = []
+    rows.append({"name": "facebook-<school>", "description": "Facebook100 school, class-year task (GAP); found: "
+                 + (", ".join(s.lower() for s in schools) or "none"), "available": "yes" if schools else "missing"})
+    return rows

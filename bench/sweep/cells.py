@@ -1,0 +1,134 @@
+"""The cells of a sweep: one :class:`Cell` per run of the grid, each with a stable identity.
+
+A cell's identity is a hash of its resolved configuration (method hyperparameters after overrides, dataset,
+split, target epsilon and delta, seed, attacks); its run carries it in the tag ``sweep_cell``, which is how a
+rerun knows what is done. The experiment is not part of the identity. Cells that cannot run (a split the method
+does not support, a split the dataset does not have) carry the reason in ``skip``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+SPLIT_SETTING = {"public": "transductive", "random-75-10-15": "transductive", "ogb": "transductive",
+                 "disjoint": "inductive", "private-public": "private-public"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the grid. ``kind`` is ``run`` (train + evaluate + attacks) or ``audit``."""
+
+    kind: str
+    method: str
+    dataset: str
+    split: str
+    epsilon: float  # target; inf for non-private methods
+    seed: int
+    overrides: tuple[str, ...] = ()
+    delta: float | None = None
+    attacks: tuple[str, ...] = ()
+    attack_overrides: tuple[str, ...] = ()
+    bootstrap: int = 1000
+    audit_mode: str | None = None
+    audit_options: tuple[tuple[str, Any], ...] = ()
+    device: str = "auto"
+    cell_id: str = ""
+    skip: str | None = None  # reason this cell cannot run
+
+    @property
+    def label(self) -> str:
+        eps = "inf" if math.isinf(self.epsilon) else f"{self.epsilon:g}"
+        extra = f" audit={self.audit_mode}" if self.kind == "audit" else ""
+        return f"{self.method}/{self.dataset}/{self.split}/eps={eps}/s{self.seed}{extra}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON, pickling to workers); :meth:`from_dict` inverts it."""
+        d = dataclasses.asdict(self)
+        d["epsilon"] = str(self.epsilon)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Cell":
+        return cls(**{**d, "epsilon": float(d["epsilon"]), "overrides": tuple(d["overrides"]),
+                      "attacks": tuple(d["attacks"]), "attack_overrides": tuple(d["attack_overrides"]),
+                      "audit_options": tuple(tuple(x) for x in d["audit_options"])})
+
+
+@dataclass
+class SweepConfig:
+    experiment: str
+    cells: list[Cell]
+    path: str = ""
+    attacks: list[str] = field(default_factory=list)
+    audits: dict[str, Any] = field(default_factory=dict)
+
+
+def expand(grid: Any) -> SweepConfig:
+    """The cells of a validated :class:`bench.sweep.config.Grid`, in config order, each identity once."""
+    from bench.splits import check_split, default_split
+    from methods.base import config_dict, stable_hash
+    from methods.errors import BenchError
+
+    audits = grid.audits
+    cells: list[Cell] = []
+    seen: set[str] = set()
+    for m in grid.methods:
+        hparams = config_dict(m.method.config)
+        overrides = tuple(f"{k}={v}" for k, v in sorted(m.overrides.items()))
+        for ds in m.datasets:
+            for sp in m.splits:
+                split = default_split(ds) if sp == "default" else sp
+                skip = None
+                try:
+                    check_split(split, ds)
+                except BenchError as e:
+                    skip = str(e)
+                if skip is None and SPLIT_SETTING.get(split) not in m.cls.settings:
+                    skip = (f"method {m.name} does not support the {SPLIT_SETTING.get(split)} setting of split "
+                            f"{split} (supported: {', '.join(m.cls.settings)})")
+                for eps in m.epsilons:
+                    for seed in m.seeds:
+                        base = dict(kind="run", method=m.name, dataset=ds, split=split, epsilon=eps, seed=int(seed),
+                                    overrides=overrides, delta=grid.delta, attacks=tuple(grid.attacks),
+                                    attack_overrides=tuple(grid.attack_set), bootstrap=grid.bootstrap,
+                                    device=grid.device, skip=skip)
+                        ident = {"kind": "run", "method": m.name, "dataset": ds, "split": split, "seed": int(seed),
+                                 "epsilon": str(eps), "delta": grid.delta, "hparams": hparams,
+                                 "attacks": grid.attacks, "attack_set": grid.attack_set,
+                                 "bootstrap": grid.bootstrap if grid.attacks else None}
+                        cid = stable_hash(ident)
+                        if cid in seen:
+                            continue
+                        seen.add(cid)
+                        cells.append(Cell(**base, cell_id=cid))
+                        if audits and m.method.is_private and skip is None and _audited(audits, m.name, eps, seed):
+                            opts = tuple(sorted((k, audits[k]) for k in ("trials", "canaries") if k in audits))
+                            for mode in as_list(audits.get("modes")):
+                                aid = stable_hash({**ident, "kind": "audit", "attacks": [], "attack_set": [],
+                                                   "bootstrap": None, "mode": mode, "options": list(opts)})
+                                if aid not in seen:
+                                    seen.add(aid)
+                                    cells.append(Cell(**{**base, "kind": "audit", "attacks": (),
+                                                         "attack_overrides": ()}, audit_mode=str(mode),
+                                                      audit_options=opts, cell_id=aid))
+    return SweepConfig(grid.experiment, cells, grid.where, list(grid.attacks), dict(audits))
+
+
+def as_list(v: Any) -> list:
+    """A YAML value that may be one item or a list, as a list."""
+    if v is None:
+        return []
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _audited(audits: dict, method: str, eps: float, seed: int) -> bool:
+    ms = as_list(audits.get("methods"))
+    es = [float(e) for e in as_list(audits.get("epsilons"))]
+    ss = as_list(audits.get("seeds"))
+    return (not ms or method in ms) and (not es or eps in es) and (not ss or seed in ss)
+
+
+__all__ = ["Cell", "SPLIT_SETTING", "SweepConfig", "as_list", "expand"]

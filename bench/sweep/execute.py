@@ -1,0 +1,79 @@
+"""Executing one cell (in any process: this one, a pool worker, a Ray worker) through the job functions.
+
+The sweep is given the jobs (``run`` and ``audit``: :func:`bench.api.run` and :func:`bench.api.audit`, see
+:func:`bench.api.sweep`) and calls them with the cell's configuration and its tags; they return the run id. How a
+cell ends follows where it failed:
+
+* ``skipped``: the job rejected its input before any run opened (a :class:`~methods.errors.BenchError`, e.g. a
+  task the method cannot take); nothing was logged and it is not retried;
+* ``failed``: an error inside the run (a :class:`~bench.tracking.RunFailed`: the run is FAILED in MLflow, also
+  when the error is a BenchError raised inside ``fit``) or outside any run; retried at once while the cell has
+  failed at most ``max_retries`` times;
+* ``finished``: the run ended FINISHED (an audit VIOLATION is a finished measurement).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+from bench.sweep.cells import Cell
+from bench.tracking import RunFailed
+from methods.errors import BenchError
+
+
+def cell_tags(c: Cell, owner: str) -> dict[str, str]:
+    return {"sweep_cell": c.cell_id, "sweep_owner": owner, "sweep_kind": c.kind}
+
+
+def execute_cell(cell: dict[str, Any], experiment: str, owner: str, env: dict[str, str], failures: int,
+                 max_retries: int, threads: int | None = None, *, run: Callable, audit: Callable) -> dict[str, Any]:
+    """Run one cell (``Cell.to_dict()``), retrying a failure at once while the cell has failed at most
+    ``max_retries`` times. ``threads``: torch/numba threads for the cell (0: every core; None: as they are).
+
+    Returns ``{"cell_id", "status": finished|failed|skipped, "run_id", "error", "seconds", "attempts"}``.
+    """
+    from bench.run import using_threads
+
+    os.environ.update(env)
+    c = Cell.from_dict(cell)
+    t0 = time.perf_counter()
+    attempts = 0
+
+    def result(status: str, run_id: str | None = None, error: str | None = None) -> dict[str, Any]:
+        return {"cell_id": c.cell_id, "status": status, "run_id": run_id, "error": error,
+                "seconds": time.perf_counter() - t0, "attempts": attempts}
+
+    with using_threads(threads):
+        while True:
+            attempts += 1
+            try:
+                job = _audit_cell if c.kind == "audit" else _run_cell
+                return result("finished", job(c, experiment, cell_tags(c, owner), run if c.kind == "run" else audit))
+            except BenchError as e:  # rejected before a run opened: not retried
+                return result("skipped", error=str(e))
+            except Exception as e:  # FAILED inside a run (RunFailed), or an error outside any run
+                failures += 1
+                if failures > max_retries:
+                    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                    error = msg if isinstance(e, RunFailed) else f"{type(e).__name__}: {msg}"
+                    return result("failed", getattr(e, "run_id", None), error)
+
+
+def _run_cell(c: Cell, experiment: str, tags: dict[str, str], run: Callable) -> str | None:
+    (r,) = run(methods=[c.method], dataset=c.dataset, split=c.split, seeds=[c.seed], epsilon=c.epsilon,
+               delta=c.delta, overrides=list(c.overrides), device=c.device, experiment=experiment,
+               attacks=list(c.attacks), attack_overrides=list(c.attack_overrides), bootstrap=c.bootstrap, tags=tags,
+               progress=False)
+    return r.run_id
+
+
+def _audit_cell(c: Cell, experiment: str, tags: dict[str, str], audit: Callable) -> str | None:
+    outcome = audit(method=c.method, dataset=c.dataset, split=c.split, epsilon=c.epsilon, delta=c.delta,
+                    mode=c.audit_mode, seed=c.seed, overrides=list(c.overrides), device=c.device,
+                    experiment=experiment, tags=tags, progress=False, **dict(c.audit_options))
+    return outcome.run_id
+
+
+__all__ = ["cell_tags", "execute_cell"]

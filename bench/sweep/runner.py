@@ -1,0 +1,92 @@
+"""Driving a sweep: read the state, reclaim orphans, plan, run the cells on an executor, summarise.
+
+:func:`run_sweep` is given ``cell_fn``, the top-level function every executor runs once per cell (it must be
+importable by worker processes); :func:`bench.api.sweep` passes its own, which executes a cell through
+:func:`bench.api.run` and :func:`bench.api.audit` (:mod:`bench.sweep.execute`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Callable
+
+from bench.sweep.cells import Cell, SweepConfig
+from bench.sweep.state import CellState, cell_states, make_plan, owner_id, reclaim_orphans
+
+ENV_KEYS = ("MLFLOW_TRACKING_URI", "BENCH_DATA_ROOT", "BENCH_CACHE_DIR")
+
+
+def worker_env() -> dict[str, str]:
+    from bench import tracking
+
+    env = {k: os.environ[k] for k in ENV_KEYS if os.environ.get(k)}
+    env["MLFLOW_TRACKING_URI"] = tracking.tracking_uri()  # workers log to the same store as the driver
+    return env
+
+
+def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor: str = "inprocess",
+              workers: int = 1, max_retries: int = 1, address: str | None = None, dry_run: bool = False,
+              reclaim_remote: bool = False, progress: bool = True, out=None, threads: int | None = None) -> dict[str, Any]:
+    """Run every cell of ``cfg`` that is not done (see :mod:`bench.sweep`); returns the summary (plain data).
+
+    ``threads`` per cell: None leaves them as they are in this process and gives workers cores / workers; 0 is
+    every core in this process (cores / workers in workers)."""
+    from bench.executors import make_executor
+    from methods.progress import progress_bar
+
+    out = out or sys.stderr
+    states = cell_states(cfg.experiment)
+    reclaimed = [] if dry_run else reclaim_orphans(states, cfg.experiment, reclaim_remote)
+    plan = make_plan(cfg.cells, states, max_retries)
+    for rid in reclaimed:
+        print(f"# marked KILLED: run {rid} was left RUNNING by a dead sweep", file=out)
+    print(f"# sweep {cfg.path}: {len(cfg.cells)} cells in experiment {cfg.experiment!r}: {len(plan.todo)} to run, "
+          f"{len(plan.done)} done, {len(plan.running)} running elsewhere, {len(plan.gave_up)} failed "
+          f"> {max_retries} retries, {len(plan.skipped)} skipped", file=out)
+    reasons: dict[str, list[Cell]] = {}
+    for c in plan.skipped:
+        reasons.setdefault(c.skip or "", []).append(c)
+    for reason, cells in reasons.items():  # one line per reason, not per cell
+        more = f" and {len(cells) - 1} more" if len(cells) > 1 else ""
+        print(f"  skip  {cells[0].label}{more}: {reason}", file=out)
+    summary: dict[str, Any] = {"experiment": cfg.experiment, "cells": len(cfg.cells), "reclaimed": reclaimed,
+                               "done_before": [c.cell_id for c in plan.done],
+                               "skipped": {c.cell_id: c.skip for c in plan.skipped},
+                               "running_elsewhere": [c.cell_id for c in plan.running],
+                               "gave_up": [c.cell_id for c in plan.gave_up], "results": []}
+    if dry_run:
+        for tag, cells in (("run", plan.todo), ("done", plan.done), ("busy", plan.running), ("gave-up", plan.gave_up)):
+            for c in cells:
+                print(f"  {tag:<5} {c.label}  [{c.cell_id}]", file=out)
+        summary["todo"] = [c.cell_id for c in plan.todo]
+        return summary
+    owner = owner_id()
+    env = worker_env()
+    by_id = {c.cell_id: c for c in plan.todo}
+    failures = {c.cell_id: len(states.get(c.cell_id, CellState()).failed) for c in plan.todo}
+    t0 = time.perf_counter()
+    ex = make_executor(executor, workers=workers, address=address, env=env)
+    if not threads and executor != "inprocess":
+        threads = max(1, (os.cpu_count() or 1) // max(1, workers))  # no oversubscription by default
+    jobs = [(c.to_dict(), cfg.experiment, owner, env, failures[c.cell_id], max_retries, threads) for c in plan.todo]
+    bar = progress_bar(len(jobs), "sweep", progress)
+    try:
+        for res in ex.run(cell_fn, jobs):
+            c = by_id[res["cell_id"]]
+            summary["results"].append({**res, "label": c.label})
+            note = f" ({res['error']})" if res["error"] else ""
+            bar.write(f"  {res['status']:<8} {c.label}  {res['seconds']:.1f}s{note}", file=out)
+            bar.update(1)
+    finally:
+        bar.close()
+        ex.shutdown()
+    summary["seconds"] = time.perf_counter() - t0
+    n = {s: sum(r["status"] == s for r in summary["results"]) for s in ("finished", "failed", "skipped")}
+    print(f"# sweep done in {summary['seconds']:.1f}s: {n['finished']} finished, {n['failed']} failed, "
+          f"{n['skipped']} skipped at run time; {len(plan.done)} were done before", file=out)
+    return summary
+
+
+__all__ = ["ENV_KEYS", "run_sweep", "worker_env"]

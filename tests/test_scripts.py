@@ -1,0 +1,77 @@
+"""The paper-reproduction scripts (scripts/): their grids are valid sweep configs, and one runs end to end."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pytest
+
+from bench.sweep import build_config
+
+
+def _cells(cfg: dict):
+    c = build_config(cfg, "script")
+    assert c.cells and not [x.label for x in c.cells if x.skip]
+    return c.cells
+
+
+def test_drw_table_grid():
+    from scripts.drw_table import config
+
+    cells = _cells(config(["cora", "computers"], ["drw", "gcn"], [0, 1], 8.0, 1e-5, "x"))
+    drw = {(x.dataset, x.split, x.overrides) for x in cells if x.method == "drw"}
+    assert drw == {("cora", "public", ()), ("computers", "disjoint", ("batch_size=512",))}
+    assert {x.epsilon for x in cells if x.method == "gcn"} == {math.inf} and len(cells) == 8
+
+
+def test_dpgnn_grid_fdp_part():
+    from scripts.dpgnn_grid import configs
+
+    (cfg,) = configs(["fdp"], [0], [], "x")
+    cells = _cells(cfg)
+    assert {(x.dataset, x.delta, x.epsilon) for x in cells} == {("cora", 1e-5, 8.0), ("citeseer", 1e-5, 8.0)}
+    assert {"batch_size=140", "lr=2.0"} <= set(next(x for x in cells if x.dataset == "cora").overrides)
+
+
+def test_gap_curves_grid():
+    from scripts.gap_curves import EDGE_EPS, NODE_EPS, config
+
+    cells = _cells(config(["facebook-wisconsin87"], [0], ["edge", "node"], "x"))
+    assert {x.epsilon for x in cells if x.method == "progap-edge"} == set(EDGE_EPS)
+    assert {x.epsilon for x in cells if x.method == "gap-node"} == set(NODE_EPS)
+    assert {x.method for x in cells if math.isinf(x.epsilon)} >= {"mlp", "sage", "gap-edge"}
+
+
+def test_privgnn_grid():
+    from scripts.privgnn_grid import config
+
+    cells = _cells(config([0, 1], [1000, 500], [0.2, 0.4], 0.3, 750, 32, "x"))
+    priv = [x for x in cells if x.method == "privgnn"]
+    assert len(priv) == 2 * (2 * 2 + 2)  # seeds x (|Q| x lambda + the log-posterior variants)
+    assert all(x.split == "private-public" and x.delta == 1e-4 and math.isinf(x.epsilon) for x in cells)
+
+
+def test_attack_table_grids_group_attacks_by_unit():
+    from scripts.attack_table import configs
+
+    args = argparse.Namespace(methods=["gcn", "gap-edge"], attacks=None, references=4, shadows=1, pairs=100,
+                              experiment="x", datasets=["cora"], split=None, epsilons=[8.0], seeds=[0], overrides=[],
+                              bootstrap=50, delta=None)
+    node, edge = (_cells(c) for c in configs(args))
+    assert {x.method for x in node} == {"gcn"} and node[0].attacks == ("threshold", "shadow", "lira")
+    assert {x.method for x in edge} == {"gap-edge"} and "link-stealing" in edge[0].attacks
+
+
+@pytest.mark.data
+def test_a_script_runs_end_to_end_and_resumes(data_root, tmp_path, capsys):
+    from bench import api
+    from scripts.drw_table import main
+
+    out = tmp_path / "drw.md"
+    argv = ["--datasets", "cora", "--methods", "gcn", "--seeds", "0", "--experiment", "script-drw", "--out", str(out)]
+    assert main(argv) == 0
+    assert "| gcn | public | inf |" in out.read_text()
+    assert main(argv + ["--dry-run"]) == 0  # resumed: nothing left to run
+    assert "0 to run, 1 done" in capsys.readouterr().err
+    assert len(api.runs("script-drw")) == 1
