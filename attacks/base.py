@@ -39,10 +39,9 @@ from torch import Tensor
 from attacks import metrics as M
 from attacks.membership import (NotApplicable, Reference, edgeless_task, rule_for, sample_non_edges,
                                 training_edges)
-from methods.base import (BenchError, Budget, ConfigError, Fitted, Method, NoConfig, Task, fit_method, get_method,
-                          make_config)
+from methods.base import (Budget, ConfigError, ContractViolation, Fitted, Method, NoConfig, Task,
+                          fit_method, get_method, make_config)
 from methods.streams import RunStreams
-from methods.training import progress_bar
 
 Level = Literal["node", "edge"]
 
@@ -128,10 +127,10 @@ def _posteriors(fitted: Fitted, nodes: Tensor | None, num_nodes: int, num_classe
     p = torch.as_tensor(p).detach().to("cpu", torch.float64)
     rows = num_nodes if nodes is None else int(torch.as_tensor(nodes).numel())
     if p.shape != (rows, num_classes):
-        raise BenchError(f"predict_proba returned shape {tuple(p.shape)}, expected ({rows}, {num_classes})")
+        raise ContractViolation(f"predict_proba returned shape {tuple(p.shape)}, expected ({rows}, {num_classes})")
     if not torch.isfinite(p).all() or (p < -1e-6).any() or not torch.allclose(p.sum(1), torch.ones(rows, dtype=p.dtype),
                                                                                 atol=1e-3):
-        raise BenchError("predict_proba returned rows that are not probability vectors")
+        raise ContractViolation("predict_proba returned rows that are not probability vectors")
     return p.clamp(min=0.0)
 
 
@@ -262,7 +261,7 @@ class EdgeView(_View):
         p = torch.as_tensor(fn(x, nodes)).detach().to("cpu", torch.float64)
         rows = t.task.num_nodes if nodes is None else int(torch.as_tensor(nodes).numel())
         if p.shape != (rows, t.task.num_classes) or not torch.isfinite(p).all():
-            raise BenchError(f"predict_proba_features returned shape {tuple(p.shape)} or non-finite values")
+            raise ContractViolation(f"predict_proba_features returned shape {tuple(p.shape)} or non-finite values")
         return p
 
 
@@ -435,9 +434,9 @@ def _subsample(labels: Tensor, cap: int, gen: torch.Generator) -> Tensor:
 def _check_scores(name: str, variant: str, s: Any, n: int) -> np.ndarray:
     arr = np.asarray(torch.as_tensor(s).detach().cpu().double().numpy() if isinstance(s, Tensor) else s, dtype=float)
     if arr.shape != (n,):
-        raise BenchError(f"attack {name}, variant {variant}: {arr.shape} scores for {n} candidates")
+        raise ContractViolation(f"attack {name}, variant {variant}: {arr.shape} scores for {n} candidates")
     if not np.isfinite(arr).all():
-        raise BenchError(f"attack {name}, variant {variant}: {int((~np.isfinite(arr)).sum())} scores are NaN/inf")
+        raise ContractViolation(f"attack {name}, variant {variant}: {int((~np.isfinite(arr)).sum())} scores are NaN/inf")
     return arr
 
 
@@ -473,7 +472,7 @@ def _score_and_measure(attack: Attack, view: Any, labels: Tensor, known: Tensor,
                        seed: int) -> tuple[list[VariantResult], dict]:
     raw = attack.scores(view)
     if not isinstance(raw, dict) or not raw:
-        raise BenchError(f"attack {attack.name} returned no scores")
+        raise ContractViolation(f"attack {attack.name} returned no scores")
     y = labels.numpy().astype(bool)
     kn = known.numpy()
     ev = ~kn

@@ -116,7 +116,7 @@ class LinkTeller(Attack):
     smoke_config = {"pairs": 100}
 
     def scores(self, view: EdgeView) -> dict[str, Tensor]:
-        from methods.training import progress_bar
+        from methods.progress import progress_bar
 
         x = view.task.data.x.float()
         delta = self.config.delta

@@ -41,7 +41,7 @@ from torch import Tensor
 from attacks.base import Attack, NodeAttackConfig, NodeView, register_attack
 from attacks.membership import NotApplicable
 from methods.base import ConfigError
-from methods.training import progress_bar
+from methods.progress import progress_bar
 
 _TINY = 1e-300
 

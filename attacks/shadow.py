@@ -122,7 +122,7 @@ class ShadowAttack(Attack):
         if known.numel() < 4:
             raise NotApplicable(f"the attacker knows {known.numel()} nodes; a shadow split needs at least 4")
         feats, labels = [], []
-        from methods.training import progress_bar
+        from methods.progress import progress_bar
 
         bar = progress_bar(c.shadows, f"{self.name} shadows", view.progress)
         for j in range(c.shadows):

@@ -19,7 +19,7 @@ import numpy as np
 
 from audits.bounds import DEFAULT_CONFIDENCE, multi_run_audit, one_run_audit
 from audits.canaries import CanaryConfig, CanarySet, make_canaries
-from methods.base import Budget, ConfigError, Method, Task, fit_method
+from methods.base import Budget, ConfigError, ContractViolation, Method, Task, fit_method
 from methods.progress import progress_bar
 from methods.streams import RunStreams
 
@@ -70,13 +70,13 @@ def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include:
         with gradient_hook(hook):
             fitted = fit_method(method, task, budget, RunStreams.of(seed), device=device, progress=False)
         if hook.steps == 0:  # (an included canary that was never drawn is legitimate: its score is noise)
-            raise RuntimeError(f"gradient canaries: {method.name} took no DP-SGD step through the hook")
+            raise ContractViolation(f"gradient canaries: {method.name} took no DP-SGD step through the hook")
         scores = hook.scores.numpy()
     else:
         fitted = fit_method(method, task, budget, RunStreams.of(seed), device=device, progress=False)
         proba = fitted.predict_proba()
         if tuple(proba.shape) != (task.num_nodes, task.num_classes):
-            raise RuntimeError(f"{method.name}.predict_proba returned shape {tuple(proba.shape)}, expected "
+            raise ContractViolation(f"{method.name}.predict_proba returned shape {tuple(proba.shape)}, expected "
                                f"({task.num_nodes}, {task.num_classes})")
         scores = canaries.scores(proba.cpu())
     eps = fitted.epsilon(budget.delta) if method.is_private and budget.is_private else math.inf

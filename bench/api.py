@@ -14,6 +14,8 @@ marked FAILED in MLflow):
 * :func:`attack` -- the same, plus membership-inference attacks on every trained model, each a child run
   (``bench attack``);
 * :func:`audit` -- an empirical privacy audit of one method, one run (``bench audit``);
+* :func:`verify` -- every privacy check that applies to one method, one run with a child per check
+  (``bench verify``);
 * :func:`sweep` -- a resumable grid of runs and audits from a YAML file or a dict (``bench sweep``); its cells
   go through :func:`run` and :func:`audit`;
 * :func:`leaderboard` -- tables and plots of an experiment's runs (``bench leaderboard``).
@@ -114,6 +116,30 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
                      experiment=experiment, track=track, progress=progress, tags=dict(tags or {}))
     with using_threads(threads):
         return audit_one(spec, log)
+
+
+def verify(method: str, dataset: str, *, split: str | None = None, epsilon: float | None = None,
+           delta: float | None = None, seeds: Iterable[int] = (0,), quick: bool = False, canaries: int | None = None,
+           trials: int = 0, confidence: float = 0.95, checks: Iterable[str] | None = None, overrides: Overrides = None,
+           device: str = "auto", data_root: str | os.PathLike | None = None, download: bool = False,
+           experiment: str = DEFAULT_EXPERIMENT, track: bool = True, progress: bool = False,
+           tags: Mapping[str, str] | None = None, threads: int | None = None,
+           log: Callable[[str], None] | None = None):
+    """Run every check that applies to ``method``'s privacy unit (:mod:`audits.verify`): structural checks,
+    white-box DP-SGD checks and black-box one-run audits (a multi-run audit too with ``trials`` > 0), the
+    statistical ones sharing the error budget ``1 - confidence`` (Bonferroni), once per seed. Returns a
+    :class:`bench.verify.VerifyOutcome` (``verdict``, ``report.checks``, ``run_id``)."""
+    from bench.run import using_threads
+    from bench.verify import VerifySpec, verify_one
+
+    spec = VerifySpec(method=method, dataset=dataset, split=split, epsilon=None if epsilon is None else float(epsilon),
+                      delta=None if delta is None else float(delta), seeds=[int(s) for s in seeds], quick=quick,
+                      canaries=canaries, trials=int(trials), confidence=float(confidence),
+                      checks=None if checks is None else list(checks), overrides=as_items(overrides), device=device,
+                      data_root=None if data_root is None else str(data_root), download=download,
+                      experiment=experiment, track=track, progress=progress, tags=dict(tags or {}))
+    with using_threads(threads):
+        return verify_one(spec, log)
 
 
 def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: str | None = None,

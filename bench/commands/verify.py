@@ -1,0 +1,80 @@
+"""``bench verify``: every check that applies to a method's privacy unit, as one table and one verdict
+(:func:`bench.api.verify`; the battery: :mod:`audits.verify`; what is logged: :mod:`bench.verify`).
+
+Exit status: 0 PASS, 3 VIOLATION, 2 bad input, 1 a failure while verifying (the run FAILED).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.cliargs import COMMANDS, _float, command, job_args, stderr, threads_arg
+
+VIOLATION_EXIT = 3
+
+
+@command("verify", "run every privacy check that applies to a method (structural, white-box, black-box audits)")
+def _verify_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("verify", help=COMMANDS["verify"][1],
+                       description="Structural checks (the reported epsilon is the re-accounted ledger, determinism, "
+                                   "noise independent of init and sampler, private inference), white-box DP-SGD "
+                                   "checks (steps and sampling against the ledger, noise calibration, occurrence "
+                                   "counts, gradient canaries) and black-box one-run audits with canaries for the "
+                                   "method's unit; Bonferroni over the statistical checks. Exit 3 on VIOLATION.")
+    p.add_argument("--method", "-m", required=True, help="method name (plugins via `bench --plugin FILE verify ...`)")
+    p.add_argument("--dataset", "-d", required=True, help="dataset name, e.g. cora or csbm:nodes=2000,features=32")
+    p.add_argument("--split", "-s", help="split name (default as in bench run)")
+    p.add_argument("--epsilon", "-e", type=_float, required=True, help="target epsilon (finite)")
+    p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED",
+                   help="seeds: the battery runs once per seed, the error budget shared by all (default: 0)")
+    p.add_argument("--quick", action="store_true", help="fewer canaries (100) and inference probes: a few minutes")
+    p.add_argument("--canaries", type=int, help="canaries of the one-run audits (default 200; --quick 100)")
+    p.add_argument("--trials", type=int, default=0,
+                   help="also a multi-run audit with this many models per world (default 0: none)")
+    p.add_argument("--confidence", type=_float, default=0.95,
+                   help="family-wise: a correct method fails with probability <= 1 - this (default: %(default)s)")
+    p.add_argument("--checks", help="comma-separated subset of the checks (default: all that apply)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="method hyperparameter override (repeatable)")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
+    p.add_argument("--output", "-o", metavar="FILE", help="also write the report as JSON (atomically)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress lines and bars")
+    threads_arg(p)
+    return job_args(p, cmd_verify)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from bench import api
+    from bench.cliargs import fmt_eps
+    from bench.io import check_writable, format_table, write_json_atomic
+
+    check_writable(args.output)
+    checks = [c.strip() for c in args.checks.split(",") if c.strip()] if args.checks else None
+    out = api.verify(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
+                     seeds=args.seeds, quick=args.quick, canaries=args.canaries, trials=args.trials,
+                     confidence=args.confidence, checks=checks, overrides=args.overrides, device=args.device,
+                     data_root=args.data_root, download=args.download, experiment=args.experiment,
+                     track=not args.no_track, progress=not args.no_progress, threads=args.threads,
+                     log=None if args.no_progress else stderr)
+    rep = out.report
+    multi = len(rep.seeds) > 1
+    header = ["check"] + (["seed"] if multi else []) + ["statistic", "threshold", "verdict"]
+    rows = []
+    for c in rep.checks:
+        verdict = c.verdict + (f": {c.detail}" if c.verdict == "VIOLATION" and c.detail else "")
+        rows.append([c.name] + ([str(c.seed)] if multi else []) + [c.statistic, c.threshold, verdict])
+    print(f"# {rep.method} ({rep.privacy_unit}-level) on {rep.dataset}/{rep.split}: target epsilon "
+          f"{fmt_eps(rep.target_epsilon)}, delta {rep.delta:.3g}; family-wise confidence {rep.confidence:g} "
+          f"(Bonferroni); {rep.seconds:.0f}s")
+    if rows:
+        print(format_table(header, rows))
+    if rep.note:
+        print(f"note: {rep.note}")
+    if args.output:
+        write_json_atomic(args.output, out.to_dict())
+    if out.verdict == "VIOLATION":
+        print(f"VIOLATION ({', '.join(rep.violations)})")
+        return VIOLATION_EXIT
+    print("PASS")
+    return 0
