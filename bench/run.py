@@ -10,6 +10,7 @@ a :class:`~bench.tracking.RunFailed`, the run FAILED); :func:`run_targets` does 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import statistics
@@ -64,6 +65,8 @@ class RunSpec:
     secure_noise: bool = False
     # keep the diagnostics (numbers no ledger covers) in results and --output (they are always in MLflow)
     diagnostics: bool = False
+    # use the checked-in hyperparameters of configs/hparams.yaml for a method and dataset (bench.hparams)
+    hparams: bool = True
 
 
 @dataclass
@@ -179,6 +182,7 @@ class Prepared:
     split: str
     device: torch.device
     attacks: Any = None  # bench.attack.AttackPlan when attacks were asked for
+    hp_entries: dict[str, Any] = field(default_factory=dict)  # method -> the bench.hparams.Entry it uses
 
 
 def prepare(spec: RunSpec) -> Prepared:
@@ -200,6 +204,16 @@ def prepare(spec: RunSpec) -> Prepared:
     elif spec.delta is not None:
         Budget(math.inf, spec.delta)
     overrides = parse_overrides(spec.overrides, spec.methods)
+    hp_entries: dict[str, Any] = {}
+    if spec.hparams:
+        from bench import hparams as H
+
+        for cls in classes:
+            known = {f.name for f in dataclasses.fields(cls.Config)}
+            overrides[cls.name], entry = H.resolve(cls.name, spec.dataset, split, spec.epsilon, overrides[cls.name],
+                                                   known)
+            if entry is not None:
+                hp_entries[cls.name] = entry
     for cls in classes:
         method = cls(**overrides[cls.name])  # hyperparameter errors surface here
         if method.is_private and spec.epsilon is None:
@@ -216,7 +230,7 @@ def prepare(spec: RunSpec) -> Prepared:
         plan = plan_attacks(spec.attacks, spec.attack_overrides, spec.bootstrap, spec.plot_dir)
     device = resolve_device(spec.device)
     dataset = load_dataset(spec.dataset, spec.data_root, spec.download)
-    return Prepared(spec, classes, overrides, dataset, split, device, plan)
+    return Prepared(spec, classes, overrides, dataset, split, device, plan, hp_entries)
 
 
 def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedRun | None = None) -> RunResult:
@@ -236,7 +250,8 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
               "target_epsilon": str(budget.epsilon), "delta": budget.delta, "device": str(p.device),
               "split_hash": task.split_hash(), "config_hash": stable_hash(identity),
               "dataset_source": p.dataset.source, "secure_noise": spec.secure_noise,
-              "random_streams": streams.describe()["streams"], **{f"hp.{k}": v for k, v in hparams.items()}}
+              "random_streams": streams.describe()["streams"], "hp_source": _hp_source(p, cls.name),
+              **{f"hp.{k}": v for k, v in hparams.items()}}
     tags = {**spec.tags, "method": cls.name, "dataset": p.dataset.name, "split": p.split,
             "config_hash": params["config_hash"], "diagnostics": DIAGNOSTIC_NOTE}
     eps_name = "inf" if math.isinf(budget.epsilon) else f"{budget.epsilon:g}"
@@ -282,6 +297,15 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
                          None if inference_private is None else bool(inference_private),
                          {**{k[len(DIAGNOSTIC):]: v for k, v in diag_metrics.items()}, **diag},
                          history if spec.diagnostics else [])
+
+
+def _hp_source(p: Prepared, method: str) -> str:
+    entry = p.hp_entries.get(method)
+    if entry is None:
+        return "defaults" + (" + --set" if p.spec.overrides else "")
+    note = ("tuned on validation labels, outside the privacy budget, as the papers do" if entry.source == "tuned"
+            else entry.source)
+    return f"configs/hparams.yaml {entry.method}/{entry.key} ({note})" + (" + --set" if p.spec.overrides else "")
 
 
 def _number(v: Any) -> bool:
