@@ -145,11 +145,13 @@ def verify(method: str, dataset: str, *, split: str | None = None, epsilon: floa
 def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: str | None = None,
           executor: str = "inprocess", workers: int = 1, max_retries: int = 1, address: str | None = None,
           dry_run: bool = False, reclaim_remote: bool = False, threads: int | None = None, progress: bool = False,
-          out: Any = None) -> dict[str, Any]:
+          out: Any = None, export: str | os.PathLike | None = None) -> dict[str, Any]:
     """Run a resumable grid: ``config`` is a YAML path, the same mapping as a dict, or a
     :class:`bench.sweep.SweepConfig`. Cells already FINISHED in ``experiment`` (default: the config's) are not
     run again. Returns the summary: ``results`` (one per cell run now: ``status``, ``run_id``, ``error``),
-    ``done_before``, ``skipped``, ``gave_up``, ``reclaimed``, ... Progress lines go to ``out`` (stderr)."""
+    ``done_before``, ``skipped``, ``gave_up``, ``reclaimed``, ... Progress lines go to ``out`` (stderr).
+    ``export``: a JSON-Lines export (:mod:`bench.records`): its cells count as done, finished cells are appended
+    (a sweep resumes from the file on another machine)."""
     from bench.sweep import SweepConfig, SweepError, build_config, load_config, run_sweep
 
     if workers < 1:
@@ -169,14 +171,16 @@ def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: st
     if experiment:
         cfg.experiment = experiment
     return run_sweep(cfg, _sweep_cell, executor, workers, max_retries, address, dry_run, reclaim_remote,
-                     progress=progress, out=out, threads=threads)
+                     progress=progress, out=out, threads=threads, export=None if export is None else str(export))
 
 
 def _sweep_cell(*job: Any) -> dict[str, Any]:
-    """What a sweep's executor runs per cell: the cell through this module's :func:`run` and :func:`audit`."""
+    """What a sweep's executor runs per cell: the cell through this module's :func:`run`, :func:`audit` and
+    :func:`verify` (the job's last item is the export file or None)."""
     from bench.sweep.execute import execute_cell
 
-    return execute_cell(*job, run=run, audit=audit)
+    *args, export = job
+    return execute_cell(*args, run=run, audit=audit, verify=verify, export=export)
 
 
 def leaderboard(experiment: str = DEFAULT_EXPERIMENT, fmt: str = "md", track: bool = False):

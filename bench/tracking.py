@@ -78,6 +78,7 @@ def client_download_text(run_id: str, artifact_file: str) -> str:
     """The text of one artifact of a run (FileNotFoundError if it has none of that name)."""
     import tempfile
 
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     c = client()
     with tempfile.TemporaryDirectory() as d:
         try:

@@ -113,7 +113,7 @@ def write_ogbn_arxiv(root: Path, n: int = 60, features: int = 6, classes: int = 
     return {"nodes": n, "classes": classes, "years": years, "parts": parts, "directed_edges": src.size}
 
 
-def write_facebook(root: Path, school: str = "Reed98") -> dict:
+def write_facebook(root: Path, school: str = "Reed98", layout: str = "gap") -> dict:
     """A 10-node Facebook100 .mat with known answers for GAP's year rule (min_class_size=2).
 
     Nodes 0-4: year 2008 (5 nodes), 5-7: year 2009 (3), 8: year 2010 (alone: dropped as a small class),
@@ -136,7 +136,9 @@ def write_facebook(root: Path, school: str = "Reed98") -> dict:
     a = np.zeros((10, 10))
     for u, v in edges:
         a[u, v] = a[v, u] = 1
-    path = root / "facebook100" / school / "raw"
+    # GAP's layout facebook100/<School>/raw/<School>.mat, or LINKX's LINKX/<school>/raw/data.mat
+    path = root / "facebook100" / school / "raw" if layout == "gap" else root / "LINKX" / school.lower() / "raw"
     path.mkdir(parents=True, exist_ok=True)
-    scipy.io.savemat(path / f"{school}.mat", {"A": sp.csc_matrix(a), "local_info": info})
+    name = f"{school}.mat" if layout == "gap" else "data.mat"
+    scipy.io.savemat(path / name, {"A": sp.csc_matrix(a), "local_info": info})
     return {"kept_original": [0, 1, 2, 3, 4, 5, 6], "classes": 2}

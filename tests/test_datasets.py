@@ -159,6 +159,21 @@ def test_facebook_rule_on_a_tiny_mat(tmp_path):
         load_dataset("facebook-reed98:min_class_size=4", tmp_path)
 
 
+def test_a_linkx_copy_of_a_school_serves_the_same_task(tmp_path):
+    """LINKX ships Facebook100 schools as LINKX/<school>/raw/data.mat (PyG's layout): the class-year task reads
+    it when GAP's facebook100/ layout is absent (e.g. facebook-cornell5 on the shared data)."""
+    from bench.datasets.facebook import schools_found
+
+    gap, linkx = tmp_path / "gap", tmp_path / "linkx"
+    fakes.write_facebook(gap)
+    fakes.write_facebook(linkx, layout="linkx")
+    a = load_dataset("facebook-reed98:min_class_size=2", gap)
+    b = load_dataset("facebook-reed98:min_class_size=2", linkx)
+    assert torch.equal(a.data.x, b.data.x) and torch.equal(a.data.y, b.data.y)
+    assert torch.equal(a.data.edge_index, b.data.edge_index)
+    assert "LINKX/reed98/raw/data.mat" in b.source and schools_found(linkx) == ["Reed98"]
+
+
 def test_pubmed_path_through_planetoid(tmp_path):
     want = fakes.write_planetoid(tmp_path)
     ds = load_dataset("pubmed", tmp_path)

@@ -42,14 +42,25 @@ def school_of(name: str, root: Path | None = None) -> str:
     raise DatasetError(f"unknown Facebook100 school {name!r}; examples: wisconsin87, berkeley13, uillinois20")
 
 
-def _builder(school: str):
+def _mat_file(school: str, root: Path | None) -> str:
+    """The school's ``.mat`` file under the data root: ``facebook100/<School>/raw/<School>.mat`` (GAP's layout),
+    else the LINKX copy ``LINKX/<school>/raw/data.mat`` (the same Facebook100 matrices, PyG's LINKXDataset
+    layout), whichever exists (the first when neither does)."""
+    gap = f"facebook100/{school}/raw/{school}.mat"
+    linkx = f"LINKX/{school.lower()}/raw/data.mat"
+    if root is not None and not (root / gap).is_file() and (root / linkx).is_file():
+        return linkx
+    return gap
+
+
+def _builder(school: str, rel: str):
     def build(work: Path | None, opts: dict) -> dict:
         import numpy as np
         import scipy.io
         import torch
         from torch_geometric.data import Data
 
-        path = work / "facebook100" / school / "raw" / f"{school}.mat"
+        path = work / rel
         try:
             mat = scipy.io.loadmat(str(path))
             info = np.asarray(mat["local_info"], dtype=np.int64)
@@ -86,21 +97,27 @@ def _builder(school: str):
         edge_index = torch.from_numpy(np.vstack([sub.row, sub.col]).astype(np.int64))
         data = Data(x=x, y=y, edge_index=edge_index, num_nodes=len(idx))
         return {"data": data, "num_classes": int(kept_years.size), "pre_changes": changes,
-                "source": f"scipy.io.loadmat('facebook100/{school}/raw/{school}.mat') + GAP's year task"}
+                "source": f"scipy.io.loadmat('{rel}') + GAP's year task"}
 
     return build
 
 
 def spec(key: str, root: Path | None = None) -> Spec:
     """``facebook-<school>``: the school's ``.mat`` file (names matched case-insensitively; a school folder under
-    ``root``'s ``facebook100/`` counts too)."""
+    ``root``'s ``facebook100/`` counts too; a LINKX copy of the school serves as well, e.g. facebook-cornell5)."""
     school = school_of(key[len("facebook-"):], root)
+    rel = _mat_file(school, root)
     return Spec(key, f"Facebook100 {school}: predict class year (GAP's task)",
-                lambda o: [f"facebook100/{school}/raw/{school}.mat"], _builder(school), dict(OPTIONS))
+                lambda o: [rel], _builder(school, rel), dict(OPTIONS))
 
 
 def schools_found(root: Path) -> list[str]:
-    """The schools whose ``.mat`` file is under ``root``."""
-    if not (root / "facebook100").is_dir():
-        return []
-    return sorted(p.name for p in (root / "facebook100").iterdir() if (p / "raw" / f"{p.name}.mat").is_file())
+    """The schools whose ``.mat`` file is under ``root`` (GAP's layout or LINKX's)."""
+    found = set()
+    if (root / "facebook100").is_dir():
+        found |= {p.name for p in (root / "facebook100").iterdir() if (p / "raw" / f"{p.name}.mat").is_file()}
+    if (root / "LINKX").is_dir():
+        names = {s.lower(): s for s in FB100_SCHOOLS}
+        found |= {names[p.name] for p in (root / "LINKX").iterdir()
+                  if p.name in names and (p / "raw" / "data.mat").is_file()}
+    return sorted(found)

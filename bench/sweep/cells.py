@@ -19,7 +19,8 @@ SPLIT_SETTING = {"public": "transductive", "random-75-10-15": "transductive", "o
 
 @dataclass(frozen=True)
 class Cell:
-    """One run of the grid. ``kind`` is ``run`` (train + evaluate + attacks) or ``audit``."""
+    """One run of the grid. ``kind`` is ``run`` (train + evaluate + attacks), ``audit`` or ``verify``
+    (``audit_options`` holds the audit's or the verification's options)."""
 
     kind: str
     method: str
@@ -41,7 +42,7 @@ class Cell:
     @property
     def label(self) -> str:
         eps = "inf" if math.isinf(self.epsilon) else f"{self.epsilon:g}"
-        extra = f" audit={self.audit_mode}" if self.kind == "audit" else ""
+        extra = f" audit={self.audit_mode}" if self.kind == "audit" else " verify" if self.kind == "verify" else ""
         return f"{self.method}/{self.dataset}/{self.split}/eps={eps}/s{self.seed}{extra}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,12 +73,14 @@ def expand(grid: Any) -> SweepConfig:
     from methods.base import config_dict, stable_hash
     from methods.errors import BenchError
 
-    audits = grid.audits
+    from bench import hparams as H
+    from bench.options import field_names
+
+    audits, verify = grid.audits, grid.verify
     cells: list[Cell] = []
     seen: set[str] = set()
     for m in grid.methods:
-        hparams = config_dict(m.method.config)
-        overrides = tuple(f"{k}={v}" for k, v in sorted(m.overrides.items()))
+        known = set(field_names(m.cls.Config))
         for ds in m.datasets:
             for sp in m.splits:
                 split = default_split(ds) if sp == "default" else sp
@@ -90,15 +93,24 @@ def expand(grid: Any) -> SweepConfig:
                     skip = (f"method {m.name} does not support the {SPLIT_SETTING.get(split)} setting of split "
                             f"{split} (supported: {', '.join(m.cls.settings)})")
                 for eps in m.epsilons:
+                    # the checked-in hyperparameters for this method and dataset, under the config's own
+                    resolved = (H.resolve(m.name, ds, split, eps, dict(m.overrides), known)[0] if grid.hparams
+                                else dict(m.overrides))
+                    try:
+                        hparams = config_dict(m.cls(**resolved).config)
+                    except BenchError as e:
+                        raise BenchError(f"{grid.where}: method {m.name} on {ds}: {e}") from None
+                    overrides = tuple(f"{k}={v}" for k, v in sorted(resolved.items()))
                     for seed in m.seeds:
+                        attacks = grid.attacks if grid.attack_seeds is None or seed in grid.attack_seeds else []
                         base = dict(kind="run", method=m.name, dataset=ds, split=split, epsilon=eps, seed=int(seed),
-                                    overrides=overrides, delta=grid.delta, attacks=tuple(grid.attacks),
-                                    attack_overrides=tuple(grid.attack_set), bootstrap=grid.bootstrap,
-                                    device=grid.device, skip=skip)
+                                    overrides=overrides, delta=grid.delta, attacks=tuple(attacks),
+                                    attack_overrides=tuple(grid.attack_set if attacks else ()),
+                                    bootstrap=grid.bootstrap, device=grid.device, skip=skip)
                         ident = {"kind": "run", "method": m.name, "dataset": ds, "split": split, "seed": int(seed),
                                  "epsilon": str(eps), "delta": grid.delta, "hparams": hparams,
-                                 "attacks": grid.attacks, "attack_set": grid.attack_set,
-                                 "bootstrap": grid.bootstrap if grid.attacks else None}
+                                 "attacks": attacks, "attack_set": grid.attack_set if attacks else [],
+                                 "bootstrap": grid.bootstrap if attacks else None}
                         cid = stable_hash(ident)
                         if cid in seen:
                             continue
@@ -114,6 +126,16 @@ def expand(grid: Any) -> SweepConfig:
                                     cells.append(Cell(**{**base, "kind": "audit", "attacks": (),
                                                          "attack_overrides": ()}, audit_mode=str(mode),
                                                       audit_options=opts, cell_id=aid))
+                        if verify and m.method.is_private and skip is None and _verified(verify, m.name, ds, eps,
+                                                                                          seed):
+                            opts = tuple(sorted((k, verify[k]) for k in ("quick", "canaries", "trials", "confidence")
+                                                if k in verify))
+                            vid = stable_hash({**ident, "kind": "verify", "attacks": [], "attack_set": [],
+                                               "bootstrap": None, "options": list(opts)})
+                            if vid not in seen:
+                                seen.add(vid)
+                                cells.append(Cell(**{**base, "kind": "verify", "attacks": (), "attack_overrides": ()},
+                                                  audit_options=opts, cell_id=vid))
     return SweepConfig(grid.experiment, cells, grid.where, list(grid.attacks), dict(audits))
 
 
@@ -122,6 +144,13 @@ def as_list(v: Any) -> list:
     if v is None:
         return []
     return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _verified(verify: dict, method: str, dataset: str, eps: float, seed: int) -> bool:
+    ms, ds = as_list(verify.get("methods")), as_list(verify.get("datasets"))
+    es = [float(e) for e in as_list(verify.get("epsilons"))]
+    ss = as_list(verify.get("seeds")) or [0]
+    return (not ms or method in ms) and (not ds or dataset in ds) and (not es or eps in es) and seed in ss
 
 
 def _audited(audits: dict, method: str, eps: float, seed: int) -> bool:

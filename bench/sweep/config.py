@@ -22,9 +22,10 @@ from bench.sweep.cells import SweepConfig, as_list, expand
 from methods.errors import BenchError
 
 TOP_KEYS = {"experiment", "methods", "datasets", "splits", "epsilons", "seeds", "delta", "set", "attacks",
-            "attack_set", "bootstrap", "audits", "device", "description"}
+            "attack_set", "attack_seeds", "bootstrap", "audits", "verify", "hparams", "device", "description"}
 METHOD_KEYS = {"name", "set", "splits", "epsilons", "datasets", "seeds"}
 AUDIT_KEYS = {"modes", "trials", "canaries", "methods", "epsilons", "seeds", "set"}
+VERIFY_KEYS = {"quick", "canaries", "trials", "confidence", "methods", "epsilons", "datasets", "seeds"}
 
 
 class SweepError(BenchError):
@@ -56,6 +57,9 @@ class Grid:
     device: str
     audits: dict[str, Any]
     methods: list[MethodEntry] = field(default_factory=list)
+    verify: dict[str, Any] = field(default_factory=dict)
+    attack_seeds: list[int] | None = None  # attacks only on these seeds' runs (None: every run)
+    hparams: bool = True  # the checked-in hyperparameters of configs/hparams.yaml (bench.hparams)
 
 
 def load_config(path: str | os.PathLike) -> SweepConfig:
@@ -141,8 +145,23 @@ def read_grid(raw: Any, where: str = "config") -> Grid:
         bad = [m for m in modes if m not in ("one-run", "multi-run")]
         if not modes or bad:
             raise SweepError(f"{where}: audits.modes must list one-run and/or multi-run (got {modes})")
+    verify = raw.get("verify") or {}
+    if verify:
+        if verify is True:
+            verify = {}
+        if not isinstance(verify, dict) or set(verify) - VERIFY_KEYS:
+            raise SweepError(f"{where}: 'verify' must be true or a mapping with keys among "
+                             f"{', '.join(sorted(VERIFY_KEYS))}")
+        verify = {"enabled": True, **verify}
+    attack_seeds = raw.get("attack_seeds")
+    if attack_seeds is not None:
+        attack_seeds = _seeds(attack_seeds, f"{where}: attack_seeds")
+    hp = raw.get("hparams", True)
+    if not isinstance(hp, bool):
+        raise SweepError(f"{where}: hparams must be true (use configs/hparams.yaml) or false (got {hp!r})")
     grid = Grid(str(raw.get("experiment") or DEFAULT_EXPERIMENT), where, delta, attacks, attack_set, bootstrap,
-                str(raw.get("device", "auto")), dict(audits))
+                str(raw.get("device", "auto")), dict(audits), verify=dict(verify), attack_seeds=attack_seeds,
+                hparams=hp)
 
     entries = []
     for entry in as_list(raw.get("methods")):
@@ -188,5 +207,5 @@ def read_grid(raw: Any, where: str = "config") -> Grid:
     return grid
 
 
-__all__ = ["AUDIT_KEYS", "Grid", "METHOD_KEYS", "MethodEntry", "SweepError", "TOP_KEYS",
+__all__ = ["AUDIT_KEYS", "VERIFY_KEYS", "Grid", "METHOD_KEYS", "MethodEntry", "SweepError", "TOP_KEYS",
            "build_config", "load_config", "read_grid"]

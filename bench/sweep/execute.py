@@ -28,11 +28,13 @@ def cell_tags(c: Cell, owner: str) -> dict[str, str]:
 
 
 def execute_cell(cell: dict[str, Any], experiment: str, owner: str, env: dict[str, str], failures: int,
-                 max_retries: int, threads: int | None = None, *, run: Callable, audit: Callable) -> dict[str, Any]:
+                 max_retries: int, threads: int | None = None, *, run: Callable, audit: Callable,
+                 verify: Callable | None = None, export: str | None = None) -> dict[str, Any]:
     """Run one cell (``Cell.to_dict()``), retrying a failure at once while the cell has failed at most
     ``max_retries`` times. ``threads``: torch/numba threads for the cell (0: every core; None: as they are).
 
     Returns ``{"cell_id", "status": finished|failed|skipped, "run_id", "error", "seconds", "attempts"}``.
+    With ``export``, a finished cell's record is appended to that file (:mod:`bench.records`).
     """
     from bench.run import using_threads
 
@@ -49,8 +51,13 @@ def execute_cell(cell: dict[str, Any], experiment: str, owner: str, env: dict[st
         while True:
             attempts += 1
             try:
-                job = _audit_cell if c.kind == "audit" else _run_cell
-                return result("finished", job(c, experiment, cell_tags(c, owner), run if c.kind == "run" else audit))
+                job, fn = {"audit": (_audit_cell, audit), "verify": (_verify_cell, verify)}.get(c.kind, (_run_cell, run))
+                run_id = job(c, experiment, cell_tags(c, owner), fn)
+                if export and run_id:
+                    from bench import records
+
+                    records.append(export, records.record_for(run_id))
+                return result("finished", run_id)
             except BenchError as e:  # rejected before a run opened: not retried
                 return result("skipped", error=str(e))
             except Exception as e:  # FAILED inside a run (RunFailed), or an error outside any run
@@ -73,6 +80,14 @@ def _audit_cell(c: Cell, experiment: str, tags: dict[str, str], audit: Callable)
     outcome = audit(method=c.method, dataset=c.dataset, split=c.split, epsilon=c.epsilon, delta=c.delta,
                     mode=c.audit_mode, seed=c.seed, overrides=list(c.overrides), device=c.device,
                     experiment=experiment, tags=tags, progress=False, **dict(c.audit_options))
+    return outcome.run_id
+
+
+def _verify_cell(c: Cell, experiment: str, tags: dict[str, str], verify: Callable) -> str | None:
+    opts = dict(c.audit_options)
+    outcome = verify(method=c.method, dataset=c.dataset, split=c.split, epsilon=c.epsilon, delta=c.delta,
+                     seeds=[c.seed], overrides=list(c.overrides), device=c.device, experiment=experiment, tags=tags,
+                     progress=False, **opts)
     return outcome.run_id
 
 

@@ -28,8 +28,12 @@ def worker_env() -> dict[str, str]:
 
 def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor: str = "inprocess",
               workers: int = 1, max_retries: int = 1, address: str | None = None, dry_run: bool = False,
-              reclaim_remote: bool = False, progress: bool = True, out=None, threads: int | None = None) -> dict[str, Any]:
+              reclaim_remote: bool = False, progress: bool = True, out=None, threads: int | None = None,
+              export: str | None = None) -> dict[str, Any]:
     """Run every cell of ``cfg`` that is not done (see :mod:`bench.sweep`); returns the summary (plain data).
+
+    ``export``: a JSON-Lines export (:mod:`bench.records`); every cell it holds a FINISHED record of counts as
+    done (a sweep resumes from it on a machine without the MLflow store) and every cell finished now is appended.
 
     ``threads`` per cell: None leaves them as they are in this process and gives workers cores / workers; 0 is
     every core in this process (cores / workers in workers)."""
@@ -37,9 +41,12 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
     from methods.progress import progress_bar
 
     out = out or sys.stderr
+    from bench import records
+
     states = cell_states(cfg.experiment)
     reclaimed = [] if dry_run else reclaim_orphans(states, cfg.experiment, reclaim_remote)
-    plan = make_plan(cfg.cells, states, max_retries)
+    exported = records.done_cells(export)
+    plan = make_plan(cfg.cells, states, max_retries, exported)
     for rid in reclaimed:
         print(f"# marked KILLED: run {rid} was left RUNNING by a dead sweep", file=out)
     print(f"# sweep {cfg.path}: {len(cfg.cells)} cells in experiment {cfg.experiment!r}: {len(plan.todo)} to run, "
@@ -70,7 +77,8 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
     ex = make_executor(executor, workers=workers, address=address, env=env)
     if not threads and executor != "inprocess":
         threads = max(1, (os.cpu_count() or 1) // max(1, workers))  # no oversubscription by default
-    jobs = [(c.to_dict(), cfg.experiment, owner, env, failures[c.cell_id], max_retries, threads) for c in plan.todo]
+    jobs = [(c.to_dict(), cfg.experiment, owner, env, failures[c.cell_id], max_retries, threads,
+             None if export is None else str(export)) for c in plan.todo]
     bar = progress_bar(len(jobs), "sweep", progress)
     try:
         for res in ex.run(cell_fn, jobs):

@@ -118,13 +118,16 @@ class Plan:
     skipped: list[Any]
 
 
-def make_plan(cells: list[Any], states: dict[str, CellState], max_retries: int) -> Plan:
+def make_plan(cells: list[Any], states: dict[str, CellState], max_retries: int,
+              exported: set[str] | None = None) -> Plan:
+    """Sort the cells: skipped, done (FINISHED here or in the export), running elsewhere, given up, to do."""
     plan = Plan([], [], [], [], [])
+    exported = exported or set()
     for c in cells:
         st = states.get(c.cell_id, CellState())
         if c.skip:
             plan.skipped.append(c)
-        elif st.finished:
+        elif st.finished or c.cell_id in exported:
             plan.done.append(c)
         elif st.running:
             plan.running.append(c)

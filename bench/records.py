@@ -1,0 +1,181 @@
+"""A compact export of tracked runs (JSON Lines, one record per sweep cell): what a leaderboard is built from and
+what a sweep resumes from, without the MLflow store.
+
+A record holds what the leaderboard shows and what anyone needs to re-check a claim: the cell's identity
+(``cell_id``, the sweep's), the run's kind (``run``, ``verify``, ``audit``), its parameters (hyperparameters
+included), its released metrics (never ``diagnostic.*``), its ledger (``ledger.json``, so ``bench account`` can
+re-account it), the attacks on it (per attack and variant: AUC and TPR at 1% FPR), a verification's checks, the
+git commit and the run id. ``bench sweep --export FILE`` appends one record per finished cell as it goes (a killed
+session loses at most the cell in flight) and treats every cell in the file as done; ``bench leaderboard --export
+FILE`` renders from the file alone. The file is kept sorted and deduplicated (newest record of a cell wins) when
+rewritten, so it diffs well in git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from methods.errors import BenchError
+
+KINDS = ("run", "verify", "audit")
+BIG = 1e307  # MLflow keeps inf as 1e308
+
+
+def _num(v: Any) -> Any:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return None
+        if v >= BIG:
+            return "inf"
+        if v <= -BIG:
+            return "-inf"
+    return v
+
+
+def number(v: Any) -> float:
+    """A record's number back as a float (``"inf"`` -> inf, None -> nan)."""
+    if v is None:
+        return math.nan
+    if isinstance(v, str):
+        return float(v)
+    return float(v)
+
+
+def _json_artifact(run_id: str, name: str) -> Any:
+    from bench import tracking
+
+    try:
+        return json.loads(tracking.client_download_text(run_id, name))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def record_from_run(run: Any) -> dict[str, Any]:
+    """The record of one tracked top-level run (an MLflow ``Run``)."""
+    tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
+    kind = tags.get("kind") or "run"
+    rec: dict[str, Any] = {"cell_id": tags.get("sweep_cell") or run.info.run_id, "kind": kind,
+                           "run_id": run.info.run_id, "status": run.info.status, "name": run.info.run_name,
+                           "git_commit": tags.get("git_commit"), "start_time": run.info.start_time,
+                           "params": {k: v for k, v in sorted(params.items())},
+                           "metrics": {k: _num(v) for k, v in sorted(metrics.items())
+                                       if not k.startswith("diagnostic.")},
+                           "tags": {k: v for k, v in sorted(tags.items())
+                                    if k in ("method", "dataset", "split", "unit_label", "inference_private", "verdict",
+                                             "audit_mode", "canary_type", "config_hash", "note", "error")}}
+    if kind == "run":
+        rec["ledger"] = _json_artifact(run.info.run_id, "ledger.json")
+        attacks: dict[str, dict[str, dict[str, Any]]] = {}
+        for k, v in metrics.items():  # attack.<name>.<variant>.<metric> on the target run
+            if not k.startswith("attack."):
+                continue
+            name, variant, metric = k[len("attack."):].split(".", 2) if k.count(".") >= 3 else (None, None, None)
+            if name is None:
+                continue
+            attacks.setdefault(name, {}).setdefault(variant, {})[metric] = _num(v)
+        rec["attacks"] = attacks
+        rec["metrics"] = {k: v for k, v in rec["metrics"].items() if not k.startswith("attack.")}
+    elif kind == "verify":
+        report = _json_artifact(run.info.run_id, "verify.json") or {}
+        rec["verify"] = {"verdict": report.get("verdict", tags.get("verdict")),
+                         "violations": report.get("violations", []),
+                         "checks": [{k: c.get(k) for k in ("name", "seed", "verdict", "statistic", "threshold",
+                                                            "detail", "alpha")}
+                                    | {"epsilon_lb": (c.get("data") or {}).get("epsilon_lb")}
+                                    for c in report.get("checks", [])]}
+    return rec
+
+
+def records_from_experiment(experiment: str, status: str = "FINISHED") -> list[dict[str, Any]]:
+    """Records of every top-level ``status`` run of ``experiment`` (leaderboard runs excluded)."""
+    from bench import tracking
+
+    out = []
+    for r in tracking.search_runs(experiment, f"attributes.status = '{status}'"):
+        if r.data.tags.get("mlflow.parentRunId") or r.data.tags.get("kind") == "leaderboard":
+            continue
+        if r.data.tags.get("kind") in (None, "", "run") and "method" not in r.data.params:
+            continue
+        out.append(record_from_run(r))
+    return out
+
+
+def record_for(run_id: str) -> dict[str, Any]:
+    from bench import tracking
+
+    return record_from_run(tracking.client().get_run(run_id))
+
+
+# --------------------------------------------------------------------------------------
+# The file
+# --------------------------------------------------------------------------------------
+
+
+def load(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The records of an export (newest per cell); a missing file is an empty export."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    if p.is_dir():
+        raise BenchError(f"export {path} is a directory; give a .jsonl file")
+    by_cell: dict[str, dict[str, Any]] = {}
+    for i, line in enumerate(p.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            raise BenchError(f"{path}:{i}: not a JSON record (a truncated export? remove the line)") from None
+        cid = rec.get("cell_id")
+        if not cid:
+            raise BenchError(f"{path}:{i}: a record without cell_id")
+        old = by_cell.get(cid)
+        if old is None or (rec.get("start_time") or 0) >= (old.get("start_time") or 0):
+            by_cell[cid] = rec
+    return list(by_cell.values())
+
+
+def done_cells(path: str | os.PathLike | None) -> set[str]:
+    """The cells an export holds a FINISHED record of."""
+    if not path:
+        return set()
+    return {r["cell_id"] for r in load(path) if r.get("status") == "FINISHED"}
+
+
+def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
+    """Add one record (one line, flushed to disk) to an export."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record, sort_keys=True, default=str, separators=(",", ":"))
+    with open(p, "a") as fh:
+        fh.write(line + "\n")
+        fh.flush()
+        with contextlib.suppress(OSError):
+            os.fsync(fh.fileno())
+
+
+def write(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
+    """Rewrite an export: the given records merged with the file's (newest per cell), sorted; atomically."""
+    from bench.io import write_text_atomic
+
+    merged = {r["cell_id"]: r for r in load(path)}
+    for r in records:
+        old = merged.get(r["cell_id"])
+        if old is None or (r.get("start_time") or 0) >= (old.get("start_time") or 0):
+            merged[r["cell_id"]] = r
+    rows = sorted(merged.values(), key=lambda r: (r.get("kind", ""), r.get("tags", {}).get("dataset", ""),
+                                                 r.get("tags", {}).get("method", ""), r.get("name", ""),
+                                                 r["cell_id"]))
+    write_text_atomic(path, "".join(json.dumps(r, sort_keys=True, default=str, separators=(",", ":")) + "\n"
+                                    for r in rows))
+    return len(rows)
+
+
+__all__ = ["KINDS", "append", "done_cells", "load", "number", "record_for", "record_from_run",
+           "records_from_experiment", "write"]
