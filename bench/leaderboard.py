@@ -1,16 +1,24 @@
-"""``bench leaderboard``: tables and privacy-utility plots built from the MLflow runs of an experiment.
+"""``bench leaderboard``: tables and privacy-utility plots from tracked runs or from a compact export.
 
-Per dataset and privacy unit, one row per (method, split, target epsilon): test accuracy mean with a
-bootstrap 95% interval over seeds (``scipy.stats.bootstrap``, percentile), the spent epsilon (the max over
-seeds of what the accountant computed from each run's ledger; never the target), the strongest attack
-(highest mean AUC over seeds among the parent's ``attack.<name>.<variant>.auc`` metrics, and the highest
-TPR at 1% FPR), and audits (runs tagged ``kind=audit``: the largest ``epsilon_lb`` and VIOLATION if any
-audit says so). Only FINISHED top-level runs count; a configuration run twice with the same seed counts
-once (the newest run).
+Rows come from records (:mod:`bench.records`): the FINISHED top-level runs of an MLflow experiment, or an export
+file, so a published leaderboard rebuilds without the MLflow store. Per dataset and privacy unit, one row per
+(method, split, target epsilon, hyperparameter variant):
 
-The tables and one plot per dataset (accuracy vs epsilon, log x, eps = inf at its own position) are
-logged to a run tagged ``kind=leaderboard`` unless ``--no-track``; ``--format html`` is one static page
-with inline CSS and the plots as base64 PNGs.
+* test accuracy: mean over seeds with a 95% percentile bootstrap interval (``scipy.stats.bootstrap``);
+* spent epsilon: the max over seeds of what the accountant computed from each run's ledger (never the target),
+  with the run's delta; the unit and neighbouring relation the epsilon holds for (the method's ``unit_label``,
+  e.g. ``node (in-edges)``, footnoted); whether inference is private;
+* the strongest membership attack, chosen on held-out data: for each seed, the attack variant with the best mean
+  AUC on the OTHER seeds is taken and its AUC and TPR at 1% FPR on this seed reported (averaged over seeds), so
+  the choice is never made on the numbers it reports. Model-free reference variants (``ref-*``) are never
+  candidates; the row says how many variants were. With one seed the maximum is reported and marked as such;
+* verification: the verdict of ``bench verify`` runs (and of ``bench audit`` runs) of the configuration, and the
+  largest empirical epsilon lower bound among their checks.
+
+A configuration run twice with the same seed counts once (the newest run). Plots: one per dataset and unit,
+accuracy against SPENT epsilon (log scale), non-private references as dashed lines, delta in the title.
+``--site DIR`` writes ``DIR/index.html`` (self-contained), ``DIR/README.md`` (the same tables) and the plots;
+``--run CONFIG`` first runs the config's sweep with its export in ``DIR/runs.jsonl`` (resumable).
 """
 
 from __future__ import annotations
@@ -21,18 +29,17 @@ import csv
 import html
 import io
 import math
-import os
 import statistics
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from bench.cliargs import command
-from methods.base import BenchError
+from methods.errors import BenchError
 
 BIG = 1e307  # tracking stores inf as 1e308
+REFERENCE_PREFIXES = ("ref-", "reference")
 
 
 class LeaderboardError(BenchError):
@@ -57,15 +64,21 @@ class Row:
     split: str
     target_epsilon: float
     accs: list[float] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
     spent: list[float] = field(default_factory=list)
-    attack_auc: dict[str, list[float]] = field(default_factory=dict)
-    attack_tpr: dict[str, list[float]] = field(default_factory=dict)
+    #: attack variant ("attack.variant") -> seed -> AUC / TPR at 1% FPR
+    attack_auc: dict[str, dict[int, float]] = field(default_factory=dict)
+    attack_tpr: dict[str, dict[int, float]] = field(default_factory=dict)
     audit_lb: list[float] = field(default_factory=list)
     audit_verdicts: list[str] = field(default_factory=list)
     audit_modes: set = field(default_factory=set)
     ci: tuple[float, float] | None = None
     hparams: tuple = ()  # (key, value) pairs of the runs' hp.* params
     variant: str = ""  # the hyperparameters that tell this row from others of the same method, split and epsilon
+    unit_label: str = ""
+    delta: float = math.nan
+    inference_private: str = ""
+    hp_source: str = ""
 
     @property
     def label(self) -> str:
@@ -79,12 +92,42 @@ class Row:
     def spent_max(self) -> float:
         return max(self.spent) if self.spent else math.nan
 
+    def candidates(self) -> list[str]:
+        """Attack variants eligible as "the strongest attack": every variant but the model-free references."""
+        return sorted(v for v in self.attack_auc
+                      if not any(part.startswith(REFERENCE_PREFIXES) for part in v.split(".")[1:]))
+
+    def strongest_attack(self) -> tuple[str, float, float, int, bool]:
+        """(name, AUC, TPR at 1% FPR, candidates, held_out): the strongest attack chosen on held-out seeds (see
+        the module docstring); held_out is False when only one seed has attack results (then: the max)."""
+        cands = self.candidates()
+        if not cands:
+            return "", math.nan, math.nan, 0, False
+        seeds = sorted({s for v in cands for s in self.attack_auc[v]})
+        if len(seeds) < 2:
+            best = max(cands, key=lambda v: statistics.fmean(self.attack_auc[v].values()))
+            return (best, statistics.fmean(self.attack_auc[best].values()),
+                    statistics.fmean(self.attack_tpr.get(best, {}).values()) if self.attack_tpr.get(best) else math.nan,
+                    len(cands), False)
+        aucs, tprs, chosen = [], [], []
+        for s in seeds:
+            others = {v: [a for t, a in self.attack_auc[v].items() if t != s] for v in cands}
+            pick = max((v for v in cands if others[v] and s in self.attack_auc[v]),
+                       key=lambda v: statistics.fmean(others[v]), default=None)
+            if pick is None:
+                continue
+            chosen.append(pick)
+            aucs.append(self.attack_auc[pick][s])
+            if s in self.attack_tpr.get(pick, {}):
+                tprs.append(self.attack_tpr[pick][s])
+        name = max(set(chosen), key=chosen.count) if chosen else ""
+        return (name, statistics.fmean(aucs) if aucs else math.nan, statistics.fmean(tprs) if tprs else math.nan,
+                len(cands), True)
+
     def best_attack(self, which: str) -> tuple[str, float]:
-        d = self.attack_auc if which == "auc" else self.attack_tpr
-        if not d:
-            return "", math.nan
-        name, vals = max(d.items(), key=lambda kv: statistics.fmean(kv[1]))
-        return name, statistics.fmean(vals)
+        """The strongest attack's name and its AUC (``which="auc"``) or TPR at 1% FPR (``"tpr"``)."""
+        name, auc, tpr, _, _ = self.strongest_attack()
+        return name, auc if which == "auc" else tpr
 
     @property
     def verdict(self) -> str:
@@ -108,58 +151,103 @@ def bootstrap_ci(xs: list[float], seed: int = 0, resamples: int = 2000) -> tuple
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def collect(experiment: str) -> list[Row]:
-    """Rows from the FINISHED runs of ``experiment`` (method runs, their attack metrics, audit runs)."""
-    from bench import tracking
+# --------------------------------------------------------------------------------------
+# Rows from records
+# --------------------------------------------------------------------------------------
 
-    runs = tracking.search_runs(experiment, "attributes.status = 'FINISHED'")
-    newest: dict[tuple, Any] = {}
-    audits = []
-    for r in runs:
-        tags, params = r.data.tags, r.data.params
-        if tags.get("mlflow.parentRunId"):
+
+def _unit_label(method: str, unit: str, tags: dict) -> str:
+    if tags.get("unit_label"):
+        return tags["unit_label"]
+    try:
+        from methods.base import get_method
+
+        return get_method(method).label()
+    except BenchError:
+        return unit
+
+
+def collect(experiment: str) -> list[Row]:
+    """Rows from the FINISHED runs of ``experiment`` (method runs, their attack metrics, audit and verify runs)."""
+    from bench.records import records_from_experiment
+
+    return collect_records(records_from_experiment(experiment))
+
+
+def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
+    """Rows from records (:mod:`bench.records`): run records give accuracy, spent epsilon and attacks; verify and
+    audit records give the verification column of the configuration they checked."""
+    newest: dict[Any, dict] = {}
+    checks = []
+    for rec in records:
+        if rec.get("status", "FINISHED") != "FINISHED":
             continue
-        if tags.get("kind") == "audit":
-            audits.append(r)
+        kind = rec.get("kind", "run")
+        if kind in ("audit", "verify"):
+            checks.append(rec)
             continue
-        if tags.get("kind") or "test_acc" not in r.data.metrics or "method" not in params:
+        p, m = rec.get("params", {}), rec.get("metrics", {})
+        if "test_acc" not in m or "method" not in p:
             continue
-        key = params.get("config_hash") or r.info.run_id
-        if key not in newest or r.info.start_time > newest[key].info.start_time:
-            newest[key] = r
+        key = p.get("config_hash") or rec["run_id"]
+        if key not in newest or (rec.get("start_time") or 0) > (newest[key].get("start_time") or 0):
+            newest[key] = rec
     rows: dict[tuple, Row] = {}
-    for r in newest.values():
-        p, m = r.data.params, r.data.metrics
+    for rec in newest.values():
+        p, m, tags = rec["params"], rec["metrics"], rec.get("tags", {})
         eps = _f(p.get("target_epsilon", "inf"))
         hps = tuple(sorted((k[3:], v) for k, v in p.items() if k.startswith("hp.")))
         key = (p.get("dataset"), p.get("privacy_unit", "?"), p["method"], p.get("split", "?"), eps, hps)
         row = rows.setdefault(key, Row(*key[:5], hparams=hps))
+        seed = int(p.get("seed", len(row.accs)))
         row.accs.append(float(m["test_acc"]))
+        row.seeds.append(seed)
         row.spent.append(_f(m.get("epsilon", math.inf)))
-        for k, v in m.items():
+        row.delta = _f(p.get("delta"))
+        row.unit_label = _unit_label(p["method"], row.unit, tags)
+        row.inference_private = str(tags.get("inference_private", row.inference_private or ""))
+        row.hp_source = p.get("hp_source", row.hp_source)
+        for name, variants in (rec.get("attacks") or {}).items():
+            for variant, vals in variants.items():
+                full = f"{name}.{variant}"
+                if vals.get("auc") is not None:
+                    row.attack_auc.setdefault(full, {})[seed] = _f(vals["auc"])
+                if vals.get("tpr_at_1pct_fpr") is not None:
+                    row.attack_tpr.setdefault(full, {})[seed] = _f(vals["tpr_at_1pct_fpr"])
+        for k, v in m.items():  # runs logged without the records' attack field (older exports)
             if k.startswith("attack.") and k.endswith(".auc"):
-                row.attack_auc.setdefault(k[len("attack."):-len(".auc")], []).append(float(v))
+                row.attack_auc.setdefault(k[len("attack."):-len(".auc")], {})[seed] = _f(v)
             elif k.startswith("attack.") and k.endswith(".tpr_at_1pct_fpr"):
-                row.attack_tpr.setdefault(k[len("attack."):-len(".tpr_at_1pct_fpr")], []).append(float(v))
-    for a in audits:
-        t, p, m = a.data.tags, a.data.params, a.data.metrics
-        eps = _f(p.get("target_epsilon", p.get("epsilon", p.get("epsilon_target", m.get("claimed_epsilon")))))
-        method, dataset = t.get("method"), t.get("dataset")
+                row.attack_tpr.setdefault(k[len("attack."):-len(".tpr_at_1pct_fpr")], {})[seed] = _f(v)
+    for rec in checks:
+        tags, p, m = rec.get("tags", {}), rec.get("params", {}), rec.get("metrics", {})
+        eps = _f(p.get("target_epsilon", m.get("claimed_epsilon")))
+        method, dataset = tags.get("method") or p.get("method"), tags.get("dataset") or p.get("dataset")
+        split = tags.get("split") or p.get("split")
         match = [row for (d, _, meth, sp, e, _h), row in rows.items()
-                 if d == dataset and meth == method and e == eps and (not t.get("split") or t.get("split") == sp)]
-        if not match:  # an audit of a configuration without accuracy runs still gets a row
+                 if d == dataset and meth == method and e == eps and (not split or split == sp)]
+        if not match:  # a check of a configuration without accuracy runs still gets a row
             from methods.base import available_methods
 
             cls = available_methods().get(method)
-            key = (dataset, cls.privacy_unit if cls else "?", method, t.get("split", "?"), eps, ())
-            match = [rows.setdefault(key, Row(*key[:5]))]
-        for row in match:
+            unit = cls.privacy_unit if cls else p.get("privacy_unit", "?")
+            key = (dataset, unit, method, split or "?", eps, ())
+            match = [rows.setdefault(key, Row(*key[:5], unit_label=_unit_label(method, unit, tags)))]
+        lbs = []
+        if rec.get("kind") == "verify":
+            lbs = [c["epsilon_lb"] for c in (rec.get("verify") or {}).get("checks", [])
+                   if c.get("epsilon_lb") is not None]
+            verdict = (rec.get("verify") or {}).get("verdict") or tags.get("verdict")
+            mode = "verify"
+        else:
             if "epsilon_lb" in m:
-                row.audit_lb.append(float(m["epsilon_lb"]))
-            if t.get("verdict"):
-                row.audit_verdicts.append(t["verdict"])
-            if t.get("audit_mode"):
-                row.audit_modes.add(t["audit_mode"])
+                lbs = [m["epsilon_lb"]]
+            verdict, mode = tags.get("verdict"), tags.get("audit_mode", "audit")
+        for row in match:
+            row.audit_lb += [_f(x) for x in lbs]
+            if verdict:
+                row.audit_verdicts.append(verdict)
+            row.audit_modes.add(mode)
     _name_variants(list(rows.values()))
     out = sorted(rows.values(), key=lambda r: (r.dataset, r.unit, r.method, r.split, r.variant, r.target_epsilon))
     for row in out:
@@ -173,7 +261,7 @@ def _name_variants(rows: list[Row]) -> None:
     for r in rows:
         by.setdefault((r.dataset, r.unit, r.method, r.split), []).append(r)
     for rs in by.values():
-        sets = {r.hparams for r in rs}
+        sets = {r.hparams for r in rs if r.hparams}
         if len(sets) < 2:
             continue
         dicts = [dict(h) for h in sets]
@@ -187,57 +275,102 @@ def _name_variants(rows: list[Row]) -> None:
 # Tables
 # --------------------------------------------------------------------------------------
 
-HEADER = ["method", "split", "target eps", "spent eps (max)", "test acc", "95% CI", "seeds", "best attack AUC",
-          "best TPR@1%FPR", "audit eps_lb", "audit"]
+HEADER = ["method", "unit", "split", "target eps", "spent eps (max)", "delta", "inference", "test acc", "95% CI",
+          "seeds", "strongest attack (AUC)", "TPR@1%FPR", "verification (eps_lb)"]
 
 
 def _num(x: float, fmt: str = ".4f") -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
-    if math.isinf(x):
+    if math.isinf(x) or x >= BIG:
         return "inf"
     return format(x, fmt)
 
 
+def _inference(r: Row) -> str:
+    if r.unit == "none":
+        return "-"
+    return {"True": "private", "False": "not private"}.get(r.inference_private, "?")
+
+
 def row_cells(r: Row) -> list[str]:
-    an, av = r.best_attack("auc")
-    tn, tv = r.best_attack("tpr")
+    name, auc, tpr, n, held = r.strongest_attack()
     ci = "-" if r.ci is None else f"[{r.ci[0]:.4f}, {r.ci[1]:.4f}]"
-    return [r.label, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"), _num(r.acc_mean), ci,
-            str(len(r.accs)), f"{_num(av)} ({an})" if an else "-", f"{_num(tv)} ({tn})" if tn else "-",
-            _num(max(r.audit_lb), ".3g") if r.audit_lb else "-",
-            f"{r.verdict} ({', '.join(sorted(r.audit_modes))})" if r.verdict else "-"]
+    attack = "-"
+    if name:
+        attack = f"{_num(auc, '.3f')} ({name}; {'held-out choice' if held else 'max'} of {n})"
+    verification = "-"
+    if r.verdict:
+        verification = f"{r.verdict} ({_num(max(r.audit_lb), '.3g')})" if r.audit_lb else r.verdict
+    acc = _num(r.acc_mean)
+    return [r.label, r.unit_label or r.unit, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"),
+            "-" if r.unit == "none" or math.isnan(r.delta) else f"{r.delta:.0e}", _inference(r), acc, ci,
+            str(len(r.accs)), attack, _num(tpr, ".3f") if name else "-", verification]
 
 
 def sections(rows: list[Row]) -> dict[tuple[str, str], list[Row]]:
+    """Rows by (dataset, unit); the non-private references join every unit's section of their dataset."""
     out: dict[tuple[str, str], list[Row]] = {}
+    units: dict[str, set[str]] = {}
     for r in rows:
-        out.setdefault((r.dataset, r.unit), []).append(r)
-    return out
+        if r.unit != "none":
+            units.setdefault(r.dataset, set()).add(r.unit)
+    for r in rows:
+        if r.unit == "none":
+            for u in sorted(units.get(r.dataset) or {"none"}):
+                out.setdefault((r.dataset, u), []).append(r)
+        else:
+            out.setdefault((r.dataset, r.unit), []).append(r)
+    return dict(sorted(out.items()))
 
 
-def to_markdown(rows: list[Row], experiment: str) -> str:
-    lines = [f"# Leaderboard: experiment `{experiment}`", ""]
+def footnotes(rows: list[Row]) -> list[str]:
+    from methods.base import available_methods
+
+    notes: dict[str, str] = {}
+    methods = available_methods()
+    for r in rows:
+        cls = methods.get(r.method)
+        if cls is not None and cls.unit_note:
+            notes.setdefault(cls.label(), cls.unit_note)
+    return [f"{label}: {note}" for label, note in sorted(notes.items())]
+
+
+COLUMN_NOTES = [
+    "test acc: mean over seeds, 95% percentile bootstrap interval (scipy).",
+    "spent eps: the accountant's epsilon from each run's ledger (max over seeds), never the target; delta as run.",
+    "strongest attack: per seed, the attack variant with the best mean AUC on the other seeds (held out), its AUC "
+    "and TPR at 1% FPR on this seed, averaged; model-free references are never candidates; 'of N' = candidates.",
+    "verification: bench verify / bench audit verdicts of the configuration and the largest empirical epsilon lower "
+    "bound of their checks.",
+]
+
+
+def to_markdown(rows: list[Row], title: str) -> str:
+    lines = [f"# {title}", ""]
     for (ds, unit), rs in sections(rows).items():
-        lines += [f"## {ds} — privacy unit: {unit}", "", "| " + " | ".join(HEADER) + " |",
+        lines += [f"## {ds}: {unit}-level", "", "| " + " | ".join(HEADER) + " |",
                   "|" + "|".join(" --- " for _ in HEADER) + "|"]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row_cells(r)) + " |" for r in rs]
         lines.append("")
-    return "\n".join(lines)
+    notes = footnotes(rows)
+    lines += [f"* {n}" for n in notes + COLUMN_NOTES]
+    return "\n".join(lines) + "\n"
 
 
 def to_csv(rows: list[Row]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["dataset", "privacy_unit", "method", "split", "target_epsilon", "spent_epsilon_max", "test_acc_mean",
-                "ci_low", "ci_high", "seeds", "best_attack", "best_attack_auc", "best_tpr_attack",
-                "best_tpr_at_1pct_fpr", "audit_epsilon_lb", "audit_verdict"])
+    w.writerow(["dataset", "privacy_unit", "unit_label", "method", "split", "target_epsilon", "spent_epsilon_max",
+                "delta", "inference_private", "test_acc_mean", "ci_low", "ci_high", "seeds", "strongest_attack",
+                "strongest_attack_auc", "strongest_attack_tpr_at_1pct_fpr", "attack_candidates", "held_out_choice",
+                "verification_epsilon_lb", "verification_verdict", "hp_source"])
     for r in rows:
-        an, av = r.best_attack("auc")
-        tn, tv = r.best_attack("tpr")
-        w.writerow([r.dataset, r.unit, r.label, r.split, r.target_epsilon, r.spent_max, r.acc_mean,
-                    "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1], len(r.accs), an,
-                    "" if not an else av, tn, "" if not tn else tv, max(r.audit_lb) if r.audit_lb else "", r.verdict])
+        name, auc, tpr, n, held = r.strongest_attack()
+        w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max, r.delta,
+                    r.inference_private, r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
+                    len(r.accs), name, "" if not name else auc, "" if not name else tpr, n, held,
+                    max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source])
     return buf.getvalue()
 
 
@@ -246,50 +379,39 @@ def to_csv(rows: list[Row]) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def plot_dataset(rows: list[Row], dataset: str):
-    """Accuracy vs epsilon per method (log x); eps = inf sits at its own position right of the finite ones."""
+def plot_section(rows: list[Row], dataset: str, unit: str):
+    """Accuracy against SPENT epsilon (log x) for one dataset and unit; references as dashed lines."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rs = [r for r in rows if r.dataset == dataset]
-    finite = sorted({r.target_epsilon for r in rs if math.isfinite(r.target_epsilon)})
-    lo, hi = (finite[0], finite[-1]) if finite else (1.0, 1.0)
-    x_inf = hi * 4 if finite else 1.0
-    fig, ax = plt.subplots(figsize=(9, 4.8))
+    rs = sections(rows).get((dataset, unit), [])
+    private = [r for r in rs if r.unit != "none" and math.isfinite(r.spent_max)]
+    fig, ax = plt.subplots(figsize=(8.5, 4.6))
     groups: dict[tuple[str, str], list[Row]] = {}
-    for r in rs:
+    for r in private:
         groups.setdefault((r.label, r.split), []).append(r)
     multi_split = len({s for _, s in groups}) > 1
     cmap = plt.get_cmap("tab20" if len(groups) > 10 else "tab10")
     for i, ((method, split), g) in enumerate(sorted(groups.items())):
-        label = f"{method} ({split})" if multi_split else method
-        g = sorted(g, key=lambda r: r.target_epsilon)
-        fin = [r for r in g if math.isfinite(r.target_epsilon)]
-        inf = [r for r in g if not math.isfinite(r.target_epsilon)]
-        color = cmap(i % cmap.N)
-        if fin:
-            xs = [r.target_epsilon for r in fin]
-            ys = [r.acc_mean for r in fin]
-            err = [[r.acc_mean - (r.ci or (r.acc_mean,) * 2)[0] for r in fin],
-                   [(r.ci or (r.acc_mean,) * 2)[1] - r.acc_mean for r in fin]]
-            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label, color=color)
-        for r in inf:
-            if r.unit == "none" and finite:  # a non-private reference: a dashed line across the plot
-                ax.hlines(r.acc_mean, lo / 1.5, x_inf, linestyles="dashed", colors=[color], label=None if fin else label)
-            ax.plot([x_inf], [r.acc_mean], marker="s", linestyle="none", color=color,
-                    label=None if (fin or (r.unit == "none" and finite)) else label)
-    ax.set_xscale("log")
-    ticks = finite + [x_inf]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([f"{t:g}" for t in finite] + ["∞"])
-    ax.minorticks_off()
-    if finite:
-        ax.axvline(hi * 2, color="0.8", linewidth=0.8)
-    ax.set_xlabel("target epsilon (log scale; ∞ = no noise / non-private)")
+        g = sorted(g, key=lambda r: r.spent_max)
+        label = (f"{method} ({split})" if multi_split else method) + (f" [{g[0].unit_label}]"
+                                                                       if g[0].unit_label != unit else "")
+        err = [[r.acc_mean - (r.ci or (r.acc_mean,) * 2)[0] for r in g],
+               [(r.ci or (r.acc_mean,) * 2)[1] - r.acc_mean for r in g]]
+        ax.errorbar([r.spent_max for r in g], [r.acc_mean for r in g], yerr=err, marker="o", capsize=3, label=label,
+                    color=cmap(i % cmap.N))
+    refs = [r for r in rs if r.unit == "none"]
+    for j, r in enumerate(refs):
+        ax.axhline(r.acc_mean, linestyle="--", linewidth=1, color=plt.get_cmap("Greys")(0.45 + 0.1 * (j % 4)),
+                   label=f"{r.label} (non-private)")
+    if private:
+        ax.set_xscale("log")
+    deltas = sorted({f"{r.delta:.0e}" for r in private if not math.isnan(r.delta)})
+    ax.set_xlabel("spent epsilon (the ledger's, log scale)")
     ax.set_ylabel("test accuracy (mean, 95% bootstrap CI)")
-    ax.set_title(f"Privacy-utility: {dataset}")
+    ax.set_title(f"{dataset}: {unit}-level" + (f", delta {', '.join(deltas)}" if deltas else ""))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
@@ -302,41 +424,158 @@ def _png_b64(fig) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1300px;color:#222}
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1400px;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.6em 0;font-size:.88em}th,td{border:1px solid #ccc;padding:.3em .55em;text-align:right}
-th{background:#f3f3f3}td:first-child,td:nth-child(2){text-align:left}tr:nth-child(even){background:#fafafa}
+table{border-collapse:collapse;margin:.6em 0;font-size:.85em}th,td{border:1px solid #ccc;padding:.3em .5em;text-align:right}
+th{background:#f3f3f3}td:nth-child(-n+3){text-align:left}tr:nth-child(even){background:#fafafa}
 .viol{color:#b00020;font-weight:bold}.pass{color:#1b7f3a}img{max-width:100%;border:1px solid #eee}
-.note{color:#666;font-size:.85em}"""
+.note{color:#555;font-size:.85em}"""
 
 
-def to_html(rows: list[Row], experiment: str, figures: dict[str, str]) -> str:
+def to_html(rows: list[Row], title: str, figures: dict[tuple[str, str], str], intro: str = "",
+            extra: str = "") -> str:
     esc = html.escape
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Leaderboard {esc(experiment)}</title>"
-             f"<style>{CSS}</style></head><body>",
-             f"<h1>Leaderboard: experiment <code>{esc(experiment)}</code></h1>",
-             "<p class='note'>Test accuracy: mean over seeds with a 95% percentile bootstrap interval (scipy). Spent "
-             "epsilon: the accountant's value from each run's ledger (max over seeds), not the target. Attacks: the "
-             "strongest attack/variant by mean AUC over seeds. Audits: the largest empirical lower bound on epsilon; "
-             "VIOLATION if any audit beat the claim.</p>"]
-    by_ds: dict[str, list[tuple[str, list[Row]]]] = {}
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
+             f"<style>{CSS}</style></head><body>", f"<h1>{esc(title)}</h1>"]
+    if intro:
+        parts.append(intro)
+    parts.append("<ul class='note'>" + "".join(f"<li>{esc(n)}</li>" for n in COLUMN_NOTES + footnotes(rows))
+                 + "</ul>")
     for (ds, unit), rs in sections(rows).items():
-        by_ds.setdefault(ds, []).append((unit, rs))
-    for ds, secs in by_ds.items():
-        parts.append(f"<h2>{esc(ds)}</h2>")
-        if ds in figures:
-            parts.append(f"<img alt='privacy-utility plot for {esc(ds)}' src='data:image/png;base64,{figures[ds]}'>")
-        for unit, rs in secs:
-            parts.append(f"<h3>privacy unit: {esc(unit)}</h3><table><tr>"
-                         + "".join(f"<th>{esc(h)}</th>" for h in HEADER) + "</tr>")
-            for r in rs:
-                cells = row_cells(r)
-                tds = "".join(f"<td>{esc(c)}</td>" for c in cells[:-1])
-                cls = "viol" if r.verdict == "VIOLATION" else "pass" if r.verdict else ""
-                parts.append(f"<tr>{tds}<td class='{cls}'>{esc(cells[-1])}</td></tr>")
-            parts.append("</table>")
+        parts.append(f"<h2>{esc(ds)}: {esc(unit)}-level</h2>")
+        if (ds, unit) in figures:
+            parts.append(f"<img alt='privacy-utility plot, {esc(ds)}, {esc(unit)}' "
+                         f"src='data:image/png;base64,{figures[(ds, unit)]}'>")
+        parts.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in HEADER) + "</tr>")
+        for r in rs:
+            cells = row_cells(r)
+            tds = "".join(f"<td>{esc(c)}</td>" for c in cells[:-1])
+            cls = "viol" if r.verdict == "VIOLATION" else "pass" if r.verdict else ""
+            parts.append(f"<tr>{tds}<td class='{cls}'>{esc(cells[-1])}</td></tr>")
+        parts.append("</table>")
+    if extra:
+        parts.append(extra)
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------------------
+# Building
+# --------------------------------------------------------------------------------------
+
+
+def _figures(rows: list[Row]) -> dict[tuple[str, str], Any]:
+    return {key: plot_section(rows, *key) for key, rs in sections(rows).items()
+            if any(r.unit != "none" for r in rs)}
+
+
+def render(rows: list[Row], fmt: str, title: str) -> tuple[str, dict]:
+    """``(text, figures)``: the leaderboard in ``fmt`` (md, csv, html) and the matplotlib figures it drew."""
+    figs = _figures(rows) if fmt == "html" else {}
+    if fmt == "md":
+        return to_markdown(rows, title), figs
+    if fmt == "csv":
+        return to_csv(rows), figs
+    return to_html(rows, title, {k: _png_b64(f) for k, f in figs.items()}), figs
+
+
+def build(experiment: str, fmt: str, track: bool = True, export: str | None = None) -> tuple[str, list[Row]]:
+    """The leaderboard of ``experiment`` (or of the export file ``export``) rendered as ``fmt``; with ``track``,
+    also logged as a run tagged ``kind=leaderboard`` with the tables and plots."""
+    import matplotlib.pyplot as plt
+
+    if export:
+        from bench import records
+
+        rows = collect_records(records.load(export))
+        source = f"export {export}"
+    else:
+        rows = collect(experiment)
+        source = f"experiment {experiment!r}"
+    if not rows:
+        raise LeaderboardError(f"{source} has no FINISHED runs with test accuracy")
+    title = f"Leaderboard: {source}"
+    text, figs = render(rows, fmt, title)
+    if track:
+        from bench import tracking
+
+        figs = figs or _figures(rows)
+        with tracking.tracked_run(experiment, "leaderboard", tags={"kind": "leaderboard"}) as run:
+            run.log_params({"rows": len(rows), "runs": sum(len(r.accs) for r in rows), "source": source})
+            run.log_text(to_markdown(rows, title), "leaderboard.md")
+            run.log_text(to_csv(rows), "leaderboard.csv")
+            run.log_text(to_html(rows, title, {k: _png_b64(f) for k, f in figs.items()}), "leaderboard.html")
+            for (ds, unit), f in figs.items():
+                run.log_figure(f, f"plots/privacy_utility_{_safe(ds)}_{unit}.png")
+    for f in figs.values():
+        plt.close(f)
+    return text, rows
+
+
+def build_site(rows: list[Row], out_dir: str | Path, title: str, intro_md: str = "", papers: str = "") -> list[Path]:
+    """Write ``index.html`` (self-contained), ``README.md`` (the same tables) and the plots (PNG) into ``out_dir``."""
+    import matplotlib.pyplot as plt
+
+    from bench.io import write_text_atomic
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figs = _figures(rows)
+    written = []
+    plots = out / "plots"
+    plots.mkdir(exist_ok=True)
+    for (ds, unit), f in figs.items():
+        p = plots / f"{_safe(ds)}_{unit}.png"
+        f.savefig(p, dpi=100)
+        written.append(p)
+    md = to_markdown(rows, title)
+    md = md.replace(f"# {title}\n\n", f"# {title}\n\n{intro_md}\n\n" if intro_md else f"# {title}\n\n", 1)
+    if papers:
+        md += "\n" + papers
+    plot_md = "\n".join(f"![{ds} {unit}](plots/{_safe(ds)}_{unit}.png)" for (ds, unit) in figs)
+    write_text_atomic(out / "README.md", md + ("\n## Plots\n\n" + plot_md + "\n" if plot_md else ""))
+    intro_html = _md_paragraphs(intro_md)
+    write_text_atomic(out / "index.html", to_html(rows, title, {k: _png_b64(f) for k, f in figs.items()},
+                                                  intro_html, _md_table_html(papers)))
+    for f in figs.values():
+        plt.close(f)
+    return written + [out / "README.md", out / "index.html"]
+
+
+def _md_paragraphs(md: str) -> str:
+    return "".join(f"<p class='note'>{html.escape(p.strip())}</p>" for p in md.split("\n\n") if p.strip())
+
+
+def _md_table_html(md: str) -> str:
+    """A markdown section (a '## ' heading, paragraphs, one pipe table) as HTML."""
+    if not md.strip():
+        return ""
+    esc = html.escape
+    out, table = [], []
+    for line in md.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if all(set(c) <= {"-", " ", ":"} for c in cells):
+                continue
+            table.append(cells)
+            continue
+        if table:
+            out.append("<table>" + "".join("<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{esc(c)}"
+                                                            f"</{'th' if i == 0 else 'td'}>" for c in row) + "</tr>"
+                                           for i, row in enumerate(table)) + "</table>")
+            table = []
+        if line.startswith("## "):
+            out.append(f"<h2>{esc(line[3:])}</h2>")
+        elif line.strip():
+            out.append(f"<p class='note'>{esc(line)}</p>")
+    if table:
+        out.append("<table>" + "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>"
+                                       for row in table) + "</table>")
+    return "\n".join(out)
 
 
 # --------------------------------------------------------------------------------------
@@ -344,67 +583,66 @@ def to_html(rows: list[Row], experiment: str, figures: dict[str, str]) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def build(experiment: str, fmt: str, track: bool = True) -> tuple[str, list[Row]]:
-    """The leaderboard of ``experiment`` rendered as ``fmt``; with ``track``, also logged as a leaderboard run."""
-    rows = collect(experiment)
-    if not rows:
-        raise LeaderboardError(f"experiment {experiment!r} has no FINISHED runs with test accuracy")
-    import matplotlib.pyplot as plt
-
-    figs = {ds: plot_dataset(rows, ds) for ds in dict.fromkeys(r.dataset for r in rows)}
-    b64 = {ds: _png_b64(f) for ds, f in figs.items()}
-    md, table_csv, page = to_markdown(rows, experiment), to_csv(rows), to_html(rows, experiment, b64)
-    if track:
-        from bench import tracking
-
-        with tracking.tracked_run(experiment, "leaderboard", tags={"kind": "leaderboard"}) as run:
-            run.log_params({"rows": len(rows), "runs": sum(len(r.accs) for r in rows)})
-            run.log_text(md, "leaderboard.md")
-            run.log_text(table_csv, "leaderboard.csv")
-            run.log_text(page, "leaderboard.html")
-            for ds, f in figs.items():
-                run.log_figure(f, f"plots/privacy_utility_{_safe(ds)}.png")
-    for f in figs.values():
-        plt.close(f)
-    return {"md": md, "csv": table_csv, "html": page}[fmt], rows
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-@command("leaderboard", "tables and privacy-utility plots of an experiment's runs (md, html, csv)")
+@command("leaderboard", "tables and privacy-utility plots of an experiment's runs or of an export (md, html, csv)")
 def _leaderboard_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("leaderboard", help="tables and privacy-utility plots of an experiment's runs (md, html, csv)",
-                       description=__doc__.split("\n\n")[0])
+    p = sub.add_parser("leaderboard", help="tables and privacy-utility plots of an experiment's runs or of an export",
+                       description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--experiment", default="dp-gnn-bench", help="MLflow experiment (default: %(default)s)")
+    p.add_argument("--export", metavar="FILE.jsonl", help="build from this export instead of the MLflow store")
     p.add_argument("--format", choices=["md", "html", "csv"], default="md", help="output format (default: md)")
     p.add_argument("--output", "-o", metavar="PATH", help="write to PATH (atomically) instead of stdout")
+    p.add_argument("--site", metavar="DIR", help="write DIR/index.html, DIR/README.md and DIR/plots/ (the published "
+                                                 "leaderboard; from DIR/runs.jsonl unless --export/--experiment)")
+    p.add_argument("--run", metavar="CONFIG",
+                   help="first run CONFIG's sweep (resumable; its export is DIR/runs.jsonl with --site), then build")
+    p.add_argument("--write-export", metavar="FILE.jsonl",
+                   help="also write the experiment's runs to this export (merged with what it holds)")
+    p.add_argument("--threads", type=int, default=None, help="with --run: torch/numba threads per cell")
     p.add_argument("--no-track", action="store_true", help="do not log a leaderboard run with the tables and plots")
     p.set_defaults(func=cmd_leaderboard)
     return p
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from bench.io import check_writable, write_text_atomic
+
     if args.output and Path(args.output).is_dir():
         raise LeaderboardError(f"--output {args.output} is a directory")
-    text, rows = build(args.experiment, args.format, track=not args.no_track)
+    check_writable(args.output)
+    export = args.export
+    if args.site:
+        site = Path(args.site)
+        if site.exists() and not site.is_dir():
+            raise LeaderboardError(f"--site {args.site} is not a directory")
+        export = export or str(site / "runs.jsonl")
+    if args.run:
+        from bench import api
+
+        api.sweep(args.run, experiment=None if args.experiment == "dp-gnn-bench" else args.experiment,
+                  threads=args.threads, export=export, progress=sys.stderr.isatty())
+    if args.write_export:
+        from bench import records
+
+        n = records.write(args.write_export, records.records_from_experiment(args.experiment))
+        print(f"# wrote {args.write_export}: {n} records", file=sys.stderr)
+    if args.site:
+        from bench import records
+        from bench.site import site_texts
+
+        rows = collect_records(records.load(export)) if Path(export).exists() else collect(args.experiment)
+        if not rows:
+            raise LeaderboardError(f"no FINISHED runs with test accuracy in {export}")
+        title, intro, papers = site_texts(rows, export)
+        files = build_site(rows, args.site, title, intro, papers)
+        print(f"# wrote {len(files)} files to {args.site}: {args.site}/index.html", file=sys.stderr)
+        return 0
+    text, rows = build(args.experiment, args.format, track=not args.no_track and not export, export=export)
     if args.output:
         write_text_atomic(args.output, text)
         print(f"# wrote {args.output}: {len(rows)} rows", file=sys.stderr)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+__all__ = ["LeaderboardError", "Row", "bootstrap_ci", "build", "build_site", "collect", "collect_records", "render"]

@@ -67,8 +67,11 @@ def test_rows_mean_ci_spent_attacks_audits(board):
     assert r.ci is not None and r.ci[0] <= r.acc_mean <= r.ci[1]
     assert r.ci[0] == pytest.approx(ref.low, abs=0.02) and r.ci[1] == pytest.approx(ref.high, abs=0.02)
     assert r.spent_max == pytest.approx(0.95)  # the max of what the accountant computed, never the target
+    # the strongest attack is chosen per seed on the other seeds and reported with its own TPR
     assert r.best_attack("auc") == ("lira.offline", pytest.approx(0.60))
-    assert r.best_attack("tpr")[0] == "threshold.loss"
+    assert r.best_attack("tpr") == ("lira.offline", pytest.approx(0.01))
+    name, auc, tpr, n, held_out = r.strongest_attack()
+    assert n == 2 and held_out
     assert r.verdict == "VIOLATION" and max(r.audit_lb) == pytest.approx(1.7)
     assert r.audit_modes == {"one-run", "multi-run"}
     g = rows[("gcn", math.inf)]
@@ -91,26 +94,28 @@ def test_bootstrap_ci_contains_mean_and_narrows_with_more_seeds():
 def test_markdown_csv_html_and_the_leaderboard_run(board):
     exp, _ = board
     md, _ = build(exp, "md")
-    assert "## cora — privacy unit: node" in md and "## cora — privacy unit: edge" in md
-    line = next(l for l in md.splitlines() if l.startswith("| dp-mlp | public | 1 |"))
-    assert "0.95" in line and "VIOLATION" in line and "lira.offline" in line and "| 3 |" in line
+    assert "## cora: node-level" in md and "## cora: edge-level" in md
+    line = next(l for l in md.splitlines() if l.startswith("| dp-mlp | node | public | 1 |"))
+    assert "0.95" in line and "VIOLATION (1.7)" in line and "lira.offline" in line and "| 3 |" in line
+    assert "held-out choice of 2" in line
     text, _ = build(exp, "csv", track=False)
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 4
     dp1 = next(r for r in rows if r["method"] == "dp-mlp" and r["target_epsilon"] == "1.0")
-    assert float(dp1["spent_epsilon_max"]) == pytest.approx(0.95) and dp1["audit_verdict"] == "VIOLATION"
+    assert float(dp1["spent_epsilon_max"]) == pytest.approx(0.95) and dp1["verification_verdict"] == "VIOLATION"
     page, _ = build(exp, "html", track=False)
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page
     assert not re.search(r"(src|href)=['\"](?!data:)", page)  # self-contained: no external resources
     imgs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)
-    assert len(imgs) == 1 and base64.b64decode(imgs[0])[:8] == b"\x89PNG\r\n\x1a\n"
+    # one plot per dataset and unit (node, edge), spent epsilon on the x axis
+    assert len(imgs) == 2 and base64.b64decode(imgs[0])[:8] == b"\x89PNG\r\n\x1a\n"
     assert "class='viol'" in page
     lb = [r for r in tracking.search_runs(exp) if r.data.tags.get("kind") == "leaderboard"]
     assert len(lb) == 1 and lb[0].info.status == "FINISHED"
     arts = {a.path for a in tracking.client().list_artifacts(lb[0].info.run_id)}
     assert {"leaderboard.md", "leaderboard.csv", "leaderboard.html", "plots"} <= arts
     plots = [a.path for a in tracking.client().list_artifacts(lb[0].info.run_id, "plots")]
-    assert plots == ["plots/privacy_utility_cora.png"]
+    assert sorted(plots) == ["plots/privacy_utility_cora_edge.png", "plots/privacy_utility_cora_node.png"]
     # the leaderboard run itself is not a row
     assert {r.method for r in collect(exp)} == {"dp-mlp", "gcn", "gap-edge"}
 
@@ -125,6 +130,13 @@ def test_cli_output_file_and_errors(board, tmp_path, capsys):
     capsys.readouterr()
     assert main(["leaderboard", "--experiment", "lb-empty-nothing-here"]) == 2
     assert capsys.readouterr().err.startswith("error: experiment 'lb-empty-nothing-here' has no FINISHED runs")
+    # the export: written from the store, rebuilt without it
+    export = tmp_path / "runs.jsonl"
+    assert main(["leaderboard", "--experiment", exp, "--write-export", str(export), "--no-track"]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", "--export", str(export), "--format", "csv"]) == 0
+    from_export = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(from_export) == 4 and {r["method"] for r in from_export} == {"dp-mlp", "gcn", "gap-edge"}
     assert main(["leaderboard", "--experiment", exp, "-o", str(tmp_path)]) == 2
 
 
@@ -159,4 +171,35 @@ def test_hyperparameter_variants_get_their_own_labelled_rows():
     assert [(r.label, len(r.accs)) for r in rows] == [("privgnn [lam=0.2]", 2), ("privgnn [lam=0.4]", 2)]
     assert [r.spent_max for r in rows] == [pytest.approx(2.0), pytest.approx(4.0)]
     md, _ = build(exp, "md", track=False)
-    assert "| privgnn [lam=0.4] | private-public | inf | 4 |" in md
+    assert "| privgnn [lam=0.4] | node | private-public | inf | 4 |" in md
+
+
+def test_model_free_references_are_never_the_strongest_attack():
+    from bench.leaderboard import collect_records
+
+    recs = [{"cell_id": f"c{s}", "run_id": f"r{s}", "kind": "run", "status": "FINISHED", "start_time": s,
+             "params": {"method": "gap-edge", "dataset": "cora", "split": "random-75-10-15", "seed": s,
+                        "privacy_unit": "edge", "target_epsilon": "1.0", "delta": "0.0001", "config_hash": f"h{s}"},
+             "metrics": {"test_acc": 0.7, "epsilon": 0.99},
+             "attacks": {"link-stealing": {"ref-features-cosine": {"auc": 0.81, "tpr_at_1pct_fpr": 0.2},
+                                           "posterior-cosine": {"auc": 0.6 + 0.01 * s, "tpr_at_1pct_fpr": 0.05}}}}
+            for s in range(3)]
+    (row,) = collect_records(recs)
+    name, auc, tpr, n, held = row.strongest_attack()
+    assert name == "link-stealing.posterior-cosine" and n == 1 and held  # the 0.81 reference is not a candidate
+    assert auc == pytest.approx(0.61) and tpr == pytest.approx(0.05)
+
+
+def test_a_one_seed_row_reports_the_max_and_says_so():
+    from bench.leaderboard import collect_records, row_cells
+
+    rec = {"cell_id": "c", "run_id": "r", "kind": "run", "status": "FINISHED",
+           "params": {"method": "dp-mlp", "dataset": "cora", "split": "public", "seed": 0, "privacy_unit": "node",
+                      "target_epsilon": "8.0", "delta": "1e-05", "config_hash": "h"},
+           "metrics": {"test_acc": 0.3, "epsilon": 7.99},
+           "attacks": {"threshold": {"loss": {"auc": 0.55, "tpr_at_1pct_fpr": 0.02},
+                                     "entropy": {"auc": 0.52, "tpr_at_1pct_fpr": 0.03}}}}
+    (row,) = collect_records([rec])
+    cells = row_cells(row)
+    assert "max of 2" in cells[10] and cells[7] == "0.3000" and cells[8] == "-"  # one seed: no "± 0", no CI
+    assert cells[5] == "1e-05"
