@@ -14,14 +14,23 @@ structural (exact, no error budget)
                            (:mod:`audits.structural`).
     ``private-inference``  a method claiming private inference declares its release, and with that release
                            held fixed no served output depends on another private unit.
+    ``label-use``          node level: with the validation and test labels changed (same seed) every served
+                           output is bit-identical (choosing an epoch on private validation labels, or reading
+                           test labels, is an unaccounted release).
 statistical (white-box, DP-SGD methods)
     ``ledger-counts``      the ledger counts what ran: noisy DP-SGD steps seen through the optimiser <= the
                            steps the ledger composes, fixed-size batches of the accounted size, and Poisson
                            batches no larger than the ledger's rate allows over the training population
-                           (one-sided binomial test).
-    ``noise-calibration``  the noise drawn at every step has at least the std the ledger's noise multiplier
+                           (one-sided binomial test); every other mechanism that released something
+                           (:mod:`methods.mechanisms`) has an event of its kind in the ledger.
+    ``noise-calibration``  the noise drawn at every DP-SGD step has at least the std the ledger's noise multiplier
                            requires for the step's threshold C (chi-square test on every draw), and a single
-                           example's clipped gradient, read off a released sum, has norm <= C.
+                           example's clipped gradient, read off a released sum, has norm <= C; an adaptive
+                           clipping count's noise keeps the joint multiplier the ledger records; every other
+                           release draws at least the noise its ledger event states (Gaussian: chi-square,
+                           Laplace: gamma test), on a query that meets its sensitivity's precondition (unit rows,
+                           probability vectors, vote counts); randomized response keeps a likelihood ratio
+                           <= e^epsilon of the ledger's event.
     ``occurrences``        how often a canary node's data enters the DP-SGD batches (counted through its
                            dedicated feature column; each canary gets fresh anchors, more than the ledger's
                            occurrence bound allows a correct sampler to keep) against what the ledger's sampling
@@ -61,7 +70,7 @@ from methods.progress import progress_bar
 from methods.streams import RunStreams
 
 PASS, VIOLATION, SKIPPED = "PASS", "VIOLATION", "SKIPPED"
-STRUCTURAL = ("epsilon-accounted", "determinism", "noise-independence", "private-inference")
+STRUCTURAL = ("epsilon-accounted", "determinism", "noise-independence", "private-inference", "label-use")
 WHITE_BOX = ("ledger-counts", "noise-calibration", "occurrences", "gradient-canaries")
 BLACK_BOX = ("input-canaries", "edge-canaries", "multi-run")
 CHECKS = STRUCTURAL + WHITE_BOX + BLACK_BOX
@@ -211,6 +220,10 @@ def _inclusion_rate(events) -> float:
     return min(1.0, e.batch_size * e.occurrence_bound / e.num_train)
 
 
+def statistics_mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else math.nan
+
+
 def _timed(fn):
     t0 = time.perf_counter()
     out = fn()
@@ -277,12 +290,15 @@ class _Battery:
 
         import torch
 
+        from methods.mechanisms import observing
+
         probe = StepOneProbe()
         t0 = time.perf_counter()
-        with record_seeds() as seeds, record_poisson_batches() as batches:
+        with record_seeds() as seeds, record_poisson_batches() as batches, observing() as releases:
             again = self.fit(hook=probe)
         secs = time.perf_counter() - t0
         self.probe, self.probe_fit, self._seeds, self._batches = probe, again, seeds, batches
+        self.releases = releases
         diff = float((again.predict_proba() - self.base.predict_proba()).abs().max())
         same_ledger = again.ledger.same_events(self.base.ledger)
         ok = diff <= 1e-6 and same_ledger and bool(torch.isfinite(again.predict_proba()).all())
@@ -319,6 +335,30 @@ class _Battery:
                      f"{'yes' if shared else 'no'}", f"corr < {CORRELATION_THRESHOLD}, no replay, no shared seed",
                      "; ".join(bad) or note, data=found.to_dict())
 
+    def label_use(self) -> Check:
+        """Node level: the validation and test labels are private units' data no ledger covers; a method may not
+        read them. Change every one of them (same seed): every served output must stay bit-identical."""
+        import dataclasses
+
+        import torch
+
+        if self.unit != "node":
+            return Check("label-use", self.seed, SKIPPED, "-", "-",
+                         f"labels are public at the {self.unit} level")
+        held = self.task.val_mask | self.task.test_mask
+        if not bool(held.any()):
+            return Check("label-use", self.seed, SKIPPED, "-", "-", "no validation or test node")
+        data = self.task.data.clone()
+        y = data.y.clone()
+        y[held] = (y[held] + 1) % int(self.task.num_classes)
+        data.y = y
+        other, secs = _timed(lambda: self.fit(dataclasses.replace(self.task, data=data)))
+        diff = float((other.predict_proba() - self.base.predict_proba()).abs().max())
+        bad = diff > 0 or not torch.equal(other.predict_proba(), self.base.predict_proba())
+        return Check("label-use", self.seed, VIOLATION if bad else PASS,
+                     f"max |dp| {diff:.3g} with {int(held.sum())} val/test labels changed", "0",
+                     "served outputs depend on validation or test labels" if bad else "", seconds=secs)
+
     def private_inference(self) -> Check:
         from audits.structural import check_private_inference
 
@@ -344,14 +384,40 @@ class _Battery:
     def dpsgd(self) -> bool:
         return bool(self.probe is not None and self.probe.records and _dpsgd_events(self.probe_fit.ledger))
 
+    def other_releases(self) -> list:
+        return [r for r in getattr(self, "releases", []) if r.kind != "count"]
+
     def ledger_counts(self, alpha: float) -> Check:
+        if not self.dpsgd():
+            if not self.other_releases():
+                return Check("ledger-counts", self.seed, SKIPPED, "-", "-", "no DP-SGD step and no other release seen")
+            problems = self._unaccounted_releases()
+            kinds = sorted({r.kind for r in self.other_releases()})
+            return Check("ledger-counts", self.seed, VIOLATION if problems else PASS,
+                         f"{len(self.other_releases())} release(s): {', '.join(kinds)}",
+                         "every release kind has a ledger event", "; ".join(problems))
+        return self._dpsgd_counts(alpha)
+
+    def _unaccounted_releases(self) -> list[str]:
+        led = self.probe_fit.ledger
+        kinds = {e.kind for e in led.events}
+        match = {"gaussian": {"gaussian"}, "laplace": {"laplace", "poisson_laplace"},
+                 "randomized_response": {"randomized_response"}}
+        out = []
+        for kind in sorted({r.kind for r in self.other_releases()}):
+            if not match.get(kind, {kind}) & kinds:
+                srcs = sorted({r.source for r in self.other_releases() if r.kind == kind})
+                out.append(f"a {kind} release ({', '.join(srcs)}) has no {kind} event in the ledger")
+        return out
+
+    def _dpsgd_counts(self, alpha: float) -> Check:
         from scipy import stats
 
         probe, led = self.probe, self.probe_fit.ledger
         events = _dpsgd_events(led)
         ran = len(probe.records)
         accounted = sum(e.count for e in events)
-        problems, p_value = [], 1.0
+        problems, p_value = self._unaccounted_releases(), 1.0
         if ran > accounted:
             problems.append(f"{ran} noisy DP-SGD steps ran, the ledger composes {accounted}")
         fixed = {e.sample_size for e in events if e.kind == "fixed_size_gaussian"}
@@ -377,6 +443,100 @@ class _Battery:
                      alpha=alpha, data={"ran": ran, "accounted": accounted, "p_value": p_value})
 
     def noise_calibration(self, alpha: float) -> Check:
+        if not self.dpsgd():
+            if not self.other_releases():
+                return Check("noise-calibration", self.seed, SKIPPED, "-", "-",
+                             "no DP-SGD step and no other release seen")
+            problems, stat = self._release_calibration(alpha)
+            return Check("noise-calibration", self.seed, VIOLATION if problems else PASS, stat,
+                         f"noise >= {1 - TOLERANCE:g} x the ledger's (at {alpha:.2g}); preconditions; RR ratio",
+                         "; ".join(problems), alpha=alpha)
+        check = self._dpsgd_calibration(alpha)
+        if self.other_releases() or any(r.kind == "count" for r in getattr(self, "releases", [])):
+            problems, stat = self._release_calibration(alpha)
+            if problems:
+                check.verdict = VIOLATION
+                check.detail = "; ".join(([check.detail] if check.detail else []) + problems)
+            check.statistic += f"; {stat}"
+        return check
+
+    def _release_calibration(self, alpha: float) -> tuple[list[str], str]:
+        """The non-DP-SGD releases against the ledger (see the module docstring)."""
+        from scipy import stats
+
+        led = self.probe_fit.ledger
+        problems, stats_txt = [], []
+        gauss = [e for e in led.events if e.kind == "gaussian"]
+        lap = [e for e in led.events if e.kind in ("laplace", "poisson_laplace")]
+        rr = [e for e in led.events if e.kind == "randomized_response"]
+        releases = getattr(self, "releases", [])
+        for kind, evs in (("gaussian", gauss), ("laplace", lap)):
+            rel = [r for r in releases if r.kind == kind and r.drawn_scale is not None and r.draws]
+            if not rel or not evs:
+                continue
+            need = min(e.sigma for e in evs) if kind == "gaussian" else min(e.scale for e in evs)
+            need *= 1 - TOLERANCE
+            n = sum(r.draws for r in rel)
+            if kind == "gaussian":  # chi-square on the pooled draws
+                stat = sum(r.draws * r.drawn_scale ** 2 for r in rel) / need ** 2
+                p_value = float(stats.chi2.cdf(stat, n))
+            else:  # sum |X| ~ Gamma(n, scale) for Laplace(scale)
+                p_value = float(stats.gamma.cdf(sum(r.draws * r.drawn_scale for r in rel), a=n, scale=need))
+            ratio = statistics_mean([r.drawn_scale for r in rel]) / (need / (1 - TOLERANCE))
+            stats_txt.append(f"{kind} noise / ledger {ratio:.3g}")
+            if p_value < alpha:
+                problems.append(f"the {kind} noise drawn ({', '.join(sorted({r.source for r in rel}))}) is "
+                                f"{ratio:.3g}x what the ledger states (p = {p_value:.2g})")
+        for r in releases:
+            if r.precondition is False:
+                what = {"nap": f"rows of norm up to {r.facts.get('max_row_norm', float('nan')):.3g} > 1",
+                        "noisy_argmax": f"scores that are not {r.facts.get('domain')}"}.get(r.source, "its query")
+                problems.append(f"{r.source} noised {what}: the ledger's sensitivity does not hold")
+                break
+        for r in releases:
+            if r.kind != "randomized_response" or not rr:
+                continue
+            keep, flip = r.declared.get("keep"), r.declared.get("flip_in")
+            if keep is None or flip is None:
+                continue
+            eps_rr = max(e.epsilon for e in rr)
+            ratio = math.inf if flip <= 0 else keep / flip
+            other = math.inf if keep >= 1 else (1 - flip) / (1 - keep)
+            worst = math.log(max(ratio, other)) if max(ratio, other) > 0 else 0.0
+            stats_txt.append(f"RR log-ratio {worst:.3g} vs eps {eps_rr:.3g}")
+            if worst > eps_rr * (1 + 1e-6) + 1e-9:
+                problems.append(f"randomized response with likelihood ratio e^{worst:.3g} > e^{eps_rr:.3g} (the "
+                                "ledger's event)")
+        counts = [r for r in releases if r.kind == "count"]
+        if counts:
+            c_std = min(r.declared.get("std", 0.0) for r in counts)
+            stats_txt.append(f"clipping-count noise std {c_std:.3g}")
+            hyper = [e for e in _dpsgd_events(led) if e.kind == "hypergeometric_gaussian"]
+            grad = self._measured_multiplier()
+            if hyper and grad is not None:
+                occ = hyper[0].occurrence_bound
+                lam_c = c_std / occ if c_std > 0 else 0.0
+                joint = 0.0 if lam_c == 0 or grad == 0 else (grad ** -2 + lam_c ** -2) ** -0.5
+                need = min(e.noise_multiplier for e in hyper) * (1 - TOLERANCE)
+                if joint < need:
+                    problems.append(f"with the clipping count's noise (std {c_std:.3g}) the joint noise multiplier "
+                                    f"is {joint:.3g} < the ledger's {need / (1 - TOLERANCE):.3g}")
+            elif c_std <= 0:
+                problems.append("an adaptive clipping count is released without noise")
+        return problems, "; ".join(stats_txt) or "-"
+
+    def _measured_multiplier(self) -> float | None:
+        """The DP-SGD noise measured at the probe fit's steps, as a multiplier of the per-example sensitivity
+        (2 C N(K, r) for DP-GNN events): the smallest over steps."""
+        events = _dpsgd_events(self.probe_fit.ledger) if self.probe_fit is not None else []
+        if not events or not self.probe.records:
+            return None
+        sens = min(_sensitivity_factor(e) for e in events)
+        vals = [math.sqrt(r.noise_sq_sum / r.noise_entries) / (sens * r.clip) for r in self.probe.records
+                if r.noise_entries and r.clip > 0]
+        return min(vals) if vals else None
+
+    def _dpsgd_calibration(self, alpha: float) -> Check:
         from scipy import stats
 
         from audits.structural import ClippingProbe, StopFit
@@ -521,10 +681,9 @@ def planned_checks(method: Method, task: Task, cfg: VerifyConfig, dpsgd: bool | 
     """The checks that apply to ``method`` (its unit; DP-SGD or not) among ``cfg.checks``, in order."""
     unit = method.privacy_unit
     out = [c for c in STRUCTURAL if c in cfg.checks]
-    if dpsgd is not False:
-        out += [c for c in ("ledger-counts", "noise-calibration") if c in cfg.checks]
-        if unit in ("node", "feature"):
-            out += [c for c in ("occurrences", "gradient-canaries") if c in cfg.checks]
+    out += [c for c in ("ledger-counts", "noise-calibration") if c in cfg.checks]
+    if dpsgd is not False and unit in ("node", "feature"):
+        out += [c for c in ("occurrences", "gradient-canaries") if c in cfg.checks]
     box = "edge-canaries" if unit == "edge" else "input-canaries"
     if box in cfg.checks:
         out.append(box)
@@ -577,9 +736,11 @@ def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: V
             emit(b.noise_independence())
         if "private-inference" in cfg.checks:
             emit(b.private_inference())
+        if "label-use" in cfg.checks:
+            emit(b.label_use())
         dpsgd = b.dpsgd()
         if not dpsgd:
-            for name in ("ledger-counts", "noise-calibration", "occurrences", "gradient-canaries"):
+            for name in ("occurrences", "gradient-canaries"):
                 if name in cfg.checks:
                     emit(Check(name, seed, SKIPPED, "-", "-", "no noisy DP-SGD step through methods.dpsgd"))
         for name in planned_checks(probe, task, cfg, dpsgd):

@@ -34,6 +34,7 @@ from typing import Callable, Iterator, Literal, Protocol
 import torch
 from torch import Tensor, nn
 
+from methods import mechanisms
 from methods.base import BenchError
 from methods.privacy.events import Event, FixedSizeGaussian, PoissonGaussian
 
@@ -379,8 +380,11 @@ class DPOptimizer:
         if self.quantile is not None:
             q = self.quantile
             dev = self.generator.device if self.generator is not None else norms.device
-            count = float((norms <= clip).sum()) + float(self._normal((1,), q.count_noise_std,
-                                                                      torch.empty(0, device=dev)))
+            count_noise = self._normal((1,), q.count_noise_std, torch.empty(0, device=dev))
+            count = float((norms <= clip).sum()) + float(count_noise)
+            if mechanisms.active():  # the joint (sum, count) multiplier the ledger records needs this noise
+                mechanisms.release("count", source="quantile-clipping", declared={"std": float(q.count_noise_std)},
+                                   noise=count_noise)
             frac = count / denominator
             self.clip = clip * math.exp(-q.learning_rate * (frac - q.target_quantile))
             info.count_noise_std = q.count_noise_std

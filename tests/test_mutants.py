@@ -122,9 +122,9 @@ class Run:
 
 
 def _recording(calls: list, real):
-    def noisy_argmax(scores, lam, generator):
+    def noisy_argmax(scores, lam, generator, **kw):
         calls.append((scores.detach().clone(), lam))
-        return real(scores, lam, generator)
+        return real(scores, lam, generator, **kw)
 
     return noisy_argmax
 

@@ -37,8 +37,8 @@ def test_a_correct_dp_sgd_method_passes_every_check(task):
     rep = run("dp-mlp", task, **DPMLP)
     checks = by_name(rep)
     assert rep.verdict == PASS, [(c.name, c.detail) for c in rep.checks if c.verdict == VIOLATION]
-    for name in ("epsilon-accounted", "determinism", "noise-independence", "private-inference", "ledger-counts",
-                 "noise-calibration", "occurrences", "gradient-canaries", "input-canaries"):
+    for name in ("epsilon-accounted", "determinism", "noise-independence", "private-inference", "label-use",
+                 "ledger-counts", "noise-calibration", "occurrences", "gradient-canaries", "input-canaries"):
         assert checks[name].verdict == PASS, name
     # the error budget: Bonferroni over the statistical checks, summing to at most 1 - confidence
     assert sum(c.alpha for c in rep.checks) <= 1 - CFG.confidence + 1e-12
@@ -63,7 +63,10 @@ def test_edge_level_methods_get_edge_canaries_and_no_white_box_checks(task):
     rep = run("edgerand", task, epochs=5)
     checks = by_name(rep)
     assert "edge-canaries" in checks and "input-canaries" not in checks
-    assert checks["ledger-counts"].verdict == SKIPPED and rep.verdict == PASS
+    # no DP-SGD: its randomized response and Laplace count are held to the ledger through methods.mechanisms
+    assert checks["occurrences"].verdict == SKIPPED and checks["gradient-canaries"].verdict == SKIPPED
+    assert checks["ledger-counts"].verdict == PASS and checks["noise-calibration"].verdict == PASS
+    assert "RR log-ratio" in checks["noise-calibration"].statistic and rep.verdict == PASS
 
 
 def test_non_private_and_bad_input():
@@ -83,3 +86,13 @@ def test_chernoff_p_value_is_a_valid_binomial_tail_bound():
     for n, p, s in [(1000, 0.1, 130), (500, 0.3, 180), (50, 0.5, 40), (10_000, 0.01, 130)]:
         assert stats.binom.sf(s - 1, n, p) <= chernoff_sf(s, n, p) <= 1.0
     assert chernoff_sf(10, 1000, 0.1) == 1.0
+
+
+@pytest.mark.parametrize("name,over,check", [
+    ("mutant-gap-edge-nonorm", {"epochs": 5, "encoder_epochs": 5}, "noise-calibration"),
+    ("mutant-edgerand-keepall", {"epochs": 5}, "noise-calibration"),
+    ("mutant-gap-node-bestval", {"batch_size": 64, "encoder_epochs": 10, "epochs": 10, "max_degree": 10}, "label-use"),
+])
+def test_non_dpsgd_mechanisms_and_label_use_are_held_to_the_ledger(name, over, check, task):
+    rep = run(name, task, **over)
+    assert by_name(rep)[check].verdict == VIOLATION, [(c.name, c.verdict, c.detail) for c in rep.checks]

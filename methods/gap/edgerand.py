@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from methods import mechanisms
 from methods.base import ConfigError, FitContext, Method, register
 from methods.baselines import FullBatchConfig, row_normalized
 from methods.privacy import PrivacyLedger, presets
@@ -70,6 +71,15 @@ def _sample_non_edges(count: int, n: int, edge_keys: np.ndarray, rng: np.random.
     return np.sort(got)
 
 
+def rr_probabilities(eps_link: float, density: float) -> tuple[float, float, float, float]:
+    """(p, q, keep_edge, flip_in) of asymmetric RR at ``eps_link`` for a (noisy) density d: a pair is reported as
+    itself with p = e^eps / (1 + e^eps), a reported 1 kept with q = d / (2 p d - p - d + 1) (the expected output
+    density is d); an edge is then released with probability p q, a non-edge with (1 - p) q: ratio e^eps."""
+    p = 1.0 / (1.0 + math.exp(-eps_link))
+    q = min(1.0, density / (2 * p * density - p - density + 1))
+    return p, q, p * q, (1 - p) * q
+
+
 def asymmetric_rr(edge_index: Tensor, num_nodes: int, eps_link: float, eps_density: float,
                   rng: np.random.Generator) -> tuple[Tensor, dict]:
     """Release an undirected graph with ARR (see the module docstring). Returns (edge_index, facts)."""
@@ -79,11 +89,15 @@ def asymmetric_rr(edge_index: Tensor, num_nodes: int, eps_link: float, eps_densi
     edge_keys = sorted_unique((ei[0, upper] * n + ei[1, upper]).numpy().astype(np.int64))
     m = int(edge_keys.size)
     pairs = n * (n - 1) // 2
-    noisy_m = m + rng.laplace(0.0, 1.0 / eps_density)
+    count_noise = rng.laplace(0.0, 1.0 / eps_density)
+    noisy_m = m + count_noise
     d = min(max(noisy_m / pairs, 0.0), 1.0) if pairs else 0.0
-    p = 1.0 / (1.0 + math.exp(-eps_link))
-    q = min(1.0, d / (2 * p * d - p - d + 1))
-    keep_edge, flip_in = p * q, (1 - p) * q
+    p, q, keep_edge, flip_in = rr_probabilities(eps_link, d)
+    if mechanisms.active():  # what was released, for a verifier to hold to the ledger
+        mechanisms.release("laplace", source="edgerand-count", declared={"scale": 1.0 / eps_density},
+                           noise=torch.tensor([count_noise]))
+        mechanisms.release("randomized_response", source="edgerand", declared={"keep": keep_edge, "flip_in": flip_in},
+                           epsilon_link=eps_link)
     kept = edge_keys[rng.random(m) < keep_edge]
     if pairs <= DENSE_PAIRS:
         iu = np.triu_indices(n, k=1)

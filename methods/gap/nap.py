@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from methods import mechanisms
 from methods.base import ConfigError
 from methods.models import sparse_adj_t
 from methods.privacy.presets import EDGE_SENSITIVITY, node_sensitivity  # noqa: F401 (the ledgers' constants)
@@ -102,8 +103,14 @@ def nap(adj_t: Tensor, x: Tensor, sigma: float, generator: torch.Generator | Non
     if sigma < 0 or math.isnan(sigma):
         raise ConfigError(f"NAP noise std must be >= 0 (got {sigma})")
     with torch.no_grad():
-        out = adj_t @ normalize_rows(x.detach().float())
+        rows = normalize_rows(x.detach().float())
+        out = adj_t @ rows
         if sigma > 0:
-            out = out + sigma * torch.randn(out.shape, generator=generator, device=out.device, dtype=out.dtype)
+            noise = sigma * torch.randn(out.shape, generator=generator, device=out.device, dtype=out.dtype)
+            out = out + noise
+            if mechanisms.active():  # the sensitivity sqrt(2) / sqrt(D) assumes unit rows
+                norm = float(rows.norm(dim=-1).max()) if rows.numel() else 0.0
+                mechanisms.release("gaussian", source="nap", declared={"sigma": float(sigma)}, noise=noise,
+                                   precondition=norm <= 1 + 1e-4, max_row_norm=norm)
     return out
 

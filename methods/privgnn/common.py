@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from methods import mechanisms
 from methods.base import ConfigError, FitContext, Task, stable_hash
 from methods.models import Backbone, GraphInput, prepare_graph
 from methods.privgnn.teachers import mean_aggregate
@@ -100,9 +101,12 @@ def choose_queries(graphs: Graphs, count: int, streams: int | RunStreams) -> Ten
     return graphs.query_candidates[perm[:count]]
 
 
-def noisy_argmax(scores: Tensor, lam: float | None, generator: torch.Generator | None) -> Tensor:
+def noisy_argmax(scores: Tensor, lam: float | None, generator: torch.Generator | None,
+                 domain: str | None = None) -> Tensor:
     """argmax(scores + Lap(1/lam) on every coordinate); no noise when ``lam`` is None. ``generator`` is the
-    run's noise stream."""
+    run's noise stream. ``domain`` is what the scores must be for the ledger's sensitivity to hold
+    (``"simplex"``: probability vectors, PrivGNN's L1 sensitivity 2; ``"counts"``: vote histograms, PATE's one
+    vote per teacher), reported to a verifier (:mod:`methods.mechanisms`)."""
     if lam is None:
         return scores.argmax(1)
     if generator is None:
@@ -110,7 +114,17 @@ def noisy_argmax(scores: Tensor, lam: float | None, generator: torch.Generator |
     u = (torch.rand(scores.shape, generator=generator, dtype=torch.float64) - 0.5).clamp(-0.5 + 1e-16, 0.5 - 1e-16)
     # inverse CDF of Laplace(0, 1): -sign(u) log(1 - 2|u|), in float64 so the tails are not cut short
     lap = -torch.sign(u) * torch.log1p(-2.0 * u.abs())
-    return (scores.double() + lap / lam).argmax(1)
+    noise = lap / lam
+    if mechanisms.active():
+        s = scores.double()
+        ok = None
+        if domain == "simplex":
+            ok = bool((s >= -1e-6).all()) and bool(torch.allclose(s.sum(1), torch.ones_like(s[:, 0]), atol=1e-4))
+        elif domain == "counts":
+            ok = bool((s >= 0).all()) and bool(torch.equal(s, s.round()))
+        mechanisms.release("laplace", source="noisy_argmax", declared={"scale": 1.0 / lam}, noise=noise,
+                           precondition=ok, domain=domain or "-", queries=int(s.size(0)))
+    return (scores.double() + noise).argmax(1)
 
 
 # --------------------------------------------------------------------------------------

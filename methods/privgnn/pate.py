@@ -87,7 +87,7 @@ class PATEMethod(Method):
         votes = cached_rows(key, q, lambda a, b: self.vote_counts(graphs, queries[:b], streams, dev,
                                                                   ctx.progress)[a:b])
         teacher_seconds = time.perf_counter() - t0
-        labels = noisy_argmax(votes, lam, streams.torch("noise"))
+        labels = noisy_argmax(votes, lam, streams.torch("noise"), domain="counts")
         student, history = train_on_graph(graphs.x_public, graphs.edges_public, queries, labels, task.num_classes, c,
                                           ctx, f"{self.name} student")
         if lam is None:

@@ -210,7 +210,7 @@ class PrivGNN(Method):
         teacher_seconds = time.perf_counter() - t0
         log_posteriors, posteriors = posteriors, posteriors.exp()
         labels = noisy_argmax(log_posteriors if c.noise_on == "log_posterior" else posteriors, lam,
-                              streams.torch("noise"))
+                              streams.torch("noise"), domain=None if c.noise_on == "log_posterior" else "simplex")
         student, history = train_on_graph(graphs.x_public, graphs.edges_public, queries, labels, task.num_classes, c,
                                           ctx, f"{self.name} student")
         if lam is None:

@@ -64,7 +64,7 @@ VERIFY_EPSILON = 1.0
 SMOKE_DATASET = "csbm:nodes=200,classes=3,features=8,degree=6"
 
 #: the checks of ``audits.verify`` (its names)
-CHECK_NAMES = ("epsilon-accounted", "determinism", "noise-independence", "private-inference", "ledger-counts",
+CHECK_NAMES = ("epsilon-accounted", "determinism", "noise-independence", "private-inference", "label-use", "ledger-counts",
                "noise-calibration", "occurrences", "gradient-canaries", "input-canaries", "edge-canaries", "multi-run")
 
 
@@ -189,8 +189,8 @@ class MutantPrivGNNLaplace(PrivGNN):
 
         real = mod.noisy_argmax
 
-        def wrong(scores, lam, seed):
-            return real(scores, None if lam is None else 1.0 / lam, seed)  # noise lap / (1 / lam) = lap * lam
+        def wrong(scores, lam, seed, **kw):
+            return real(scores, None if lam is None else 1.0 / lam, seed, **kw)  # noise lap / (1 / lam) = lap * lam
 
         with _patched("methods.privgnn.privgnn", "noisy_argmax", wrong):
             return super().fit(*args, **kwargs)
@@ -439,39 +439,18 @@ class MutantEdgeRandFullBudget(EdgeRand):
             return super()._fit(ctx)
 
 
-def _keep_all_edges_rr(edge_index, num_nodes, eps_link, eps_density, rng):
-    """``methods.gap.edgerand.asymmetric_rr`` with one line changed (marked BUG): the true edges are kept with
-    probability p instead of p q, so the subsampling q only thins the flipped-in non-edges."""
-    from methods.gap.edgerand import DENSE_PAIRS, _pairs_to_edge_index, _sample_non_edges
+def _keep_all_probabilities(real):
+    """``methods.gap.edgerand.rr_probabilities`` with one change (BUG): a true edge is kept with probability p
+    instead of p q, so the subsampling q only thins the flipped-in non-edges."""
+    def rr_probabilities(eps_link, density):
+        p, q, keep_edge, flip_in = real(eps_link, density)
+        return p, q, p, flip_in  # BUG: keep_edge should be p * q
 
-    n = int(num_nodes)
-    ei = edge_index.cpu()
-    upper = ei[0] < ei[1]
-    edge_keys = np.unique((ei[0, upper] * n + ei[1, upper]).numpy().astype(np.int64))
-    m = int(edge_keys.size)
-    pairs = n * (n - 1) // 2
-    noisy_m = m + rng.laplace(0.0, 1.0 / eps_density)
-    d = min(max(noisy_m / pairs, 0.0), 1.0) if pairs else 0.0
-    p = 1.0 / (1.0 + math.exp(-eps_link))
-    q = min(1.0, d / (2 * p * d - p - d + 1))
-    keep_edge, flip_in = p, (1 - p) * q  # BUG: keep_edge should be p * q
-    kept = edge_keys[rng.random(m) < keep_edge]
-    if pairs <= DENSE_PAIRS:
-        iu = np.triu_indices(n, k=1)
-        all_keys = iu[0].astype(np.int64) * n + iu[1]
-        is_edge = np.isin(all_keys, edge_keys, assume_unique=True)
-        new = all_keys[~is_edge][rng.random(pairs - m) < flip_in]
-    else:
-        new = _sample_non_edges(int(rng.binomial(pairs - m, flip_in)), n, edge_keys, rng)
-    keys = np.concatenate([kept, new])
-    facts = {"rr_keep_prob": p, "rr_subsample_q": q, "noisy_edge_count": float(noisy_m),
-             "released_edges": int(kept.size + new.size),
-             "diagnostic": {"edges_true": m, "edges_kept": int(kept.size), "edges_flipped_in": int(new.size)}}
-    return _pairs_to_edge_index(keys, n), facts
+    return rr_probabilities
 
 
 def keep_all_pair_epsilon(eps_link: float, q: float) -> float:
-    """Pure epsilon of one pair under :func:`_keep_all_edges_rr`: present with probability p (edge) or (1 - p) q
+    """Pure epsilon of one pair under :func:`_keep_all_probabilities`: present with probability p (edge) or (1 - p) q
     (non-edge), absent with 1 - p or 1 - (1 - p) q."""
     p = 1.0 / (1.0 + math.exp(-eps_link))
     if q <= 0:
@@ -491,7 +470,9 @@ class MutantEdgeRandKeepAll(EdgeRand):
     description = "MUTANT: EdgeRand keeping every true edge with probability p (q only thins the flipped-in pairs)"
 
     def _fit(self, ctx: FitContext):
-        with _patched("methods.gap.edgerand", "asymmetric_rr", _keep_all_edges_rr):
+        import methods.gap.edgerand as mod
+
+        with _patched("methods.gap.edgerand", "rr_probabilities", _keep_all_probabilities(mod.rr_probabilities)):
             return super()._fit(ctx)
 
 
@@ -681,8 +662,8 @@ class MutantPrivGNNLogPosterior(PrivGNN):
 
         real = mod.noisy_argmax
 
-        def on_logs(scores, lam, generator):
-            return real(torch.log(scores.double().clamp_min(1e-300)), lam, generator)  # BUG
+        def on_logs(scores, lam, generator, **kw):
+            return real(torch.log(scores.double().clamp_min(1e-300)), lam, generator, **kw)  # BUG
 
         with _patched("methods.privgnn.privgnn", "noisy_argmax", on_logs):
             return super()._fit(ctx)
@@ -782,9 +763,6 @@ class ZooEntry:
 INF = math.inf
 #: the canary designs of scripts/audit_table.py, which flag the original mutants (tests/test_audit.py, slow)
 _AUDIT_TABLE = "scripts/audit_table.py's canary design"
-_NO_NOISE_HOOK = ("needs a seam: PrivGNN/PATE draw their Laplace noise inside methods.privgnn.common.noisy_argmax, "
-                  "which no hook observes (the scores, lambda and the noise it adds); with one, noise-calibration "
-                  "could compare them with the ledger's PoissonLaplace/Laplace events")
 
 
 def _entries() -> list[ZooEntry]:
@@ -825,18 +803,20 @@ def _entries() -> list[ZooEntry]:
         ZooEntry("mutant-gap-edge-nonorm", "gap-edge", "gap", "edge",
                  "NAP without the row normalisation (the ledger keeps sensitivity sqrt(2))",
                  "unbounded", 0.99971, INF,
-                 (),
+                 ("noise-calibration",),
                  {}, "one edge moves an aggregate by the neighbour's row norm, unbounded",
                  also_checks=("edge-canaries", "multi-run"),
-                 note=f"edge canaries with 30 leaves ({_AUDIT_TABLE}) make the un-normalised aggregates large "
-                      "enough to flag it; 3 leaves do not", dataset=csbm8),
+                 note=f"noise-calibration sees NAP noise rows of norm > 1 (the sqrt(2) sensitivity's precondition, "
+                      f"methods.mechanisms); edge canaries with 30 leaves ({_AUDIT_TABLE}) flag it too, 3 do not",
+                 dataset=csbm8),
         ZooEntry("mutant-privgnn-laplace", "privgnn", "privgnn", "node",
                  "Laplace noise of scale lambda instead of 1 / lambda",
                  11391., 0.99997, 11392.,
-                 (),
+                 ("noise-calibration",),
                  privgnn, "the PrivGNN ledger (same |Q|, gamma) at lambda' = 1 / lambda",
-                 also_checks=("input-canaries", "multi-run"), needs=("noise-calibration",),
-                 note=f"the input-canary audit flags it with {_AUDIT_TABLE} (degree 1, hops 1); " + _NO_NOISE_HOOK,
+                 also_checks=("input-canaries", "multi-run"),
+                 note=f"noise-calibration compares the Laplace noise noisy_argmax draws with the ledger's scale; the "
+                      f"input-canary audit flags it with {_AUDIT_TABLE} (degree 1, hops 1)",
                  split=pp, dataset=csbm8),
         # ---- DP-MLP ---------------------------------------------------------------------------------------
         ZooEntry("mutant-dp-mlp-initnoise", "dp-mlp", "dp-mlp", "node",
@@ -864,13 +844,11 @@ def _entries() -> list[ZooEntry]:
         ZooEntry("mutant-gap-node-bestval", "gap-node", "gap", "node",
                  "the released encoder and classifier are the epochs with the best (private) validation accuracy",
                  "inf", 0.99969, INF,
-                 (),
+                 ("label-use",),
                  {"batch_size": 64, "encoder_epochs": 10, "epochs": 10, "max_degree": 10},
                  "the release is an argmax over epochs of a noise-free function of the validation labels",
-                 needs=("private-inference",),
-                 note="canaries are training nodes and private-inference perturbs features, so nothing in the "
-                      "battery touches a validation label; a label case of private-inference (change one "
-                      "validation label, same streams: a correct method's release stays bit-identical) catches it",
+                 note="label-use changes every validation and test label (same streams): a correct method's "
+                      "outputs stay bit-identical, this one's move",
                  smoke={"encoder_epochs": 4, "epochs": 4}),
         # ---- ProGAP ---------------------------------------------------------------------------------------
         ZooEntry("mutant-progap-edge-sens1", "progap-edge", "progap", "edge",
@@ -901,24 +879,22 @@ def _entries() -> list[ZooEntry]:
         ZooEntry("mutant-edgerand-fullbudget", "edgerand", "edgerand", "edge",
                  "randomized response at the full epsilon, the Laplace edge count spent on top, unaccounted",
                  1.4997, 0.99969, 1.5002,
-                 (),
+                 ("noise-calibration",),
                  {"density_share": 0.5},
                  "the edgerand ledger with epsilon_link = epsilon: RR(epsilon) + Laplace(epsilon_density) "
                  "((1 + share) epsilon, pure)",
-                 needs=("noise-calibration",),
                  note="no audit can catch it (the edge bits leak epsilon, which is the claim); noise-calibration "
-                      "covers DP-SGD only: a randomized-response case comparing info['rr_keep_prob'] with the "
-                      "ledger's RR epsilon (p = e^eps / (1 + e^eps)) catches it exactly"),
+                      "compares the randomized response's keep/flip probabilities (methods.mechanisms) with the "
+                      "ledger's RR epsilon and catches it exactly"),
         ZooEntry("mutant-edgerand-keepall", "edgerand", "edgerand", "edge",
                  "true edges kept with probability p, not p q (q thins only the flipped-in non-edges)",
                  5.2946, 0.99972, 5.2961,
-                 (),
+                 ("noise-calibration",),
                  {},
                  "max(eps_link + ln(1 / q), ln((1 - (1 - p) q) / (1 - p))) + eps_density at the run's q; "
                  "unbounded over runs (q -> 0)",
-                 also_checks=("edge-canaries", "multi-run"), needs=("noise-calibration",),
-                 note="a randomized-response case of noise-calibration (true edges released at rate p q: "
-                      "info['diagnostic'] edges_kept / edges_true, a binomial test) catches it exactly"),
+                 also_checks=("edge-canaries", "multi-run"),
+                 note="noise-calibration sees the keep/flip likelihood ratio p / ((1 - p) q) > e^eps"),
         # ---- DP-GNN ---------------------------------------------------------------------------------------
         ZooEntry("mutant-dpgnn-replacement", "dpgnn", "dpgnn", "node",
                  "batches drawn with replacement, accounted as drawn without (Theorem 1's hypergeometric count)",
@@ -944,14 +920,12 @@ def _entries() -> list[ZooEntry]:
                  "adaptive clipping whose quantile count is released without noise (the ledger's joint "
                  "multiplier assumes it)",
                  "inf", 0.99974, INF,
-                 (),
+                 ("noise-calibration",),
                  {"adaptive_clipping": True, "count_noise_std": 100.0, "max_degree": 3, "layers": 1,
                   "batch_size": 256, "epochs": 5, "hidden": 16},
                  "C_{t+1} is a noise-free function of a count a node moves by up to N(K, r)",
-                 needs=("noise-calibration",),
-                 note="needs a seam: DPOptimizer.step draws the count's noise after the gradient hook's "
-                      "observe_noise, which gets only the gradient noise; passing the count noise (and its std) "
-                      "to the hook would let noise-calibration check it",
+                 note="noise-calibration combines the count's noise (released through methods.mechanisms) with "
+                      "the measured gradient noise into the joint multiplier and compares it with the ledger's",
                  smoke={"adaptive_clipping": True, "count_noise_std": 50.0}),
         # ---- DRW family -----------------------------------------------------------------------------------
         ZooEntry("mutant-drw-r-halfsens", "drw-r", "drw", "feature",
@@ -975,10 +949,11 @@ def _entries() -> list[ZooEntry]:
         ZooEntry("mutant-privgnn-logposterior", "privgnn", "privgnn", "node",
                  "Laplace noise on the teachers' log-probabilities, accounted as on posteriors (sensitivity 2)",
                  "unbounded", 0.99997, INF,
-                 (),
+                 ("noise-calibration",),
                  privgnn, "log-probabilities are unbounded: no finite sensitivity",
-                 also_checks=("input-canaries", "multi-run"), needs=("noise-calibration",),
-                 note=_NO_NOISE_HOOK, split=pp),
+                 also_checks=("input-canaries", "multi-run"),
+                 note="noise-calibration sees noisy_argmax noise scores that are not probability vectors (the "
+                      "sensitivity 2's precondition)", split=pp),
         ZooEntry("mutant-pate-g-privateedges", "pate-g", "pate", "node",
                  "the student serves private nodes through private edges under a private-inference claim",
                  "inf", 0.99997, INF,
