@@ -203,7 +203,7 @@ class DPGNNConfig:
     activation: Literal["tanh", "relu"] = "tanh"  # the paper's DP runs mostly use tanh
     max_degree: int = 10  # K (appendix E: "around 10 works reasonably well")
     max_children: int | None = 20  # cap on each out-list in a tree (stable, privacy-neutral; see the sampler)
-    batch_size: int = 2000  # m subgraphs per step, uniformly without replacement
+    batch_size: int = 2000  # m subgraphs per step, uniformly without replacement (at most the training trees)
     epochs: int = 30  # steps = epochs x ceil(N_train / m)
     lr: float = 0.003
     clip: float = 1.0  # total per-tree clipping threshold C (initial value with adaptive_clipping)
@@ -355,11 +355,8 @@ class DPGNN(Method):
         task, budget, dev, c = ctx.task, ctx.budget, ctx.device, self.config
         prep = self.prepare(task, ctx.generator("subgraphs"))
         n = prep.num_train
-        if c.batch_size > n:
-            raise ConfigError(f"batch_size ({c.batch_size}) exceeds the {n} training subgraphs of "
-                              f"{task.dataset}/{task.split}")
         occ = occurrence_bound(c.max_degree, c.layers)
-        m = c.batch_size
+        m = min(c.batch_size, n)  # a graph with fewer training trees than the batch: every tree in each step
         steps_per_epoch = math.ceil(n / m)
         max_steps = c.epochs * steps_per_epoch
         count_std = (m / 20.0 if c.count_noise_std is None else c.count_noise_std) if c.adaptive_clipping else None

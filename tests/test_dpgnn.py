@@ -127,8 +127,14 @@ def test_epsilon_inf_trains_without_noise_and_says_so(small_task):
     assert fitted.info["noise_multiplier"] == 0.0
 
 
+def test_a_batch_larger_than_the_training_trees_takes_every_tree(small_task):
+    cls = get_method("dpgnn")
+    f = cls(**{**cls.smoke_config, "batch_size": 100000}).fit(small_task, Budget(4.0, 1e-4), seed=0)
+    n = f.info["num_train_subgraphs"]
+    assert f.info["batch_size"] == n and f.ledger.events[0].batch_size == n and f.epsilon(1e-4) <= 4.0
+
+
 @pytest.mark.parametrize("overrides,match", [
-    ({"batch_size": 100000}, "exceeds"),
     ({"backbone": "gat", "hidden": 10, "heads": 3}, "divisible"),
     ({"clip_quantile": 1.5}, "clip_quantile"),
     ({"max_children": 0}, "max_children"),

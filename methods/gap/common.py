@@ -69,8 +69,7 @@ def node_graph(task: Task, s: Setup, max_degree: int) -> tuple[Tensor, dict]:
 
 
 def dp_steps_per_epoch(num_train: int, batch_size: int) -> int:
+    """Steps per epoch of Poisson batches of expected size B over n training nodes (rate min(1, B / n))."""
     if batch_size < 1:
         raise ConfigError("batch_size must be >= 1")
-    if batch_size > num_train:
-        raise ConfigError(f"batch_size {batch_size} exceeds the {num_train} training nodes")
-    return math.ceil(num_train / batch_size)
+    return max(1, math.ceil(num_train / batch_size))

@@ -218,11 +218,9 @@ def progap_node(depth: int, num_train: int, batch_size: int, steps_per_stage: in
         population = num_nodes
     else:
         population = num_train
-    if population < 1 or not 1 <= batch_size <= population:
-        raise LedgerError(f"need 1 <= batch_size <= population (got {batch_size}, {population})")
     s = node_sensitivity(max_degree)
     sap = noise_multiplier * s if sigma_ap is None else sigma_ap
-    led = PrivacyLedger().add(PoissonGaussian(rate=batch_size / population, noise_multiplier=noise_multiplier,
+    led = PrivacyLedger().add(PoissonGaussian(rate=poisson_rate(batch_size, population), noise_multiplier=noise_multiplier,
                                               unit="node"), (depth + 1) * _steps(steps_per_stage))
     return led.add(Gaussian(sensitivity=s, sigma=sap, unit="node"), _steps(depth))
 

@@ -90,13 +90,14 @@ def split_graphs(task: Task, features: str = "auto") -> Graphs:
 
 
 def choose_queries(graphs: Graphs, count: int, streams: int | RunStreams) -> Tensor:
-    """|Q| public-train nodes drawn uniformly without replacement (public data only), as a prefix of
-    one permutation from the ``queries`` stream. Public-local indices."""
+    """|Q| = min(count, #public-train nodes) public-train nodes drawn uniformly without replacement (public data
+    only), as a prefix of one permutation from the ``queries`` stream. Public-local indices."""
     avail = int(graphs.query_candidates.numel())
     if count < 1:
         raise ConfigError(f"queries must be >= 1 (got {count})")
-    if count > avail:
-        raise ConfigError(f"queries={count} exceeds the {avail} public-train nodes of this split")
+    if avail < 1:
+        raise ConfigError("the split has no public-train node to query")
+    count = min(count, avail)  # a small public graph: every public-train node is queried (info["queries"])
     perm = torch.randperm(avail, generator=RunStreams.of(streams).torch("queries"))
     return graphs.query_candidates[perm[:count]]
 
