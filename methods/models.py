@@ -180,34 +180,43 @@ def _gather_rows(crow: Tensor, col: Tensor, val: Tensor, index: Tensor) -> tuple
     return ptr, col.index_select(0, src), val.index_select(0, src), counts
 
 
-def _block_gram(col: Tensor, val: Tensor, counts: Tensor, examples: int, rows_per_example: int,
-                num_cols: int) -> Tensor:
-    """``G[b, t, t'] = a_bt . a_bt'`` for CSR rows (col, val, counts) grouped ``rows_per_example`` at a time.
-
-    A sparse-sparse product restricted to the diagonal blocks: the non-zeros are grouped by (example, column)
-    and every pair inside a group contributes ``v v'`` to its (t, t') entry. Work: sum over groups of size^2.
-    """
-    t_count, dev = rows_per_example, col.device
+def _sort_by_column(col: Tensor, val: Tensor, counts: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The non-zeros of CSR rows (col, val, row counts) reordered by column, then row: (col, row, val)."""
     nnz = int(col.numel())
-    out = torch.zeros(examples * t_count * t_count, dtype=val.dtype, device=dev)
+    row = torch.repeat_interleave(torch.arange(counts.numel(), device=col.device), counts, output_size=nnz)
+    col_s, order = torch.sort(col, stable=True)  # stable: rows stay in order within a column
+    return col_s, row.index_select(0, order), val.index_select(0, order)
+
+
+def _block_gram(col_s: Tensor, row_s: Tensor, val_s: Tensor, examples: int, rows_per_example: int) -> Tensor:
+    """``G[b, t, t'] = a_bt . a_bt'`` from the non-zeros sorted by (column, row) (:func:`_sort_by_column`), rows
+    ``b T + t``. A sparse-sparse product restricted to the diagonal blocks: the non-zeros of one (column, example)
+    are contiguous in that order, and every pair inside such a group adds ``v v'`` to its (t, t') entry.
+    Work: the sum over groups of size^2 (about the number of non-zeros for bag-of-words rows)."""
+    t_count, dev = rows_per_example, col_s.device
+    nnz = int(col_s.numel())
+    out = torch.zeros(examples * t_count * t_count, dtype=val_s.dtype, device=dev)
     if nnz == 0:
         return out.view(examples, t_count, t_count)
-    row = torch.repeat_interleave(torch.arange(counts.numel(), device=dev), counts, output_size=nnz)
-    key, order = torch.sort(torch.div(row, t_count, rounding_mode="floor") * num_cols + col, stable=True)
+    # per-row lookups instead of int64 division (several times slower than a gather on CPU)
+    rows = torch.arange(examples * t_count, device=dev)
+    ex_of, pos_of = torch.div(rows, t_count, rounding_mode="floor"), torch.remainder(rows, t_count)
+    ex = ex_of.index_select(0, row_s)
     first = torch.ones(nnz, dtype=torch.bool, device=dev)
-    first[1:] = key[1:] != key[:-1]
-    group = torch.cumsum(first, 0) - 1
+    first[1:] = (col_s[1:] != col_s[:-1]) | (ex[1:] != ex[:-1])
     starts = first.nonzero().view(-1)
     sizes = torch.diff(starts, append=torch.tensor([nnz], device=dev))
+    if int(sizes.max()) == 1:  # no column shared inside an example: only the diagonal
+        out.index_add_(0, row_s * t_count + pos_of.index_select(0, row_s), val_s * val_s)
+        return out.view(examples, t_count, t_count)
+    group = torch.cumsum(first, 0) - 1
     size = sizes.index_select(0, group)
     total = int(size.sum())
     i = torch.repeat_interleave(torch.arange(nnz, device=dev), size, output_size=total)
     j = starts.index_select(0, group.index_select(0, i)) + (
         torch.arange(total, device=dev) - (torch.cumsum(size, 0) - size).index_select(0, i))
-    row_s, val_s = row.index_select(0, order), val.index_select(0, order)
-    ri, rj = row_s.index_select(0, i), row_s.index_select(0, j)
-    # flat (example, t, t') = ri * T + (rj mod T), since ri and rj lie in the same example
-    flat = ri * t_count + torch.remainder(rj, t_count)
+    # flat (example, t, t') = ri * T + t' (ri and rj lie in the same example)
+    flat = row_s.index_select(0, i) * t_count + pos_of.index_select(0, row_s.index_select(0, j))
     out.index_add_(0, flat, val_s.index_select(0, i) * val_s.index_select(0, j))
     return out.view(examples, t_count, t_count)
 
@@ -288,7 +297,7 @@ class SparseFeatures:
         for s in range(0, b, chunk):
             flat = index[s:s + chunk].reshape(-1)
             _, col, val, counts = _gather_rows(self.crow, self.col, self.val, flat)
-            parts.append(_block_gram(col, val, counts, int(flat.numel()) // t, t, self.num_cols))
+            parts.append(_block_gram(*_sort_by_column(col, val, counts), int(flat.numel()) // t, t))
         return torch.cat(parts) if parts else torch.zeros(0, t, t, dtype=self.dtype, device=self.device)
 
 
@@ -301,6 +310,10 @@ class SparseRows:
     of the rows, when the caller precomputed them (fixed subgraphs); otherwise :meth:`example_gram` computes them.
     """
 
+    #: an uncached example Gram is computed densely (densify + one bmm) when the batch has at most this many
+    #: entries and more than 1/400 of them are non-zero
+    DENSE_GRAM_MAX = 1 << 22
+
     def __init__(self, features: SparseFeatures, index: Tensor, gram: Tensor | None = None) -> None:
         if index.dim() < 1:
             raise ValueError("SparseRows needs an index with at least one dimension")
@@ -308,6 +321,7 @@ class SparseRows:
         self.index = index.long()
         self.gram = gram
         self._csr: tuple[Tensor, Tensor, Tensor, Tensor] | None = None
+        self._by_col: tuple[Tensor, Tensor, Tensor] | None = None
         self._csr_t: Tensor | None = None
 
     # -- what code that handles dense inputs reads ------------------------------------------
@@ -422,16 +436,19 @@ class SparseRows:
         crow, col, val, _ = self.parts()
         return _csr_tensor(crow, col, val, (int(self.index.numel()), self.features.num_cols))
 
+    def by_column(self) -> tuple[Tensor, Tensor, Tensor]:
+        """The non-zeros sorted by (column, row): (col, row, val); one sort serves the transpose and the Grams."""
+        if self._by_col is None:
+            _, col, val, counts = self.parts()
+            self._by_col = _sort_by_column(col, val, counts)
+        return self._by_col
+
     def csr_t(self) -> Tensor:
         """The transpose ``[F, R]`` as CSR (for ``A^T g``: weight gradients and clipped sums)."""
         if self._csr_t is None:
-            _, col, val, counts = self.parts()
-            r, nnz = int(self.index.numel()), int(col.numel())
-            row = torch.repeat_interleave(torch.arange(r, device=self.device), counts, output_size=nnz)
-            _, order = torch.sort(col, stable=True)
-            ptr = _counts_to_ptr(torch.bincount(col, minlength=self.features.num_cols))
-            self._csr_t = _csr_tensor(ptr, row.index_select(0, order), val.index_select(0, order),
-                                      (self.features.num_cols, r))
+            col_s, row_s, val_s = self.by_column()
+            ptr = _counts_to_ptr(torch.bincount(col_s, minlength=self.features.num_cols))
+            self._csr_t = _csr_tensor(ptr, row_s, val_s, (self.features.num_cols, int(self.index.numel())))
         return self._csr_t
 
     def matmul(self, w_t: Tensor) -> Tensor:
@@ -455,7 +472,10 @@ class SparseRows:
         if t == 1:  # one row per example: its squared norm
             row = torch.repeat_interleave(torch.arange(r, device=self.device), counts, output_size=int(col.numel()))
             return torch.zeros(r, dtype=val.dtype, device=self.device).index_add_(0, row, val * val).view(r, 1, 1)
-        return _block_gram(col, val, counts, examples, t, self.features.num_cols)
+        if r * self.features.num_cols <= self.DENSE_GRAM_MAX and col.numel() * 400 > r * self.features.num_cols:
+            dense = self.to_dense().reshape(examples, t, -1)  # small and not very sparse: one batched matmul is faster
+            return torch.bmm(dense, dense.transpose(1, 2))
+        return _block_gram(*self.by_column(), examples, t)
 
     # -- torch functions --------------------------------------------------------------------
 

@@ -55,26 +55,49 @@ def _csr(edge_index: Tensor, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
 
 @numba.njit(cache=True)
 def _build_csr(row, col, n):  # pragma: no cover - jitted
+    # a coalesced input (sorted by (row, col), no duplicate, the loaders' graphs) is detected in one pass and
+    # copied without the counting sort
+    ordered = True
+    for e in range(1, row.size):
+        if row[e] < row[e - 1] or (row[e] == row[e - 1] and col[e] <= col[e - 1]):
+            ordered = False
+            break
     ptr = np.zeros(n + 1, dtype=np.int64)
     for e in range(row.size):
         if row[e] != col[e]:
             ptr[row[e] + 1] += 1
     for i in range(n):
         ptr[i + 1] += ptr[i]
-    fill = ptr[:-1].copy()
     idx = np.empty(ptr[n], dtype=np.int64)
+    if ordered:
+        w = 0
+        for e in range(row.size):
+            if row[e] != col[e]:
+                idx[w] = col[e]
+                w += 1
+        return ptr, idx
+    fill = ptr[:-1].copy()
     for e in range(row.size):
         r = row[e]
         if r != col[e]:
             idx[fill[r]] = col[e]
             fill[r] += 1
-    # sort every row, drop repeated neighbours, compact in place (writes never overtake reads)
+    # sort every row (insertion sort: rows are short), drop repeated neighbours, compact in place (writes never
+    # overtake reads)
     out = np.zeros(n + 1, dtype=np.int64)
     w = 0
     for i in range(n):
         s, t = ptr[i], ptr[i + 1]
-        if t - s > 1:
+        if t - s > 64:
             idx[s:t] = np.sort(idx[s:t])
+        else:
+            for j in range(s + 1, t):
+                v = idx[j]
+                k = j - 1
+                while k >= s and idx[k] > v:
+                    idx[k + 1] = idx[k]
+                    k -= 1
+                idx[k + 1] = v
         first = w
         for j in range(s, t):
             v = idx[j]
