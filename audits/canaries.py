@@ -128,6 +128,8 @@ class CanarySet:
     anchors: list[list[int]]  # base-graph anchor ids per canary (node/feature units)
     #: the graph shared by both worlds: base + score nodes (+ canary nodes for the feature unit)
     num_base: int = 0
+    #: the number of canaries asked for (more than ``m`` when the graph could hold only ``m``)
+    requested: int = 0
 
     @property
     def m(self) -> int:
@@ -213,9 +215,12 @@ class CanarySet:
 
 
 def make_canaries(task: Task, unit: str, m: int, cfg: CanaryConfig | None = None,
-                  seed: int | RunStreams = 0) -> CanarySet:
+                  seed: int | RunStreams = 0, allow_fewer: int | None = None) -> CanarySet:
     """Design m hop-disjoint canaries for ``unit`` on ``task`` (see the module docstring), from the ``canaries``
-    stream of the audit's streams (``seed``): independent of the inclusion coins (the ``coins`` stream)."""
+    stream of the audit's streams (``seed``): independent of the inclusion coins (the ``coins`` stream).
+
+    ``allow_fewer``: when the graph cannot hold m hop-disjoint canaries with existing anchors, fall back to as
+    many as fit if that is at least this many (``CanarySet.requested`` keeps m); else the error says what to pass."""
     cfg = cfg or CanaryConfig()
     cfg.validate()
     if unit not in UNITS:
@@ -269,10 +274,14 @@ def make_canaries(task: Task, unit: str, m: int, cfg: CanaryConfig | None = None
                 by_class = {c: avail[yy[avail] == c] for c in range(C)}
                 good = [c for c in range(C) if by_class[c].size >= cfg.degree]
                 if not good:
+                    if allow_fewer is not None and allow_fewer <= k < m:
+                        out = make_canaries(task, unit, k, cfg, seed, allow_fewer)
+                        out.requested = max(out.requested, m)
+                        return out
                     raise ConfigError(
                         f"cannot place {m} hop-disjoint canaries with {cfg.degree} anchor(s) each on "
-                        f"{task.dataset} ({k} placed; hops={cfg.hops}): use a larger graph, fewer canaries, "
-                        f"a smaller canary degree, or fewer hops")
+                        f"{task.dataset} ({k} placed; hops={cfg.hops}): pass --canaries {max(k, 2)}, or "
+                        f"--fresh-anchors (new anchor nodes: any number fits), or --hops 0, or --canary-degree 0")
                 c = int(labels[k]) if int(labels[k]) in good else int(rng.choice(good))
                 labels[k] = c
                 cand = by_class[c]
@@ -280,4 +289,4 @@ def make_canaries(task: Task, unit: str, m: int, cfg: CanaryConfig | None = None
                 chosen = [int(v) for v in cand[order[: cfg.degree]]]
                 anchors[k] = chosen
                 blocked |= _ball(adj, chosen, radius)
-    return CanarySet(unit, task, cfg, feats, labels, anchors, num_base=n)
+    return CanarySet(unit, task, cfg, feats, labels, anchors, num_base=n, requested=m)

@@ -24,6 +24,8 @@ from methods.progress import progress_bar
 from methods.streams import RunStreams
 
 MODES = ("one-run", "multi-run")
+#: a one-run audit falls back to as many hop-disjoint canaries as the graph holds, down to this many
+MIN_CANARIES = 20
 CANARY_TYPES = ("input", "gradient")
 PASS, VIOLATION = "PASS", "VIOLATION"
 
@@ -155,12 +157,15 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
                            time.perf_counter() - t0, details)
     if canaries < 2:
         raise ConfigError(f"one-run needs --canaries >= 2 (got {canaries})")
-    cs = make_canaries(task, unit, canaries, canary, seed=streams)
+    cs = make_canaries(task, unit, canaries, canary, seed=streams, allow_fewer=min(canaries, MIN_CANARIES))
+    canaries = cs.m
     include = inclusion_coins(streams, canaries)
     scores, claimed = _fit_scores(make_method, cs, include, budget, streams.child("trial", 0), device, canary_type)
     bound = one_run_audit(scores, include, budget.delta, confidence)
     details = {"canary_type": canary_type, "bound": bound.to_dict(), "scores": scores.tolist(),
                "included": include.tolist(),
                "labels": cs.labels.tolist()}
+    note = (f"the graph holds {cs.m} hop-disjoint canaries of the {cs.requested} asked for (hops={canary.hops}, "
+            f"degree {canary.degree}); audited with {cs.m}" if cs.requested > cs.m else "")
     return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, claimed, bound.epsilon_lb, confidence,
-                       verdict(claimed, bound.epsilon_lb), 1, canaries, time.perf_counter() - t0, details)
+                       verdict(claimed, bound.epsilon_lb), 1, canaries, time.perf_counter() - t0, details, note)

@@ -113,8 +113,10 @@ def audit_one(spec: AuditSpec, log: Callable[[str], None] | None = None) -> Audi
     if method.privacy_unit != "none":
         check_canary_type(method, spec.canary_type, canary)
         # a dry run of the canary design, so a graph too small for the canaries is an input error
+        from audits.runner import MIN_CANARIES
+
         make_canaries(task, method.privacy_unit, 1 if spec.mode == "multi-run" else spec.canaries, canary,
-                      seed=spec.seed)
+                      seed=spec.seed, allow_fewer=min(spec.canaries, MIN_CANARIES))
     hparams = config_dict(method.config)
     identity = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "seed": spec.seed,
                 "epsilon": str(budget.epsilon), "delta": budget.delta, "hparams": hparams}

@@ -121,11 +121,15 @@ def test_fresh_anchors_and_edge_leaves(task):
     assert bool(e.train_mask[leaves].all()) and not bool(e.train_mask[n:n + 4].any())
 
 
-def test_too_many_canaries_is_a_config_error(task):
-    with pytest.raises(ConfigError, match="hop-disjoint"):
+def test_too_many_canaries_is_a_config_error_or_a_fallback(task):
+    with pytest.raises(ConfigError, match="hop-disjoint.*--fresh-anchors"):
         make_canaries(task, "node", 400, CanaryConfig(degree=3, hops=3))
     with pytest.raises(ConfigError):
         make_canaries(task, "none", 3)
+    # the one-run audit's default: as many as the graph holds (at least 2 here), the request kept for the note
+    few = make_canaries(task, "node", 400, CanaryConfig(degree=3, hops=3), allow_fewer=2)
+    assert 2 <= few.m < 400 and few.requested == 400
+    assert few.world(np.ones(few.m, dtype=bool)).num_features == task.num_features + few.m
 
 
 def test_scores_separate_without_noise(task):
