@@ -223,6 +223,7 @@ def make_canaries(task: Task, unit: str, m: int, cfg: CanaryConfig | None = None
     many as fit if that is at least this many (``CanarySet.requested`` keeps m); else the error says what to pass."""
     cfg = cfg or CanaryConfig()
     cfg.validate()
+    original = task
     if unit not in UNITS:
         raise ConfigError(f"cannot audit privacy unit {unit!r} (auditable: {', '.join(UNITS)})")
     if m < 1:
@@ -275,7 +276,7 @@ def make_canaries(task: Task, unit: str, m: int, cfg: CanaryConfig | None = None
                 good = [c for c in range(C) if by_class[c].size >= cfg.degree]
                 if not good:
                     if allow_fewer is not None and allow_fewer <= k < m:
-                        out = make_canaries(task, unit, k, cfg, seed, allow_fewer)
+                        out = make_canaries(original, unit, k, cfg, seed, allow_fewer)
                         out.requested = max(out.requested, m)
                         return out
                     raise ConfigError(
