@@ -19,7 +19,7 @@ import torch
 
 from methods.base import ConfigError, FitContext, Method, register
 from methods.baselines import row_normalized
-from methods.dpsgd import DPOptimizer, PoissonSampler
+from methods.dpsgd import DPOptimizer, FixedSizeSampler, PoissonSampler
 from methods.models import GraphInput, SparseFeatures, SparseRows, linear_mlp
 from methods.privacy import PrivacyLedger, calibrate_noise, presets
 from methods.training import ModelFitted, row_normalize
@@ -62,6 +62,14 @@ class DPMLP(Method):
     Config = DPMLPConfig
     smoke_config = {"epochs": 3, "hidden": 16, "batch_size": 32}
 
+    def _sampling(self, n: int, gen: torch.Generator):
+        """(batch sampler, noise multiplier z and steps t -> ledger, per-example sensitivity in units of C):
+        node level, Poisson batches at rate B / n, add/remove (sensitivity C)."""
+        c = self.config
+        sampler = PoissonSampler(n, presets.poisson_rate(c.batch_size, n), gen, unit="node")
+        return sampler, (lambda z, t: presets.dp_mlp(num_train=n, batch_size=c.batch_size, noise_multiplier=z,
+                                                       steps=t)), 1.0
+
     def _fit(self, ctx: FitContext) -> ModelFitted:
         task, budget, dev, c = ctx.task, ctx.budget, ctx.device, self.config
         train_data, _ = task.training_graph()
@@ -72,9 +80,10 @@ class DPMLP(Method):
             raise ConfigError(f"{task.dataset}/{task.split} has no training node")
         steps_per_epoch = max(1, math.ceil(n / c.batch_size))
         steps = c.epochs * steps_per_epoch
+        sampler, family, sensitivity = self._sampling(n, ctx.generator("sampler"))
 
         def ledger_for(z: float, t: int = steps) -> PrivacyLedger:
-            return presets.dp_mlp(num_train=n, batch_size=c.batch_size, noise_multiplier=z, steps=t)
+            return family(z, t)
 
         z = calibrate_noise(ledger_for, budget.epsilon, budget.delta) if budget.is_private else 0.0
         norm = row_normalized(c.features, task)
@@ -87,7 +96,6 @@ class DPMLP(Method):
         opt_cls = torch.optim.Adam if c.optimizer == "adam" else torch.optim.SGD
         dp = DPOptimizer(net, opt_cls(net.parameters(), lr=c.lr), clip=c.clip,
                          generator=ctx.generator("noise", device=dev))
-        sampler = PoissonSampler(n, presets.poisson_rate(c.batch_size, n), ctx.generator("sampler"), unit="node")
         val_idx = task.val_mask.nonzero().view(-1)
         history = []
         done = 0
@@ -97,7 +105,8 @@ class DPMLP(Method):
             for _ in range(steps_per_epoch):
                 idx = sampler.sample().to(dev)
                 xb = x[idx] if sparse is None else SparseRows(sparse, idx)
-                infos.append(dp.step((xb,), y[idx], noise_std=z * c.clip, denominator=sampler.expected_size))
+                infos.append(dp.step((xb,), y[idx], noise_std=z * sensitivity * c.clip,
+                                     denominator=sampler.expected_size))
                 done += 1
                 bar.update(1)
             row = {"epoch": epoch, "train_loss": sum(i.loss for i in infos) / len(infos),
@@ -113,7 +122,28 @@ class DPMLP(Method):
         if z > 0:
             ledger = ledger_for(z, done)
         else:
-            ledger = PrivacyLedger.non_private("dp-mlp trained without noise (epsilon=inf requested)")
-        info = {"noise_multiplier": z, "sampling_rate": sampler.rate, "steps": done, "inference_private": True}
+            ledger = PrivacyLedger.non_private(f"{self.name} trained without noise (epsilon=inf requested)")
+        info = {"noise_multiplier": z, "sampling_rate": sampler.expected_size / n, "steps": done,
+                "inference_private": True}
         return ModelFitted(_MLPModule(net), GraphInput(x_all.to(dev), torch.empty(2, 0, dtype=torch.long)),
                            ledger, history, info)
+
+
+@register("dp-mlp-feature")
+class DPMLPFeature(DPMLP):
+    """DP-MLP at feature level (Ayle et al.'s "uniform-sampled DP-MLP" baseline): neighbouring graphs differ in one
+    node's feature row (structure and labels public, as DRW assumes). Each step draws m = min(B, n) training nodes
+    without replacement; replacing a row moves one example's clipped gradient by up to 2C, so the noise is
+    lambda 2C and each step is ``FixedSizeGaussian(n, m, lambda)`` (Wang, Balle & Kasiviswanathan), the
+    accounting DRW uses. Node-level DP-MLP (``dp-mlp``) implies feature-level DP only through group privacy
+    (2 epsilon), so the feature-level table runs this one."""
+
+    description = "MLP with DP-Adam at feature level: m nodes per step without replacement, noise lambda 2C (DRW's baseline)"
+    privacy_unit = "feature"
+
+    def _sampling(self, n: int, gen: torch.Generator):
+        c = self.config
+        m = min(c.batch_size, n)
+        sampler = FixedSizeSampler(n, m, gen, unit="feature")
+        return sampler, (lambda z, t: presets.dpsgd_fixed(population=n, batch_size=m, noise_multiplier=z, steps=t,
+                                                          unit="feature")), 2.0
