@@ -52,7 +52,7 @@ def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None,
         track: bool = True, progress: bool = False, secure_noise: bool = False, diagnostics: bool = False,
         attacks: str | Iterable[str] = (), attack_overrides: Overrides = None, bootstrap: int = 1000,
         plot_dir: str | os.PathLike | None = None, tags: Mapping[str, str] | None = None,
-        threads: int | None = None, log: Callable[[str], None] | None = None) -> list:
+        threads: int | None = None, log: Callable[[str], None] | None = None, hparams: bool = True) -> list:
     """Train and evaluate every method x seed; returns one :class:`bench.run.RunResult` per run (``run_id``,
     ``metrics``, the spent ``epsilon`` from the ledger, ``info``; ``diagnostics``/``history`` with
     ``diagnostics=True``).
@@ -60,7 +60,7 @@ def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None,
     ``overrides``: hyperparameters, ``{"hidden": 16, "gcn.lr": 0.02}`` or ``["hidden=16", "gcn.lr=0.02"]``
     (``method.key`` scopes one method). Private methods need ``epsilon`` (``math.inf``: no noise); ``delta``
     defaults to the largest power of ten below 1/#privacy units. ``attacks``: also attack every trained model
-    (see :func:`attack`)."""
+    (see :func:`attack`). ``hparams=False``: ignore the checked-in hyperparameters (configs/hparams*.yaml)."""
     from bench.run import RunSpec, run_targets, using_threads
 
     spec = RunSpec(methods=_names(methods), dataset=dataset, split=split, seeds=[int(s) for s in seeds],
@@ -69,9 +69,19 @@ def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None,
                    download=download, experiment=experiment, track=track, progress=progress,
                    attacks=_names(attacks), attack_overrides=as_items(attack_overrides), bootstrap=int(bootstrap),
                    plot_dir=None if plot_dir is None else str(plot_dir), tags=dict(tags or {}),
-                   secure_noise=secure_noise, diagnostics=diagnostics)
+                   secure_noise=secure_noise, diagnostics=diagnostics, hparams=bool(hparams))
     with using_threads(threads):
         return run_targets(spec, log)
+
+
+def cells(config: str | os.PathLike | Mapping[str, Any]) -> list:
+    """The cells of a sweep config (a YAML path or the same mapping), validated and in run order; nothing runs.
+    Each :class:`bench.sweep.Cell` has its ``kind``, method, dataset, split, epsilon, seed, ``cell_id`` and
+    ``skip`` (why it cannot run, or None)."""
+    from bench.sweep import build_config, load_config
+
+    cfg = build_config(dict(config), "config") if isinstance(config, Mapping) else load_config(config)
+    return list(cfg.cells)
 
 
 def attack(methods: str | Iterable[str], dataset: str, attacks: str | Iterable[str], **kwargs: Any) -> list:
@@ -273,5 +283,5 @@ def options(name: str) -> dict[str, Any]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-__all__ = ["attack", "attack_table", "audit", "catalog", "leaderboard", "options", "results_table", "run", "runs",
+__all__ = ["attack", "attack_table", "audit", "catalog", "cells", "leaderboard", "options", "results_table", "run", "runs",
            "sweep"]

@@ -23,6 +23,9 @@ from typing import Any
 from methods.errors import ConfigError
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "configs" / "hparams.yaml"
+#: entries written by ``scripts/tune.py`` from ``configs/tuning.yaml``; they override hparams.yaml's entry of the same
+#: method and key
+TUNED_PATH = DEFAULT_PATH.with_name("hparams_tuned.yaml")
 SOURCES = ("paper", "tuned", "measured")
 
 
@@ -54,11 +57,19 @@ def _load(path: str, mtime: float) -> dict[str, Any]:
     return raw
 
 
+def _file(p: Path) -> dict[str, Any]:
+    return _load(str(p), p.stat().st_mtime) if p.is_file() else {}
+
+
 def table(path: str | os.PathLike | None = None) -> dict[str, Any]:
-    p = Path(path) if path is not None else hparams_path()
-    if not p.is_file():
-        return {}
-    return _load(str(p), p.stat().st_mtime)
+    """method -> key -> entry: ``path`` alone, ``$BENCH_HPARAMS`` alone, or hparams.yaml overlaid with the tuned
+    entries of hparams_tuned.yaml."""
+    if path is not None or os.environ.get("BENCH_HPARAMS"):
+        return _file(Path(path) if path is not None else hparams_path())
+    out = {m: dict(v or {}) for m, v in _file(DEFAULT_PATH).items()}
+    for m, v in _file(TUNED_PATH).items():
+        out.setdefault(m, {}).update(v or {})
+    return out
 
 
 def _base(dataset: str) -> str:
@@ -121,4 +132,4 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-__all__ = ["Entry", "hparams_path", "lookup", "resolve", "table"]
+__all__ = ["DEFAULT_PATH", "TUNED_PATH", "Entry", "hparams_path", "lookup", "resolve", "table"]

@@ -23,19 +23,16 @@ accuracy against SPENT epsilon (log scale), non-private references as dashed lin
 
 from __future__ import annotations
 
-import argparse
 import base64
 import csv
 import html
 import io
 import math
 import statistics
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from bench.cliargs import command
 from methods.errors import BenchError
 
 BIG = 1e307  # tracking stores inf as 1e308
@@ -224,6 +221,8 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
         eps = _f(p.get("target_epsilon", m.get("claimed_epsilon")))
         method, dataset = tags.get("method") or p.get("method"), tags.get("dataset") or p.get("dataset")
         split = tags.get("split") or p.get("split")
+        if not method or not dataset:  # a check that does not say what it checked belongs to no row
+            continue
         match = [row for (d, _, meth, sp, e, _h), row in rows.items()
                  if d == dataset and meth == method and e == eps and (not split or split == sp)]
         if not match:  # a check of a configuration without accuracy runs still gets a row
@@ -516,6 +515,17 @@ def build(experiment: str, fmt: str, track: bool = True, export: str | None = No
     return text, rows
 
 
+def config_records(config: str, recs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, int]:
+    """The records of ``config``'s cells only (a cell whose hyperparameters changed since is another cell), with
+    the number of cells the config plans and how many of them the records finish."""
+    from bench.sweep import load_config
+
+    cells = {c.cell_id for c in load_config(config).cells if not c.skip}
+    kept = [r for r in recs if r.get("cell_id") in cells]
+    done = len({r["cell_id"] for r in kept if r.get("status", "FINISHED") == "FINISHED"})
+    return kept, len(cells), done
+
+
 def build_site(rows: list[Row], out_dir: str | Path, title: str, intro_md: str = "", papers: str = "") -> list[Path]:
     """Write ``index.html`` (self-contained), ``README.md`` (the same tables) and the plots (PNG) into ``out_dir``."""
     import matplotlib.pyplot as plt
@@ -578,71 +588,5 @@ def _md_table_html(md: str) -> str:
     return "\n".join(out)
 
 
-# --------------------------------------------------------------------------------------
-# Command
-# --------------------------------------------------------------------------------------
-
-
-@command("leaderboard", "tables and privacy-utility plots of an experiment's runs or of an export (md, html, csv)")
-def _leaderboard_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("leaderboard", help="tables and privacy-utility plots of an experiment's runs or of an export",
-                       description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--experiment", default="dp-gnn-bench", help="MLflow experiment (default: %(default)s)")
-    p.add_argument("--export", metavar="FILE.jsonl", help="build from this export instead of the MLflow store")
-    p.add_argument("--format", choices=["md", "html", "csv"], default="md", help="output format (default: md)")
-    p.add_argument("--output", "-o", metavar="PATH", help="write to PATH (atomically) instead of stdout")
-    p.add_argument("--site", metavar="DIR", help="write DIR/index.html, DIR/README.md and DIR/plots/ (the published "
-                                                 "leaderboard; from DIR/runs.jsonl unless --export/--experiment)")
-    p.add_argument("--run", metavar="CONFIG",
-                   help="first run CONFIG's sweep (resumable; its export is DIR/runs.jsonl with --site), then build")
-    p.add_argument("--write-export", metavar="FILE.jsonl",
-                   help="also write the experiment's runs to this export (merged with what it holds)")
-    p.add_argument("--threads", type=int, default=None, help="with --run: torch/numba threads per cell")
-    p.add_argument("--no-track", action="store_true", help="do not log a leaderboard run with the tables and plots")
-    p.set_defaults(func=cmd_leaderboard)
-    return p
-
-
-def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from bench.io import check_writable, write_text_atomic
-
-    if args.output and Path(args.output).is_dir():
-        raise LeaderboardError(f"--output {args.output} is a directory")
-    check_writable(args.output)
-    export = args.export
-    if args.site:
-        site = Path(args.site)
-        if site.exists() and not site.is_dir():
-            raise LeaderboardError(f"--site {args.site} is not a directory")
-        export = export or str(site / "runs.jsonl")
-    if args.run:
-        from bench import api
-
-        api.sweep(args.run, experiment=None if args.experiment == "dp-gnn-bench" else args.experiment,
-                  threads=args.threads, export=export, progress=sys.stderr.isatty())
-    if args.write_export:
-        from bench import records
-
-        n = records.write(args.write_export, records.records_from_experiment(args.experiment))
-        print(f"# wrote {args.write_export}: {n} records", file=sys.stderr)
-    if args.site:
-        from bench import records
-        from bench.site import site_texts
-
-        rows = collect_records(records.load(export)) if Path(export).exists() else collect(args.experiment)
-        if not rows:
-            raise LeaderboardError(f"no FINISHED runs with test accuracy in {export}")
-        title, intro, papers = site_texts(rows, export)
-        files = build_site(rows, args.site, title, intro, papers)
-        print(f"# wrote {len(files)} files to {args.site}: {args.site}/index.html", file=sys.stderr)
-        return 0
-    text, rows = build(args.experiment, args.format, track=not args.no_track and not export, export=export)
-    if args.output:
-        write_text_atomic(args.output, text)
-        print(f"# wrote {args.output}: {len(rows)} rows", file=sys.stderr)
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    return 0
-
-
-__all__ = ["LeaderboardError", "Row", "bootstrap_ci", "build", "build_site", "collect", "collect_records", "render"]
+__all__ = ["LeaderboardError", "Row", "bootstrap_ci", "build", "build_site", "collect", "collect_records",
+           "config_records", "render"]

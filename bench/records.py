@@ -149,15 +149,23 @@ def done_cells(path: str | os.PathLike | None) -> set[str]:
 
 
 def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
-    """Add one record (one line, flushed to disk) to an export."""
+    """Add one record (one line, on disk when this returns) to an export. Parallel sweep workers append to one
+    file: each line goes in whole under an exclusive lock, so lines never interleave."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, sort_keys=True, default=str, separators=(",", ":"))
-    with open(p, "a") as fh:
-        fh.write(line + "\n")
-        fh.flush()
+    data = memoryview((json.dumps(record, sort_keys=True, default=str, separators=(",", ":")) + "\n").encode())
+    fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        with contextlib.suppress(ImportError, OSError):
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released by close
+        while data:
+            data = data[os.write(fd, data):]
         with contextlib.suppress(OSError):
-            os.fsync(fh.fileno())
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import statistics
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
@@ -251,6 +253,7 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
               "split_hash": task.split_hash(), "config_hash": stable_hash(identity),
               "dataset_source": p.dataset.source, "secure_noise": spec.secure_noise,
               "random_streams": streams.describe()["streams"], "hp_source": _hp_source(p, cls.name),
+              "host": host_description(p.device), "threads": torch.get_num_threads(),
               **{f"hp.{k}": v for k, v in hparams.items()}}
     tags = {**spec.tags, "method": cls.name, "dataset": p.dataset.name, "split": p.split,
             "config_hash": params["config_hash"], "diagnostics": DIAGNOSTIC_NOTE}
@@ -299,13 +302,33 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
                          history if spec.diagnostics else [])
 
 
+@functools.lru_cache(maxsize=None)
+def _cpu_name() -> str:
+    import platform
+
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def host_description(device: torch.device | str | None = None) -> str:
+    """The machine a run ran on, for the leaderboard's provenance: CPU model and cores, and the GPU it used."""
+    text = f"{_cpu_name()}, {os.cpu_count()} cores"
+    if device is not None and torch.device(device).type == "cuda":
+        text += f", {torch.cuda.get_device_name(torch.device(device))}"
+    return text
+
+
 def _hp_source(p: Prepared, method: str) -> str:
     entry = p.hp_entries.get(method)
     if entry is None:
         return "defaults" + (" + --set" if p.spec.overrides else "")
     note = ("tuned on validation labels, outside the privacy budget, as the papers do" if entry.source == "tuned"
             else entry.source)
-    return f"configs/hparams.yaml {entry.method}/{entry.key} ({note})" + (" + --set" if p.spec.overrides else "")
+    where = "configs/hparams_tuned.yaml" if entry.source == "tuned" else "configs/hparams.yaml"
+    return f"{where} {entry.method}/{entry.key} ({note})" + (" + --set" if p.spec.overrides else "")
 
 
 def _number(v: Any) -> bool:

@@ -71,7 +71,7 @@ def test_a_script_runs_end_to_end_and_resumes(data_root, tmp_path, capsys):
     out = tmp_path / "drw.md"
     argv = ["--datasets", "cora", "--methods", "gcn", "--seeds", "0", "--experiment", "script-drw", "--out", str(out)]
     assert main(argv) == 0
-    assert "| gcn | public | inf |" in out.read_text()
+    assert "| gcn | none | public | inf |" in out.read_text()
     assert main(argv + ["--dry-run"]) == 0  # resumed: nothing left to run
     assert "0 to run, 1 done" in capsys.readouterr().err
     assert len(api.runs("script-drw")) == 1

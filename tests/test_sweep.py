@@ -286,7 +286,7 @@ def test_sigkill_mid_sweep_then_rerun_finishes_every_cell_exactly_once(tmp_path)
     print(f"--- end state per cell: {[dict(c) for c in counts.values()]}")
 
 
-@pytest.mark.parametrize("name", ["quick", "drw", "dpgnn", "gap", "privgnn"])
+@pytest.mark.parametrize("name", ["quick", "leaderboard", "drw", "dpgnn", "gap", "privgnn"])
 def test_shipped_configs_parse_and_every_cell_can_run(name):
     c = load_config(REPO / "configs" / f"{name}.yaml")
     assert c.cells and not [x.label for x in c.cells if x.skip]  # per-method splits route every method correctly
@@ -297,7 +297,10 @@ def test_shipped_configs_parse_and_every_cell_can_run(name):
         shipped = {m for m in available_methods() if get_method(m).__module__.startswith("methods.")}
         assert {x.method for x in c.cells} == shipped
         assert {x.dataset for x in c.cells} == {"cora", "citeseer"} and c.attacks == ["threshold"]
-        assert {x.epsilon for x in c.cells if x.method == "dp-mlp"} == {1.0, 8.0}
+        # random splits (the public ones leave DP methods at chance) and one budget per unit at the papers' scale
+        assert {x.split for x in c.cells} == {"random-75-10-15", "private-public"}
+        units = {get_method(x.method).privacy_unit: x.epsilon for x in c.cells}
+        assert units == {"none": float("inf"), "edge": 4.0, "node": 8.0, "feature": 8.0}
 
 
 def test_audit_cells_run_through_bench_api_and_resume(monkeypatch):

@@ -136,7 +136,21 @@ def expand(grid: Any) -> SweepConfig:
                                 seen.add(vid)
                                 cells.append(Cell(**{**base, "kind": "verify", "attacks": (), "attack_overrides": ()},
                                                   audit_options=opts, cell_id=vid))
+    if grid.order:
+        cells = _ordered(cells, grid)
     return SweepConfig(grid.experiment, cells, grid.where, list(grid.attacks), dict(audits))
+
+
+def _ordered(cells: list[Cell], grid: Any) -> list[Cell]:
+    """Cells sorted (stably) by the grid's ``order`` keys: datasets, seeds and epsilons in the order they first
+    appear in the config, methods in config order. A run's audit and verify cells stay right after it."""
+    first: dict[str, dict[Any, int]] = {k: {} for k in ("dataset", "seed", "method", "epsilon")}
+    for c in cells:
+        for k, v in (("dataset", c.dataset), ("seed", c.seed), ("method", c.method), ("epsilon", c.epsilon)):
+            first[k].setdefault(v, len(first[k]))
+    values = {"dataset": lambda c: c.dataset, "seed": lambda c: c.seed, "method": lambda c: c.method,
+              "epsilon": lambda c: c.epsilon}
+    return sorted(cells, key=lambda c: tuple(first[k][values[k](c)] for k in grid.order))
 
 
 def as_list(v: Any) -> list:

@@ -3,8 +3,10 @@
 Top-level keys: ``experiment``, ``description``, ``datasets``, ``splits`` (``default`` = the dataset's default
 split), ``epsilons``, ``seeds``, ``delta``, ``set`` (hyperparameters: a mapping or ``key=value`` strings;
 ``method.key`` scopes one), ``attacks``, ``attack_set``, ``bootstrap``, ``audits`` (``modes``, ``trials``,
-``canaries``, ``methods``, ``epsilons``, ``seeds``), ``device`` and ``methods``: names, or mappings with ``name``
-and their own ``set``, ``splits``, ``epsilons``, ``datasets``, ``seeds``. Everything is checked here (names,
+``canaries``, ``methods``, ``epsilons``, ``seeds``), ``device``, ``order`` (the keys cells run by, e.g.
+``[dataset, seed]``: every method's seed 0 on the first dataset first; default: config order, method by method)
+and ``methods``: names, or mappings with ``name`` and their own ``set``, ``splits``, ``epsilons``, ``datasets``,
+``seeds``. Everything is checked here (names,
 hyperparameters, attacks, budgets); no data is loaded. :func:`build_config` also expands the grid into cells.
 """
 
@@ -22,7 +24,9 @@ from bench.sweep.cells import SweepConfig, as_list, expand
 from methods.errors import BenchError
 
 TOP_KEYS = {"experiment", "methods", "datasets", "splits", "epsilons", "seeds", "delta", "set", "attacks",
-            "attack_set", "attack_seeds", "bootstrap", "audits", "verify", "hparams", "device", "description"}
+            "attack_set", "attack_seeds", "bootstrap", "audits", "verify", "hparams", "device", "description",
+            "order"}
+ORDER_KEYS = ("dataset", "seed", "method", "epsilon")
 METHOD_KEYS = {"name", "set", "splits", "epsilons", "datasets", "seeds"}
 AUDIT_KEYS = {"modes", "trials", "canaries", "methods", "epsilons", "seeds", "set"}
 VERIFY_KEYS = {"quick", "canaries", "trials", "confidence", "methods", "epsilons", "datasets", "seeds"}
@@ -60,6 +64,7 @@ class Grid:
     verify: dict[str, Any] = field(default_factory=dict)
     attack_seeds: list[int] | None = None  # attacks only on these seeds' runs (None: every run)
     hparams: bool = True  # the checked-in hyperparameters of configs/hparams.yaml (bench.hparams)
+    order: list[str] = field(default_factory=list)  # keys the cells run by (stable; config order within)
 
 
 def load_config(path: str | os.PathLike) -> SweepConfig:
@@ -159,9 +164,12 @@ def read_grid(raw: Any, where: str = "config") -> Grid:
     hp = raw.get("hparams", True)
     if not isinstance(hp, bool):
         raise SweepError(f"{where}: hparams must be true (use configs/hparams.yaml) or false (got {hp!r})")
+    order = as_list(raw.get("order"))
+    if any(k not in ORDER_KEYS for k in order) or len(set(order)) != len(order):
+        raise SweepError(f"{where}: order must list distinct keys among {', '.join(ORDER_KEYS)} (got {order!r})")
     grid = Grid(str(raw.get("experiment") or DEFAULT_EXPERIMENT), where, delta, attacks, attack_set, bootstrap,
                 str(raw.get("device", "auto")), dict(audits), verify=dict(verify), attack_seeds=attack_seeds,
-                hparams=hp)
+                hparams=hp, order=[str(k) for k in order])
 
     entries = []
     for entry in as_list(raw.get("methods")):

@@ -1,0 +1,85 @@
+"""``bench leaderboard``: tables and plots of tracked runs or of an export (:mod:`bench.leaderboard`), and the
+published site (``--site``: :mod:`bench.site`), optionally after running a sweep config (``--run``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.cliargs import command
+import bench.leaderboard as _lb
+from bench.leaderboard import LeaderboardError, build, build_site, collect_records, config_records
+
+_DESCRIPTION = (_lb.__doc__ or "").split("\n\n")[0]
+
+@command("leaderboard", "tables and privacy-utility plots of an experiment's runs or of an export (md, html, csv)")
+def _leaderboard_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("leaderboard", help="tables and privacy-utility plots of an experiment's runs or of an export",
+                       description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--experiment", default="dp-gnn-bench", help="MLflow experiment (default: %(default)s)")
+    p.add_argument("--export", metavar="FILE.jsonl", help="build from this export instead of the MLflow store")
+    p.add_argument("--format", choices=["md", "html", "csv"], default="md", help="output format (default: md)")
+    p.add_argument("--output", "-o", metavar="PATH", help="write to PATH (atomically) instead of stdout")
+    p.add_argument("--site", metavar="DIR", help="write DIR/index.html, DIR/README.md and DIR/plots/ (the published "
+                                                 "leaderboard; from DIR/runs.jsonl unless --export/--experiment)")
+    p.add_argument("--run", metavar="CONFIG",
+                   help="first run CONFIG's sweep (resumable; its export is DIR/runs.jsonl with --site), then build")
+    p.add_argument("--config", metavar="CONFIG",
+                   help="with --site: only the cells of this sweep config (and its progress); implied by --run")
+    p.add_argument("--write-export", metavar="FILE.jsonl",
+                   help="also write the experiment's runs to this export (merged with what it holds)")
+    p.add_argument("--threads", type=int, default=None, help="with --run: torch/numba threads per cell")
+    p.add_argument("--workers", type=int, default=1,
+                   help="with --run: cells in parallel (separate processes when > 1; default: %(default)s)")
+    p.add_argument("--no-track", action="store_true", help="do not log a leaderboard run with the tables and plots")
+    p.set_defaults(func=cmd_leaderboard)
+    return p
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from bench.io import check_writable, write_text_atomic
+
+    if args.output and Path(args.output).is_dir():
+        raise LeaderboardError(f"--output {args.output} is a directory")
+    check_writable(args.output)
+    export = args.export
+    if args.site:
+        site = Path(args.site)
+        if site.exists() and not site.is_dir():
+            raise LeaderboardError(f"--site {args.site} is not a directory")
+        export = export or str(site / "runs.jsonl")
+    if args.run:
+        from bench import api
+
+        api.sweep(args.run, experiment=None if args.experiment == "dp-gnn-bench" else args.experiment,
+                  executor="process" if args.workers > 1 else "inprocess", workers=args.workers,
+                  threads=args.threads, export=export, progress=sys.stderr.isatty())
+    if args.write_export:
+        from bench import records
+
+        n = records.write(args.write_export, records.records_from_experiment(args.experiment))
+        print(f"# wrote {args.write_export}: {n} records", file=sys.stderr)
+    if args.site:
+        from bench import records
+        from bench.site import site_texts
+
+        recs = records.load(export) if Path(export).exists() else records.records_from_experiment(args.experiment)
+        config, planned, done = args.run or args.config, None, None
+        if config:
+            recs, planned, done = config_records(config, recs)
+        rows = collect_records(recs)
+        if not rows:
+            raise LeaderboardError(f"no FINISHED runs with test accuracy in {export}"
+                                   + (f" for the cells of {config}" if config else ""))
+        title, intro, papers = site_texts(rows, export, config=config, records=recs, planned=planned, done=done)
+        files = build_site(rows, args.site, title, intro, papers)
+        print(f"# wrote {len(files)} files to {args.site}: {args.site}/index.html", file=sys.stderr)
+        return 0
+    text, rows = build(args.experiment, args.format, track=not args.no_track and not export, export=export)
+    if args.output:
+        write_text_atomic(args.output, text)
+        print(f"# wrote {args.output}: {len(rows)} rows", file=sys.stderr)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0

@@ -1,0 +1,193 @@
+"""The published leaderboard's texts: its title, what it was built from (records, machine, compute, progress of the
+config's grid, where the hyperparameters come from) and the "Papers vs ours" section from ``configs/papers.yaml``.
+
+:mod:`bench.leaderboard` renders the tables and plots; this module only writes the prose around them, from the same
+records, so a page rebuilt from the committed export says the same thing as the one built while the sweep ran.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from methods.errors import BenchError
+
+PAPERS_PATH = Path(__file__).resolve().parents[1] / "configs" / "papers.yaml"
+TITLE = "DP-GNN benchmark leaderboard"
+TUNED_LABEL = "tuned on validation labels, outside the privacy budget, as the papers do"
+
+
+class SiteError(BenchError):
+    """A papers file that cannot be read or names a cell badly."""
+
+
+# --------------------------------------------------------------------------------------
+# Papers vs ours
+# --------------------------------------------------------------------------------------
+
+
+def load_papers(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """``configs/papers.yaml``: ``reasons`` (key -> text) and ``papers`` (sections of cells); checked here."""
+    import yaml
+
+    p = Path(path) if path is not None else PAPERS_PATH
+    if not p.is_file():
+        return {"reasons": {}, "papers": []}
+    try:
+        raw = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise SiteError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
+    reasons, papers = raw.get("reasons") or {}, raw.get("papers") or []
+    if not isinstance(reasons, dict) or not isinstance(papers, list):
+        raise SiteError(f"{p}: expected `reasons` (a mapping) and `papers` (a list)")
+    for i, sec in enumerate(papers):
+        for key in ("paper", "dataset", "split", "cells"):
+            if key not in sec:
+                raise SiteError(f"{p}: papers[{i}] has no {key!r}")
+        for j, cell in enumerate(sec["cells"]):
+            if "method" not in cell or "paper" not in cell:
+                raise SiteError(f"{p}: papers[{i}].cells[{j}] needs `method` and `paper`")
+    return {"reasons": reasons, "papers": papers}
+
+
+def _eps_key(v: Any) -> float:
+    if v is None:
+        return math.inf
+    return float(v)
+
+
+def _find(rows: Iterable[Any], dataset: str, split: str, method: str, eps: float) -> Any | None:
+    """The leaderboard row a paper cell compares with (no hyperparameter variants: the config's main row)."""
+    cands = [r for r in rows if r.dataset == dataset and r.split == split and r.method == method
+             and (r.target_epsilon == eps or (math.isinf(eps) and math.isinf(r.target_epsilon)))]
+    plain = [r for r in cands if not r.variant]
+    return (plain or cands or [None])[0]
+
+
+def papers_md(rows: list[Any], papers: dict[str, Any] | None = None) -> str:
+    """One table per paper section: the paper's number, ours (mean and 95% CI over seeds, spent epsilon), the
+    difference in points and the reason the two may differ."""
+    papers = papers if papers is not None else load_papers()
+    if not papers["papers"]:
+        return ""
+    reasons = papers["reasons"]
+    used: list[str] = []
+    out = ["## Papers vs ours", "",
+           "The papers' headline numbers next to the matching rows above (accuracy in percent; difference = ours - "
+           "paper, in points). Ours is the mean over the row's seeds; 'not run yet' where the export holds no run.",
+           ""]
+    for sec in papers["papers"]:
+        out += [f"### {sec['paper']}: ours on {sec['dataset']} ({sec['split']})", "",
+                "| method | target eps | paper | ours (95% CI) | ours spent eps | difference | why they may differ |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
+        for cell in sec["cells"]:
+            has_eps = "epsilon" in cell
+            eps = _eps_key(cell.get("epsilon"))
+            row = _find(rows, sec["dataset"], sec["split"], cell["method"], eps)
+            paper = float(cell["paper"])
+            paper_txt = f"{paper:.1f}"
+            if cell.get("paper_epsilon") is not None:
+                paper_txt += f" (paper's eps {cell['paper_epsilon']})"
+            if row is None or not row.accs:
+                ours = spent = diff = "not run yet"
+            else:
+                acc = 100 * row.acc_mean
+                ours = f"{acc:.1f}" + (f" [{100 * row.ci[0]:.1f}, {100 * row.ci[1]:.1f}]" if row.ci else "") \
+                    + f" ({len(row.accs)} seed{'s' if len(row.accs) != 1 else ''})"
+                spent = "-" if row.unit == "none" else ("inf" if math.isinf(row.spent_max) else f"{row.spent_max:.3g}")
+                diff = f"{acc - paper:+.1f}"
+            why = []
+            for part in str(cell.get("reason", "")).split(";"):
+                part = part.strip()
+                if not part:
+                    continue
+                why.append(part)
+                if part in reasons and part not in used:
+                    used.append(part)
+            target = ("-" if not has_eps else "inf (no noise)" if math.isinf(eps) else f"{eps:g}")
+            out.append(f"| {cell['method']} | {target} | {paper_txt} | {ours} | {spent} | {diff} | "
+                       f"{'; '.join(why) or '-'} |")
+        out.append("")
+    if used:
+        out += ["Reasons:", ""] + [f"* {k}: {' '.join(str(reasons[k]).split())}" for k in used] + [""]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------
+# What the page was built from
+# --------------------------------------------------------------------------------------
+
+
+def _when(ms: Any) -> str:
+    try:
+        return _dt.datetime.fromtimestamp(float(ms) / 1000, _dt.timezone.utc).strftime("%Y-%m-%d")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "?"
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def provenance_md(records: list[dict[str, Any]], export: str | None, config: str | None = None,
+                  planned: int | None = None, done: int | None = None) -> str:
+    """Paragraphs: the records the page holds, the machines and compute they took, the grid's progress and where
+    the hyperparameters come from."""
+    runs = [r for r in records if r.get("kind", "run") == "run" and r.get("status", "FINISHED") == "FINISHED"]
+    checks = [r for r in records if r.get("kind") in ("verify", "audit") and r.get("status", "FINISHED") == "FINISHED"]
+    fit = sum(float(r.get("metrics", {}).get("fit_seconds") or 0) for r in runs)
+    machines = sorted({r.get("params", {}).get("host") for r in runs if r.get("params", {}).get("host")})
+    devices = sorted({r.get("params", {}).get("device") for r in runs if r.get("params", {}).get("device")})
+    commits = sorted({(r.get("git_commit") or "?")[:10] for r in records})
+    starts = [r.get("start_time") for r in records if r.get("start_time")]
+    paras = []
+    src = f"`{export}`" if export else "the MLflow store"
+    rebuild = f"`bench leaderboard --site {Path(export).parent}`" if export else "`bench leaderboard --site DIR`"
+    paras.append(f"Built from {src}: {len(runs)} training runs and {len(checks)} verifications or audits "
+                 f"(one record each, with its params, released metrics and ledger). {rebuild} rebuilds this page "
+                 "from the export alone; `bench sweep CONFIG --export FILE` resumes the grid from it on any machine.")
+    if config:
+        prog = f" {done} of {planned} cells are done" if planned else ""
+        paras.append(f"Grid: `{config}`;{prog}. Regenerate everything with `bench leaderboard --run {config} "
+                     f"--site {Path(export).parent if export else 'DIR'}` (resumable)."
+                     + (" Rows still missing cells are partial: their seed count says so." if planned and done is not
+                        None and done < planned else ""))
+    if starts:
+        paras.append(f"Compute: {_hours(fit)} of training (the sum of the runs' fit times) between "
+                     f"{_when(min(starts))} and {_when(max(starts))}, on "
+                     + (", ".join(machines) if machines else "machines not recorded")
+                     + (f" (devices: {', '.join(devices)})" if devices else "")
+                     + f"; code {', '.join(commits[:6])}{' ...' if len(commits) > 6 else ''}.")
+    sources: dict[str, int] = {}
+    for r in runs:
+        s = r.get("params", {}).get("hp_source") or "defaults"
+        kind = "tuned" if TUNED_LABEL in s or "(tuned" in s else "paper" if "(paper" in s else \
+            "measured" if "(measured" in s else "defaults"
+        sources[kind] = sources.get(kind, 0) + 1
+    if sources:
+        parts = {"paper": "the paper's stated values (configs/hparams.yaml)",
+                 "tuned": f"tuned: chosen on mean validation accuracy over 3 seeds from a grid written down in "
+                          f"configs/hparams.yaml -- {TUNED_LABEL}",
+                 "measured": "settings from an earlier one-seed measurement (configs/hparams.yaml)",
+                 "defaults": "the method's defaults (the papers' values where they state them)"}
+        paras.append("Hyperparameters: " + "; ".join(f"{n} runs {parts[k]}" for k, n in sorted(sources.items()))
+                     + ". Validation accuracy is a diagnostic (private labels no ledger covers): it chose settings and "
+                       "is not released here.")
+    return "\n\n".join(paras)
+
+
+def site_texts(rows: list[Any], export: str | None, config: str | None = None,
+               records: list[dict[str, Any]] | None = None, planned: int | None = None,
+               done: int | None = None) -> tuple[str, str, str]:
+    """(title, intro markdown, "Papers vs ours" markdown) of the published leaderboard."""
+    if records is None:
+        from bench import records as rec
+
+        records = rec.load(export) if export and Path(export).exists() else []
+    return TITLE, provenance_md(records, export, config, planned, done), papers_md(rows)
+
+
+__all__ = ["SiteError", "load_papers", "papers_md", "provenance_md", "site_texts"]

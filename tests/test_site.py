@@ -1,0 +1,162 @@
+"""The published leaderboard's pieces: the papers file against the leaderboard config, "Papers vs ours", the site's
+provenance, cell order, concurrent export appends, the tuned hyperparameter overlay and the tuner's choice."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing as mp
+from pathlib import Path
+
+import pytest
+
+from bench import hparams as H
+from bench import records
+from bench.leaderboard import build_site, collect_records, config_records
+from bench.site import load_papers, papers_md, provenance_md, site_texts
+from bench.sweep import build_config, load_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def rec(method, eps, seed, acc, dataset="facebook-wisconsin87", split="random-75-10-15", unit="edge", cid=None,
+        fit=10.0, hp_source="defaults"):
+    return {"cell_id": cid or f"{method}-{eps}-{seed}-{dataset}-{split}", "run_id": f"r{seed}{method}", "kind": "run",
+            "status": "FINISHED", "start_time": 1_763_800_000_000 + seed, "git_commit": "abc",
+            "params": {"method": method, "dataset": dataset, "split": split, "seed": seed, "privacy_unit": unit,
+                       "target_epsilon": str(eps), "delta": "1e-06", "config_hash": f"{method}{eps}{seed}{dataset}",
+                       "host": "Test CPU, 2 cores", "device": "cpu", "hp_source": hp_source},
+            "metrics": {"test_acc": acc, "epsilon": eps if math.isfinite(eps) else "inf", "fit_seconds": fit}}
+
+
+def test_every_papers_cell_names_a_row_the_leaderboard_config_runs():
+    papers = load_papers()
+    cells = {(c.dataset, c.split, c.method, c.epsilon) for c in load_config(REPO / "configs" / "leaderboard.yaml").cells
+             if c.kind == "run"}
+    assert papers["papers"], "configs/papers.yaml lists no paper"
+    for sec in papers["papers"]:
+        for cell in sec["cells"]:
+            eps = float(cell.get("epsilon", math.inf))
+            assert (sec["dataset"], sec["split"], cell["method"], eps) in cells, (sec["paper"], cell)
+            for part in str(cell.get("reason", "")).split(";"):
+                part = part.strip()
+                assert part, (sec["paper"], cell)
+                # a reason is a key of `reasons` or a sentence of its own
+                assert part in papers["reasons"] or " " in part, part
+
+
+def test_papers_vs_ours_difference_and_missing_rows():
+    papers = {"reasons": {"school": "another school"},
+              "papers": [{"paper": "P", "dataset": "facebook-wisconsin87", "split": "random-75-10-15",
+                          "cells": [{"method": "gap-edge", "epsilon": 1, "paper": 69.4, "reason": "school"},
+                                    {"method": "progap-edge", "epsilon": 1, "paper": 77.2, "reason": "school"},
+                                    {"method": "sage", "paper": 84.7, "reason": "school"}]}]}
+    rows = collect_records([rec("gap-edge", 1.0, s, a) for s, a in enumerate([0.60, 0.62, 0.64])]
+                           + [rec("sage", math.inf, 0, 0.80, unit="none")])
+    md = papers_md(rows, papers)
+    line = next(x for x in md.splitlines() if x.startswith("| gap-edge"))
+    assert "| 69.4 |" in line and "62.0 [" in line and "(3 seeds)" in line and "| -7.4 |" in line
+    assert "not run yet" in next(x for x in md.splitlines() if x.startswith("| progap-edge"))
+    sage = next(x for x in md.splitlines() if x.startswith("| sage"))
+    assert "80.0" in sage and "+-4.7" not in sage and "| -4.7 |" in sage and "| - |" in sage  # no epsilon spent
+    assert "* school: another school" in md
+
+
+def test_provenance_counts_compute_machines_progress_and_hparam_sources():
+    recs = [rec("gap-edge", 1.0, 0, 0.6, fit=1800.0, hp_source="configs/hparams_tuned.yaml gap-edge/x (tuned on "
+                "validation labels, outside the privacy budget, as the papers do)"),
+            rec("sage", math.inf, 0, 0.8, unit="none", fit=1800.0),
+            {"cell_id": "v", "kind": "verify", "status": "FINISHED", "start_time": 1_763_900_000_000,
+             "git_commit": "def", "params": {}, "metrics": {}, "tags": {}}]
+    text = provenance_md(recs, "docs/leaderboard/runs.jsonl", "configs/leaderboard.yaml", planned=10, done=3)
+    assert "2 training runs and 1 verifications" in text
+    assert "1.0 h of training" in text and "Test CPU, 2 cores" in text
+    assert "3 of 10 cells are done" in text and "partial" in text
+    assert "1 runs tuned" in text and "outside the privacy budget" in text and "1 runs the method's defaults" in text
+    title, intro, papers = site_texts(collect_records(recs), None, records=recs)
+    assert title and "MLflow store" in intro and papers.startswith("## Papers vs ours")
+
+
+def test_site_from_the_config_keeps_only_its_cells(tmp_path):
+    raw = {"experiment": "t", "datasets": ["cora"], "splits": ["random-75-10-15"], "seeds": [0, 1],
+           "methods": ["mlp"], "hparams": False}
+    cfg_path = tmp_path / "lb.yaml"
+    import yaml
+
+    cfg_path.write_text(yaml.safe_dump(raw))
+    cells = [c for c in load_config(cfg_path).cells]
+    recs = [rec("mlp", math.inf, c.seed, 0.5 + 0.1 * c.seed, dataset="cora", unit="none", cid=c.cell_id)
+            for c in cells[:1]]
+    stale = rec("mlp", math.inf, 7, 0.1, dataset="cora", unit="none", cid="stale")
+    kept, planned, done = config_records(str(cfg_path), recs + [stale])
+    assert [r["cell_id"] for r in kept] == [cells[0].cell_id] and planned == 2 and done == 1
+    files = build_site(collect_records(kept), tmp_path / "site", "T", "intro", "")
+    assert (tmp_path / "site" / "index.html") in files and "intro" in (tmp_path / "site" / "README.md").read_text()
+
+
+def test_sweep_order_runs_dataset_by_dataset_then_seed_with_checks_next_to_their_run():
+    raw = {"experiment": "t", "datasets": ["cora", "citeseer"], "splits": ["random-75-10-15"], "seeds": [0, 1],
+           "epsilons": [8], "order": ["dataset", "seed"], "hparams": False, "verify": {"quick": True, "seeds": [0]},
+           "methods": ["mlp", "dp-mlp"]}
+    cells = build_config(raw).cells
+    keys = [(c.dataset, c.seed) for c in cells]
+    assert keys == sorted(keys, key=lambda k: (["cora", "citeseer"].index(k[0]), k[1]))
+    i = next(i for i, c in enumerate(cells) if c.kind == "verify")
+    assert cells[i - 1].kind == "run" and cells[i - 1].method == cells[i].method and cells[i - 1].seed == 0
+    with pytest.raises(Exception, match="order"):
+        build_config({**raw, "order": ["dataset", "colour"]})
+    unordered = build_config({k: v for k, v in raw.items() if k != "order"}).cells
+    assert {c.cell_id for c in unordered} == {c.cell_id for c in cells}  # order never changes identities
+
+
+def _append_many(path: str, worker: int) -> None:
+    for i in range(40):
+        records.append(path, {"cell_id": f"w{worker}-{i}", "kind": "run", "blob": "x" * 20000})
+
+
+def test_parallel_appends_never_interleave(tmp_path):
+    path = str(tmp_path / "runs.jsonl")
+    procs = [mp.get_context("spawn").Process(target=_append_many, args=(path, w)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    lines = Path(path).read_text().splitlines()
+    assert len(lines) == 120 and all(len(json.loads(x)["blob"]) == 20000 for x in lines)
+
+
+def test_tuned_entries_override_the_hand_written_ones(tmp_path, monkeypatch):
+    (tmp_path / "hparams.yaml").write_text(
+        "dpgnn:\n  facebook-*:\n    source: measured\n    set: {max_degree: 3, lr: 2.0}\n"
+        "  cora:\n    source: paper\n    set: {max_degree: 7}\n")
+    (tmp_path / "hparams_tuned.yaml").write_text(
+        "dpgnn:\n  facebook-wisconsin87@random-75-10-15:\n    source: tuned\n    set: {max_degree: 10, lr: 1.0}\n")
+    monkeypatch.delenv("BENCH_HPARAMS", raising=False)
+    monkeypatch.setattr(H, "DEFAULT_PATH", tmp_path / "hparams.yaml")
+    monkeypatch.setattr(H, "TUNED_PATH", tmp_path / "hparams_tuned.yaml")
+    e = H.lookup("dpgnn", "facebook-wisconsin87", "random-75-10-15")
+    assert e.source == "tuned" and e.values == {"max_degree": 10, "lr": 1.0}
+    assert H.lookup("dpgnn", "facebook-berkeley13", "random-75-10-15").source == "measured"
+    assert H.lookup("dpgnn", "facebook-wisconsin87", "disjoint").source == "measured"  # tuned on another split
+    assert H.lookup("dpgnn", "cora", "public").values == {"max_degree": 7}
+    # the tuner reads the hand-written file alone
+    assert H.lookup("dpgnn", "facebook-wisconsin87", "random-75-10-15", path=H.DEFAULT_PATH).source == "measured"
+
+
+def test_the_tuner_picks_the_best_mean_and_waits_for_every_fit():
+    from scripts.tune import choose, fit_key, points
+
+    spec = {"epsilon": 8, "grid": {"lr": [0.01, 0.05], "hops": [1, 2]}}
+    assert len(points(spec["grid"])) == 4
+    seeds = [0, 1, 2]
+    val = {(0.01, 1): [0.5, 0.5, 0.5], (0.01, 2): [0.9, 0.1, 0.2], (0.05, 1): [0.6, 0.6, 0.55], (0.05, 2): None}
+    results = {}
+    for (lr, hops), vs in val.items():
+        for s in seeds:
+            key = fit_key("m", "d", "sp", 8.0, {"lr": lr, "hops": hops}, s)
+            results[key] = {"key": key, "val_acc": None if vs is None else vs[s], **({"error": "x"} if vs is None
+                                                                                    else {})}
+    best, score, scored = choose(results, "m", "d", "sp", spec, seeds)
+    assert best == {"lr": 0.05, "hops": 1} and score == pytest.approx(0.5833, abs=1e-4) and len(scored) == 3
+    results.pop(fit_key("m", "d", "sp", 8.0, {"lr": 0.01, "hops": 1}, 2))
+    assert choose(results, "m", "d", "sp", spec, seeds) is None  # a fit still to run: no choice yet
