@@ -203,7 +203,7 @@ class PerExampleGradients:
             if w.requires_grad:
                 sums[id(w)] = layer.weight_sum(fac[id(w)])
             if b is not None and b.requires_grad:
-                sums[id(b)] = fac[id(b)] @ layer.g.sum(1)
+                sums[id(b)] = fac[id(b)] @ layer.g_sum()
         return [sums[id(p)] for _, p in self.params], total.detach(), losses.detach()
 
 
@@ -223,7 +223,7 @@ class _Layer:
       ``A^T (c g)`` one sparse-dense product.
     """
 
-    __slots__ = ("mod", "a", "g", "kind", "grads", "B")
+    __slots__ = ("mod", "a", "g", "kind", "grads", "B", "_g_sum")
 
     #: per-example gradients up to this many elements in all are materialised when that is cheaper
     MATERIALISE_MAX = 1 << 22
@@ -231,6 +231,13 @@ class _Layer:
     def __init__(self, mod: nn.Linear, a, g: Tensor, kind: str, B: int) -> None:
         self.mod, self.a, self.g, self.kind, self.B = mod, a, g, kind, B
         self.grads: Tensor | None = None
+        self._g_sum: Tensor | None = None
+
+    def g_sum(self) -> Tensor:
+        """Each example's bias gradient ``sum_t g_t`` ([B, out]), computed once for its norm and the clipped sum."""
+        if self._g_sum is None:
+            self._g_sum = self.g.sum(1)
+        return self._g_sum
 
     @classmethod
     def build(cls, mod: nn.Linear, xs: list, gs: list[Tensor], B: int) -> "_Layer":
@@ -270,7 +277,8 @@ class _Layer:
         return (self.grads ** 2).sum((1, 2))
 
     def bias_sq_norms(self) -> Tensor:
-        return (self.g.sum(1) ** 2).sum(1)
+        gs = self.g_sum()
+        return (gs * gs).sum(1)
 
     def weight_sum(self, factors: Tensor) -> Tensor:
         """sum_b c_b g_b^T a_b: the clipped per-example weight gradients, summed ([out, in])."""

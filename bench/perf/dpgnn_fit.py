@@ -67,7 +67,8 @@ def twin_fit(method, task, seed: int, steps: int, device: str = "cpu") -> dict:
     with streams.global_torch("dropout", device=dev):
         prep = method.prepare(task, ctx.generator("subgraphs"), grams=False)
         t1 = time.perf_counter()
-        n, m = prep.num_train, c.batch_size
+        n = prep.num_train
+        m = min(c.batch_size, n)  # as DPGNN._fit
         steps_per_epoch = math.ceil(n / m)
         with ctx.init():
             model = DPGNNModel(task.num_features, task.num_classes, c.backbone, c.hidden, c.layers, c.encoder_layers,

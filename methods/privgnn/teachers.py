@@ -16,8 +16,9 @@ node can only change the teachers whose data contain it) and which the tests che
 batch with teachers trained one by one.
 
 Speed. The first layer (``[T, P, 2F] x [T, 2F, H]`` forward and weight gradient) is almost all of the cost.
-On CPU each teacher's product is one oneDNN GEMM (``torch.ops.mkldnn._linear_pointwise``; 2-2.6x MKL's
-batched ``bmm`` on the AMD EPYC we measure on), the transposed features for the weight gradient are built
+On CPU each teacher's product is one single-threaded oneDNN GEMM (``torch.ops.mkldnn._linear_pointwise``;
+~2x MKL's batched ``bmm`` on both cores of the AMD EPYC we measure on, and robust when other processes share the
+cores; on an Intel Xeon, where MKL is fast, about equal), the transposed features for the weight gradient are built
 once per batch, and a batch's induced subgraphs are extracted in one vectorised pass. Elsewhere (CUDA, or
 when oneDNN is missing) it is one ``torch.bmm``. Either way each teacher's products are its own.
 
@@ -179,6 +180,23 @@ def _gemm_nt(a: Tensor, b: Tensor) -> Tensor:
     return torch.ops.mkldnn._linear_pointwise(a, b, None, "none", [], "")
 
 
+def _per_teacher_gemms(a: Tensor, b: Tensor) -> Tensor:
+    """``stack(a[t] @ b[t]^T)`` over teachers, each one single-threaded oneDNN GEMM.
+
+    One thread per GEMM: T small GEMMs per product would otherwise open T parallel regions, and on a machine
+    whose cores other processes share each region waits for both threads to be scheduled (measured here at
+    load 5 on 2 cores: 2 threads 3-4x slower than 1, and slower than MKL's batched bmm). Single-threaded,
+    oneDNN runs at ~180 GFLOP/s per core on the AMD EPYC of this suite, 2x MKL's bmm on both cores."""
+    threads = torch.get_num_threads()
+    if threads > 1:
+        torch.set_num_threads(1)
+    try:
+        return torch.stack([_gemm_nt(a[t], b[t]) for t in range(a.size(0))])
+    finally:
+        if threads > 1:
+            torch.set_num_threads(threads)
+
+
 class _TeacherMatmul(torch.autograd.Function):
     """``torch.bmm(x, w)`` (``x [T, P, D]``, ``w [T, D, H]``) as T separate oneDNN GEMMs; ``xt`` (optional) is
     ``x`` transposed per teacher, contiguous, for the weight gradient."""
@@ -187,8 +205,7 @@ class _TeacherMatmul(torch.autograd.Function):
     def forward(ctx, x: Tensor, w: Tensor, xt: Tensor | None) -> Tensor:  # type: ignore[override]
         ctx.save_for_backward(x, w)
         ctx.xt = xt
-        wt = w.transpose(1, 2).contiguous()
-        return torch.stack([_gemm_nt(x[t], wt[t]) for t in range(x.size(0))])
+        return _per_teacher_gemms(x, w.transpose(1, 2).contiguous())
 
     @staticmethod
     def backward(ctx, grad: Tensor):  # type: ignore[override]
@@ -196,12 +213,10 @@ class _TeacherMatmul(torch.autograd.Function):
         grad = grad.contiguous()
         gx = gw = None
         if ctx.needs_input_grad[0]:
-            wc = w.contiguous()
-            gx = torch.stack([_gemm_nt(grad[t], wc[t]) for t in range(x.size(0))])
+            gx = _per_teacher_gemms(grad, w.contiguous())
         if ctx.needs_input_grad[1]:
             xt = ctx.xt if ctx.xt is not None else x.transpose(1, 2).contiguous()
-            gt = grad.transpose(1, 2).contiguous()
-            gw = torch.stack([_gemm_nt(xt[t], gt[t]) for t in range(x.size(0))])
+            gw = _per_teacher_gemms(xt, grad.transpose(1, 2).contiguous())
         return gx, gw, None
 
 
