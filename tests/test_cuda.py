@@ -20,7 +20,7 @@ from methods.streams import RunStreams
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
 
-FAMILIES = ["mlp", "gcn", "sage", "gat", "dp-mlp", "drw", "drw-r", "drw-d", "rw", "dpgnn", "dpgnn-adam", "gap-edge",
+FAMILIES = ["mlp", "gcn", "sage", "gat", "dp-mlp", "dp-mlp-feature", "drw", "drw-r", "drw-d", "rw", "dpgnn", "dpgnn-adam", "gap-edge",
             "gap-node", "progap-edge", "progap-node", "edgerand", "privgnn", "pate-m", "pate-g", "privgnn-b1",
             "privgnn-b2"]
 
@@ -133,3 +133,34 @@ def test_samplers_outputs_move_to_the_device_unchanged(tasks):
     lists, trees = sample_subgraphs(task.data.edge_index, task.num_nodes, task.train_mask, 3, 1,
                                     generator=s.torch("subgraphs", 1))
     assert torch.equal(trees.nodes.cuda().cpu(), trees.nodes)
+
+
+CSBM = "csbm:nodes=600,classes=3,features=16,degree=5"
+
+
+@pytest.mark.parametrize("name", ["dp-mlp", "gap-edge", "drw"])
+def test_attacks_run_on_cuda_and_match_the_cpu_targets_ledger(name):
+    from bench import api
+
+    cls = get_method(name)
+    kw = dict(epsilon=4.0, seeds=[0], track=False, overrides=dict(cls.smoke_config),
+              attack_overrides={"lira.references": 2}, bootstrap=20)
+    cpu = api.attack(name, CSBM, ["threshold", "lira"], device="cpu", **kw)[0]
+    gpu = api.attack(name, CSBM, ["threshold", "lira"], device="cuda", **kw)[0]
+    assert cpu.epsilon == gpu.epsilon
+    assert [r["attack"] for r in gpu.attacks] == ["threshold", "lira"]
+    for rep in gpu.attacks:
+        assert rep["status"] == "ok" and rep["variants"], rep
+        assert all(0.0 <= v["auc"]["value"] <= 1.0 for v in rep["variants"].values()), rep
+
+
+def test_an_audit_and_a_quick_verification_run_on_cuda():
+    from bench import api
+
+    out = api.audit("dp-mlp", CSBM, epsilon=2.0, canaries=40, device="cuda", track=False,
+                    overrides={"epochs": 5, "hidden": 16})
+    assert out.verdict in ("PASS", "VIOLATION") and out.result.claimed_epsilon > 0
+    assert out.verdict == "PASS", out.result
+    v = api.verify("dp-mlp", CSBM, epsilon=2.0, quick=True, device="cuda", track=False,
+                   overrides={"epochs": 5, "hidden": 16})
+    assert v.verdict == "PASS", [(c.name, c.verdict, c.detail) for c in v.report.checks if c.verdict != "PASS"]

@@ -187,3 +187,13 @@ def test_perf_dpgnn_fit(capsys):
               "--set", "batch_size=32", "--set", "hidden=8")
     assert d["private"]["steps"] == d["twin"]["steps"] > 0
     assert d["ratio"] > 0 and d["seconds"]["twin"] > 0
+
+
+def test_perf_fit_times_both_devices_and_checks_the_ledger(capsys):
+    d = _perf(capsys, "fit", "--device", "cpu", "--reference", "cpu", "--reference-threads", "1", "--methods",
+              "dp-mlp", "mlp", "--datasets", "csbm:nodes=200,classes=3,features=8,degree=4")
+    assert [r["method"] for r in d["rows"]] == ["dp-mlp", "mlp"]
+    for r in d["rows"]:
+        assert set(r["seconds"]) == {"device", "reference"} and r["speedup"] > 0
+        assert r["same_ledger"] and r["same_epsilon"]
+    assert d["rows"][0]["epsilon"] == 8.0 and d["rows"][1]["epsilon"] == float("inf")
