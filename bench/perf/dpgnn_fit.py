@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 
-import torch
 
 from bench.perf import baseline_tree, benchmark, common_args, emit, format_table, machine, set_threads
 
@@ -51,6 +50,7 @@ def _overrides(items: list[str]) -> dict:
 
 def twin_fit(method, task, seed: int, steps: int, device: str = "cpu") -> dict:
     """The non-private twin of a DP-GNN fit (see the module docstring); returns its phase times."""
+    import torch
     import torch.nn.functional as F
 
     from methods.base import Budget, FitContext
@@ -100,6 +100,7 @@ def twin_fit(method, task, seed: int, steps: int, device: str = "cpu") -> dict:
 def perf_dpgnn_fit(dataset: str = "physics", split: str = "random-75-10-15", method: str = "dpgnn-adam",
                    epsilon: float = 12.0, delta: float | None = None, overrides: dict | None = None, seed: int = 0,
                    rounds: int = 3, data_root: str | None = None, device: str = "cpu") -> dict:
+    import torch
     from bench.datasets import load_dataset
     from bench.splits import make_task
     from methods.base import Budget, ConfigError, default_delta, get_method

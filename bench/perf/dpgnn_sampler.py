@@ -17,7 +17,6 @@ import statistics
 import sys
 import time
 
-import torch
 
 from bench.perf import benchmark, common_args, emit, format_table, machine, run_baseline, set_threads
 
@@ -25,6 +24,7 @@ from bench.perf import benchmark, common_args, emit, format_table, machine, run_
 def perf_dpgnn_sampler(dataset: str = "physics", split: str = "random-75-10-15", max_degree: int = 10, layers: int = 1,
                        max_children: int | None = 20, repeats: int = 5, data_root: str | None = None,
                        reference: bool = True, progress: bool = False) -> dict:
+    import torch
     from bench.datasets import load_dataset
     from bench.splits import make_task
     from methods.samplers.dpgnn import (dfs_tree_subgraphs, draw_key, reference_dfs_tree,

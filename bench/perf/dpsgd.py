@@ -20,7 +20,6 @@ import argparse
 import statistics
 import sys
 
-import torch
 
 from bench.perf import benchmark, common_args, emit, format_table, machine, run_baseline, set_threads
 
@@ -28,6 +27,7 @@ from bench.perf import benchmark, common_args, emit, format_table, machine, run_
 def _subgraph_batch(batch: int, nodes: int, features: int, classes: int, gen: torch.Generator, device,
                     density: float = 0.05):
     """Padded subgraphs with 60-100% of ``nodes`` real nodes, random symmetric edges, GCN normalisation."""
+    import torch
     sizes = torch.randint(max(1, int(0.6 * nodes)), nodes + 1, (batch,), generator=gen)
     mask = (torch.arange(nodes)[None, :] < sizes[:, None]).float()
     x = (torch.rand(batch, nodes, features, generator=gen) < density).float() * mask[..., None]
@@ -44,6 +44,7 @@ def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: 
                classes: int = 7, device: str = "cpu", min_run_time: float = 2.0, rounds: int = 7,
                density: float = 0.05, sparse: bool = False, modes: tuple[str, ...] = ("bookkeeping", "vmap"),
                cached_grams: bool = True) -> dict:
+    import torch
     from torch.utils.benchmark import Timer
 
     from methods.dpsgd import DPOptimizer

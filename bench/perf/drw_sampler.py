@@ -17,7 +17,6 @@ import statistics
 import sys
 import time
 
-import torch
 
 from bench.perf import benchmark, common_args, emit, format_table, machine, run_baseline, set_threads
 
@@ -27,6 +26,7 @@ ORDERS = ("coalesced", "shuffled")
 def perf_drw_sampler(dataset: str = "csbm:nodes=1000000,degree=10", walk_length: int = 3, restarts: int = 1,
                      data_root: str | None = None, repeats: int = 3, naive: bool = True,
                      orders: tuple[str, ...] = ORDERS) -> dict:
+    import torch
     from bench.datasets import load_dataset
     from methods.samplers.random_walks import disjoint_random_walks, naive_disjoint_random_walks
 

@@ -35,13 +35,13 @@ import sys
 import tempfile
 import time
 
-import torch
 
 from bench.perf import REPO, baseline_tree, benchmark, common_args, emit, format_table, machine, run_baseline, \
     set_threads
 
 
 def _synthetic(private: int, features: int, classes: int, degree: float, gen: torch.Generator):
+    import torch
     x = (torch.rand(private, features, generator=gen) < 0.35).float()
     y = torch.randint(0, classes, (private,), generator=gen)
     m = int(private * degree / 2)
@@ -54,6 +54,7 @@ def _synthetic(private: int, features: int, classes: int, degree: float, gen: to
 def perf_privgnn_teachers(teachers: int = 16, nodes: int = 750, features: int = 767, classes: int = 10,
                           private: int = 2500, degree: float = 6.3, epochs: int = 50, rounds: int = 3,
                           hidden: int = 64, pyg: bool = True) -> dict:
+    import torch
     import torch.nn.functional as F
     from torch_geometric.utils import subgraph
 
@@ -152,6 +153,7 @@ def _task_run(tree, args: dict, save: str | None) -> dict:
 
 def perf_privgnn_task(dataset: str, split: str, queries: int, epochs: int, teacher_batch: int, rounds: int,
                       threads: int, data_root: str | None, baseline_rev: str | None) -> dict:
+    import torch
     args = {"dataset": dataset, "split": split, "queries": queries, "epochs": epochs, "teacher_batch": teacher_batch,
             "threads": threads, "data_root": data_root}
     trees = {"this tree": REPO}
