@@ -289,7 +289,7 @@ def _num(x: float, fmt: str = ".4f") -> str:
 def _inference(r: Row) -> str:
     if r.unit == "none":
         return "-"
-    return {"True": "private", "False": "not private"}.get(r.inference_private, "?")
+    return {"true": "private", "false": "not private"}.get(str(r.inference_private).strip().lower(), "?")
 
 
 def row_cells(r: Row) -> list[str]:

@@ -79,7 +79,11 @@ def papers_md(rows: list[Any], papers: dict[str, Any] | None = None) -> str:
            "The papers' headline numbers next to the matching rows above (accuracy in percent; difference = ours - "
            "paper, in points). Ours is the mean over the row's seeds; 'not run yet' where the export holds no run.",
            ""]
-    for sec in papers["papers"]:
+    present = {(r.dataset, r.split) for r in rows}
+    sections = [sec for sec in papers["papers"] if (sec["dataset"], sec["split"]) in present]
+    if not sections:
+        return ""
+    for sec in sections:
         out += [f"### {sec['paper']}: ours on {sec['dataset']} ({sec['split']})", "",
                 "| method | target eps | paper | ours (95% CI) | ours spent eps | difference | why they may differ |",
                 "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -156,8 +160,9 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
                      + (" Rows still missing cells are partial: their seed count says so." if planned and done is not
                         None and done < planned else ""))
     if starts:
-        paras.append(f"Compute: {_hours(fit)} of training (the sum of the runs' fit times) between "
-                     f"{_when(min(starts))} and {_when(max(starts))}, on "
+        first, last = _when(min(starts)), _when(max(starts))
+        paras.append(f"Compute: {_hours(fit)} of training (the sum of the runs' fit times) "
+                     + (f"on {first}" if first == last else f"between {first} and {last}") + ", on "
                      + (", ".join(machines) if machines else "machines not recorded")
                      + (f" (devices: {', '.join(devices)})" if devices else "")
                      + f"; code {', '.join(commits[:6])}{' ...' if len(commits) > 6 else ''}.")
@@ -173,7 +178,8 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
                           f"configs/hparams.yaml -- {TUNED_LABEL}",
                  "measured": "settings from an earlier one-seed measurement (configs/hparams.yaml)",
                  "defaults": "the method's defaults (the papers' values where they state them)"}
-        paras.append("Hyperparameters: " + "; ".join(f"{n} runs {parts[k]}" for k, n in sorted(sources.items()))
+        paras.append("Hyperparameters: " + "; ".join(f"{n} run{'s' if n != 1 else ''}: {parts[k]}"
+                                                     for k, n in sorted(sources.items()))
                      + ". Validation accuracy is a diagnostic (private labels no ledger covers): it chose settings and "
                        "is not released here.")
     return "\n\n".join(paras)

@@ -72,9 +72,11 @@ def test_provenance_counts_compute_machines_progress_and_hparam_sources():
     assert "2 training runs and 1 verifications" in text
     assert "1.0 h of training" in text and "Test CPU, 2 cores" in text
     assert "3 of 10 cells are done" in text and "partial" in text
-    assert "1 runs tuned" in text and "outside the privacy budget" in text and "1 runs the method's defaults" in text
+    assert "1 run: tuned" in text and "outside the privacy budget" in text and "1 run: the method's defaults" in text
     title, intro, papers = site_texts(collect_records(recs), None, records=recs)
     assert title and "MLflow store" in intro and papers.startswith("## Papers vs ours")
+    # a paper section only where the page has its dataset and split
+    assert "ProGAP" in papers and "DRW" not in papers
 
 
 def test_site_from_the_config_keeps_only_its_cells(tmp_path):
