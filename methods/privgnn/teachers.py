@@ -16,11 +16,14 @@ node can only change the teachers whose data contain it) and which the tests che
 batch with teachers trained one by one.
 
 Speed. The first layer (``[T, P, 2F] x [T, 2F, H]`` forward and weight gradient) is almost all of the cost.
-On CPU each teacher's product is one single-threaded oneDNN GEMM (``torch.ops.mkldnn._linear_pointwise``;
-~2x MKL's batched ``bmm`` on both cores of the AMD EPYC we measure on, and robust when other processes share the
-cores; on an Intel Xeon, where MKL is fast, about equal), the transposed features for the weight gradient are built
-once per batch, and a batch's induced subgraphs are extracted in one vectorised pass. Elsewhere (CUDA, or
-when oneDNN is missing) it is one ``torch.bmm``. Either way each teacher's products are its own.
+On AMD CPUs each teacher's product is one single-threaded oneDNN GEMM (``torch.ops.mkldnn._linear_pointwise``):
+MKL's fp32 kernels run at ~85-100 GFLOP/s on both cores of the AMD EPYC we measure on, oneDNN at ~180 on one,
+and one thread per small GEMM stays fast when other processes share the cores. On an Intel Xeon (2 idle cores)
+MKL's batched ``bmm`` was faster (5.8 vs 3.9 teachers/s), so everywhere else -- and on CUDA -- it is one
+``torch.bmm`` as before; ``BENCH_TEACHER_GEMM=bmm|onednn`` overrides the choice. The two give the same products
+up to floating-point rounding, which 200 Adam epochs amplify: noise-free teacher argmaxes agreed on 60 of 64
+Computers queries. Either way each teacher's products are its own. The transposed features for the weight
+gradient are built once per batch, and a batch's induced subgraphs are extracted in one vectorised pass.
 
 Architecture (PrivGNN appendix G.1 = PyG's ``GraphSAGE(F, 64, 2, C, norm="batch_norm")``):
 ``SAGEConv(mean) -> BatchNorm -> ReLU -> Dropout(0.5) -> SAGEConv(mean)``, where
@@ -30,6 +33,7 @@ Architecture (PrivGNN appendix G.1 = PyG's ``GraphSAGE(F, 64, 2, C, norm="batch_
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import dataclass, field
 
@@ -220,13 +224,41 @@ class _TeacherMatmul(torch.autograd.Function):
         return gx, gw, None
 
 
+_VENDOR: str | None = None
+
+
+def _cpu_vendor() -> str:
+    global _VENDOR
+    if _VENDOR is None:
+        _VENDOR = ""
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("vendor_id"):
+                        _VENDOR = line.split(":", 1)[1].strip()
+                        break
+        except OSError:
+            pass
+    return _VENDOR
+
+
+def teacher_gemm() -> str:
+    """``onednn`` (per-teacher oneDNN GEMMs) or ``bmm`` for the teachers' wide first layer on CPU: the environment's
+    ``BENCH_TEACHER_GEMM`` if set, else oneDNN on AMD CPUs and ``bmm`` elsewhere (module docstring)."""
+    choice = os.environ.get("BENCH_TEACHER_GEMM", "auto").strip().lower()
+    if choice in ("bmm", "onednn"):
+        return choice
+    return "onednn" if _cpu_vendor() == "AuthenticAMD" else "bmm"
+
+
 def _onednn_path(x: Tensor) -> bool:
-    return x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() == 3 and _onednn_available()
+    return (x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() == 3 and teacher_gemm() == "onednn"
+            and _onednn_available())
 
 
 def teacher_matmul(x: Tensor, w: Tensor, xt: Tensor | None = None) -> Tensor:
-    """``torch.bmm(x, w)`` with every teacher's product computed on its own: one oneDNN GEMM each on CPU
-    (fp32, oneDNN present), one ``torch.bmm`` elsewhere. ``xt``: ``x.transpose(1, 2).contiguous()`` if the
+    """``torch.bmm(x, w)`` with every teacher's product computed on its own: one oneDNN GEMM each where
+    :func:`teacher_gemm` says so (fp32 CPU, oneDNN present), one ``torch.bmm`` otherwise. ``xt``: ``x.transpose(1, 2).contiguous()`` if the
     caller keeps it (fixed inputs), else built when the weight gradient needs it."""
     if _onednn_path(x) and w.dtype == torch.float32 and x.size(0):
         return _TeacherMatmul.apply(x.contiguous(), w, xt)
