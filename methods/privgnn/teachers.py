@@ -16,13 +16,14 @@ node can only change the teachers whose data contain it) and which the tests che
 batch with teachers trained one by one.
 
 Speed. The first layer (``[T, P, 2F] x [T, 2F, H]`` forward and weight gradient) is almost all of the cost.
-On AMD CPUs each teacher's product is one single-threaded oneDNN GEMM (``torch.ops.mkldnn._linear_pointwise``):
-MKL's fp32 kernels run at ~85-100 GFLOP/s on both cores of the AMD EPYC we measure on, oneDNN at ~180 on one,
-and one thread per small GEMM stays fast when other processes share the cores. On an Intel Xeon (2 idle cores)
-MKL's batched ``bmm`` was faster (5.8 vs 3.9 teachers/s), so everywhere else -- and on CUDA -- it is one
-``torch.bmm`` as before; ``BENCH_TEACHER_GEMM=bmm|onednn`` overrides the choice. The two give the same products
-up to floating-point rounding, which 200 Adam epochs amplify: noise-free teacher argmaxes agreed on 60 of 64
-Computers queries. Either way each teacher's products are its own. The transposed features for the weight
+The first layer is one ``torch.bmm`` (MKL on CPU), as before. ``BENCH_TEACHER_GEMM=onednn`` computes each
+teacher's product as one single-threaded oneDNN GEMM instead (``torch.ops.mkldnn._linear_pointwise``): on the
+AMD EPYC we measure on, MKL's fp32 kernels run at ~85-100 GFLOP/s on both cores and oneDNN at ~180 on one (2x
+on the first layer's GEMMs alone), but the whole PrivGNN pipeline on Computers measured no faster under heavy
+load (0.151 vs 0.150 teachers/s), and on an idle 2-core Intel Xeon MKL's ``bmm`` was faster (5.8 vs 3.9
+teachers/s); the two agree up to floating-point rounding, which 200 Adam epochs amplify (noise-free teacher
+argmaxes agreed on 60 of 64 Computers queries), so the default keeps the former numerics. Either way each
+teacher's products are its own. The transposed features for the weight
 gradient are built once per batch, and a batch's induced subgraphs are extracted in one vectorised pass.
 
 Architecture (PrivGNN appendix G.1 = PyG's ``GraphSAGE(F, 64, 2, C, norm="batch_norm")``):
@@ -224,31 +225,11 @@ class _TeacherMatmul(torch.autograd.Function):
         return gx, gw, None
 
 
-_VENDOR: str | None = None
-
-
-def _cpu_vendor() -> str:
-    global _VENDOR
-    if _VENDOR is None:
-        _VENDOR = ""
-        try:
-            with open("/proc/cpuinfo") as f:
-                for line in f:
-                    if line.startswith("vendor_id"):
-                        _VENDOR = line.split(":", 1)[1].strip()
-                        break
-        except OSError:
-            pass
-    return _VENDOR
-
-
 def teacher_gemm() -> str:
-    """``onednn`` (per-teacher oneDNN GEMMs) or ``bmm`` for the teachers' wide first layer on CPU: the environment's
-    ``BENCH_TEACHER_GEMM`` if set, else oneDNN on AMD CPUs and ``bmm`` elsewhere (module docstring)."""
-    choice = os.environ.get("BENCH_TEACHER_GEMM", "auto").strip().lower()
-    if choice in ("bmm", "onednn"):
-        return choice
-    return "onednn" if _cpu_vendor() == "AuthenticAMD" else "bmm"
+    """``onednn`` (per-teacher oneDNN GEMMs) or ``bmm`` (default) for the teachers' wide first layer on CPU:
+    ``BENCH_TEACHER_GEMM`` (module docstring)."""
+    choice = os.environ.get("BENCH_TEACHER_GEMM", "bmm").strip().lower()
+    return "onednn" if choice == "onednn" else "bmm"
 
 
 def _onednn_path(x: Tensor) -> bool:
