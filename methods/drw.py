@@ -73,11 +73,18 @@ class DRWConfig:
             raise ConfigError("noise_multiplier, clip and lr must be > 0")
 
 
-def default_batch_size(num_train: int, num_examples: int) -> int:
+#: DRW-D's default batch keeps this share of the first sample's batchable subgraphs in reserve: each resample
+#: forms its own count (transductively a few percent apart), and the fixed batch must fit every one of them
+RESAMPLE_HEADROOM = 0.85
+
+
+def default_batch_size(num_train: int, num_examples: int, resampled: bool = False) -> int:
     """Appendix C: "around 20% of total number of training nodes for the large datasets, and 50% for the
-    small datasets" (small: Cora, CiteSeer, PubMed, each < 200 training nodes); capped at the subgraphs."""
+    small datasets" (small: Cora, CiteSeer, PubMed, each < 200 training nodes); capped at the subgraphs
+    (at ``RESAMPLE_HEADROOM`` of them when the subgraphs are resampled)."""
     frac = 0.5 if num_train < 1000 else 0.2
-    return max(1, min(num_examples, int(round(frac * num_train))))
+    cap = int(RESAMPLE_HEADROOM * num_examples) if resampled else num_examples
+    return max(1, min(cap, int(round(frac * num_train))))
 
 
 #: per-subgraph Gram matrices of the feature rows are cached when they hold at most this many entries
@@ -179,7 +186,7 @@ class DRWBase(_RandomWalkTraining, Method):
         sparse = SparseFeatures.maybe(x)  # bag-of-words features: the batches are sparse rows
         walks = self._walks(graph, roots, csr, c, walk_gen, inductive, rule, sparse)
         n_train = graph.num_nodes if roots is None else int(roots.numel())
-        m = c.batch_size or default_batch_size(n_train, walks.num_examples)
+        m = c.batch_size or default_batch_size(n_train, walks.num_examples, resampled=c.resample_every > 0)
         if m > walks.num_examples:
             raise ConfigError(f"batch_size {m} exceeds the {walks.num_examples} training subgraphs")
         with ctx.init():
@@ -200,7 +207,8 @@ class DRWBase(_RandomWalkTraining, Method):
             if steps and c.resample_every:
                 walks = self._walks(graph, roots, csr, c, walk_gen, inductive, rule, sparse)
             if m > walks.num_examples:  # DRW-D: a resample may form fewer batchable subgraphs
-                raise ConfigError(f"a resample formed only {walks.num_examples} training subgraphs (< batch {m})")
+                raise ConfigError(f"a resample formed only {walks.num_examples} training subgraphs (< batch {m}); "
+                                  "set a smaller batch_size")
             sampler = FixedSizeSampler(walks.num_examples, m, batch_gen, unit="feature",
                                        accounted_population=walks.population)
             k = min(segment, c.max_steps - steps)

@@ -126,3 +126,17 @@ def test_a_budget_too_small_for_one_step_is_a_clear_error(small_task):
 def test_rw_is_the_non_private_baseline(small_task):
     f = get_method("rw")(walk_length=2, hidden=16, epochs=5, batch_size=20).fit(small_task, Budget(), seed=0)
     assert f.epsilon(1e-5) == math.inf and f.info["inference_private"] is False
+
+
+def test_drw_d_default_batch_fits_every_resample():
+    """Transductively each resample forms its own number of batchable subgraphs; the default batch, fixed for the
+    run, keeps headroom below the first count so that later resamples still hold a full batch."""
+    from methods.drw import RESAMPLE_HEADROOM, default_batch_size
+
+    task = make_task(load_dataset("csbm:nodes=1000,classes=3,features=8,degree=4"), "random-75-10-15", 0)
+    cfg = {"hidden": 16, "resample_every": 2, "max_steps": 40}  # the default walk length and batch rule
+    for seed in range(3):
+        f = get_method("drw-d")(**cfg).fit(task, Budget(), seed=seed)
+        assert f.info["steps"] == 40
+    assert default_batch_size(750, 350, resampled=True) == int(RESAMPLE_HEADROOM * 350)
+    assert default_batch_size(750, 350) == 350

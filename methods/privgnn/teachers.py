@@ -16,15 +16,9 @@ node can only change the teachers whose data contain it) and which the tests che
 batch with teachers trained one by one.
 
 Speed. The first layer (``[T, P, 2F] x [T, 2F, H]`` forward and weight gradient) is almost all of the cost.
-The first layer is one ``torch.bmm`` (MKL on CPU), as before. ``BENCH_TEACHER_GEMM=onednn`` computes each
-teacher's product as one single-threaded oneDNN GEMM instead (``torch.ops.mkldnn._linear_pointwise``): on the
-AMD EPYC we measure on, MKL's fp32 kernels run at ~85-100 GFLOP/s on both cores and oneDNN at ~180 on one (2x
-on the first layer's GEMMs alone), but the whole PrivGNN pipeline on Computers measured no faster under heavy
-load (0.151 vs 0.150 teachers/s), and on an idle 2-core Intel Xeon MKL's ``bmm`` was faster (5.8 vs 3.9
-teachers/s); the two agree up to floating-point rounding, which 200 Adam epochs amplify (noise-free teacher
-argmaxes agreed on 60 of 64 Computers queries), so the default keeps the former numerics. Either way each
-teacher's products are its own. The transposed features for the weight
-gradient are built once per batch, and a batch's induced subgraphs are extracted in one vectorised pass.
+It is one ``torch.bmm``: per-teacher oneDNN GEMMs gave no end-to-end gain and were
+not reproducible for a fixed seed on an AMD EPYC (``bench verify``'s determinism check). A batch's induced
+subgraphs are extracted in one vectorised pass.
 
 Architecture (PrivGNN appendix G.1 = PyG's ``GraphSAGE(F, 64, 2, C, norm="batch_norm")``):
 ``SAGEConv(mean) -> BatchNorm -> ReLU -> Dropout(0.5) -> SAGEConv(mean)``, where
@@ -34,9 +28,8 @@ Architecture (PrivGNN appendix G.1 = PyG's ``GraphSAGE(F, 64, 2, C, norm="batch_
 from __future__ import annotations
 
 import math
-import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -55,14 +48,6 @@ class TeacherBatch:
     mask: Tensor  # [T, P] bool
     adj: Tensor  # [T*P, T*P] sparse CSR
     adj_t: Tensor  # [T*P, T*P] sparse CSR
-    _xt: Tensor | None = field(default=None, repr=False)
-
-    def x_t(self) -> Tensor:
-        """``x`` transposed per teacher, ``[T, F, P]`` contiguous (the first layer's weight gradient reads it
-        every epoch; built once)."""
-        if self._xt is None:
-            self._xt = self.x.transpose(1, 2).contiguous()
-        return self._xt
 
     @property
     def num_teachers(self) -> int:
@@ -164,88 +149,6 @@ def spmm(adj: Tensor, adj_t: Tensor, h: Tensor) -> Tensor:
     return _SpMM.apply(adj, adj_t, h)
 
 
-_ONEDNN: bool | None = None
-
-
-def _onednn_available() -> bool:
-    """Whether oneDNN's fp32 GEMM (``torch.ops.mkldnn._linear_pointwise``) runs here and agrees with matmul."""
-    global _ONEDNN
-    if _ONEDNN is None:
-        try:
-            a, w = torch.randn(7, 5), torch.randn(3, 5)
-            out = torch.ops.mkldnn._linear_pointwise(a, w, None, "none", [], "")
-            _ONEDNN = bool(torch.backends.mkldnn.is_available()) and torch.allclose(out, a @ w.t(), atol=1e-5)
-        except (AttributeError, RuntimeError, NotImplementedError):
-            _ONEDNN = False
-    return _ONEDNN
-
-
-def _gemm_nt(a: Tensor, b: Tensor) -> Tensor:
-    """``a @ b^T`` for contiguous 2-D fp32 CPU tensors, by oneDNN."""
-    return torch.ops.mkldnn._linear_pointwise(a, b, None, "none", [], "")
-
-
-def _per_teacher_gemms(a: Tensor, b: Tensor) -> Tensor:
-    """``stack(a[t] @ b[t]^T)`` over teachers, each one single-threaded oneDNN GEMM.
-
-    One thread per GEMM: T small GEMMs per product would otherwise open T parallel regions, and on a machine
-    whose cores other processes share each region waits for both threads to be scheduled (measured here at
-    load 5 on 2 cores: 2 threads 3-4x slower than 1, and slower than MKL's batched bmm). Single-threaded,
-    oneDNN runs at ~180 GFLOP/s per core on the AMD EPYC of this suite, 2x MKL's bmm on both cores."""
-    threads = torch.get_num_threads()
-    if threads > 1:
-        torch.set_num_threads(1)
-    try:
-        return torch.stack([_gemm_nt(a[t], b[t]) for t in range(a.size(0))])
-    finally:
-        if threads > 1:
-            torch.set_num_threads(threads)
-
-
-class _TeacherMatmul(torch.autograd.Function):
-    """``torch.bmm(x, w)`` (``x [T, P, D]``, ``w [T, D, H]``) as T separate oneDNN GEMMs; ``xt`` (optional) is
-    ``x`` transposed per teacher, contiguous, for the weight gradient."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, w: Tensor, xt: Tensor | None) -> Tensor:  # type: ignore[override]
-        ctx.save_for_backward(x, w)
-        ctx.xt = xt
-        return _per_teacher_gemms(x, w.transpose(1, 2).contiguous())
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
-        x, w = ctx.saved_tensors
-        grad = grad.contiguous()
-        gx = gw = None
-        if ctx.needs_input_grad[0]:
-            gx = _per_teacher_gemms(grad, w.contiguous())
-        if ctx.needs_input_grad[1]:
-            xt = ctx.xt if ctx.xt is not None else x.transpose(1, 2).contiguous()
-            gw = _per_teacher_gemms(xt, grad.transpose(1, 2).contiguous())
-        return gx, gw, None
-
-
-def teacher_gemm() -> str:
-    """``onednn`` (per-teacher oneDNN GEMMs) or ``bmm`` (default) for the teachers' wide first layer on CPU:
-    ``BENCH_TEACHER_GEMM`` (module docstring)."""
-    choice = os.environ.get("BENCH_TEACHER_GEMM", "bmm").strip().lower()
-    return "onednn" if choice == "onednn" else "bmm"
-
-
-def _onednn_path(x: Tensor) -> bool:
-    return (x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() == 3 and teacher_gemm() == "onednn"
-            and _onednn_available())
-
-
-def teacher_matmul(x: Tensor, w: Tensor, xt: Tensor | None = None) -> Tensor:
-    """``torch.bmm(x, w)`` with every teacher's product computed on its own: one oneDNN GEMM each where
-    :func:`teacher_gemm` says so (fp32 CPU, oneDNN present), one ``torch.bmm`` otherwise. ``xt``: ``x.transpose(1, 2).contiguous()`` if the
-    caller keeps it (fixed inputs), else built when the weight gradient needs it."""
-    if _onednn_path(x) and w.dtype == torch.float32 and x.size(0):
-        return _TeacherMatmul.apply(x.contiguous(), w, xt)
-    return torch.bmm(x, w)
-
-
 def mean_aggregate(h: Tensor, src: Tensor, dst: Tensor, inv_deg: Tensor) -> Tensor:
     """Mean over in-neighbours on a flattened [N, D] tensor (0 for nodes without in-neighbours)."""
     out = torch.zeros_like(h).index_add(0, dst, h.index_select(0, src))
@@ -330,8 +233,7 @@ class BatchedSAGE(nn.Module):
 
     def forward(self, batch: TeacherBatch, drop: Tensor | None = None) -> Tensor:
         t, p = batch.num_teachers, batch.size
-        h = teacher_matmul(batch.x, self.w1, batch.x_t() if self.w1.requires_grad and _onednn_path(batch.x)
-                           else None)  # [T, P, H]
+        h = torch.bmm(batch.x, self.w1)  # [T, P, H]
         h = masked_batch_norm(h, batch.mask, self.bn_weight, self.bn_bias, self.running_mean, self.running_var,
                               self.training)
         h = F.relu(h)
@@ -400,11 +302,7 @@ class BatchedMLP(nn.Module):
         h = batch.x
         last = len(self.weights) - 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            if i == 0:  # the wide layer: oneDNN per teacher on CPU
-                xt = batch.x_t() if w.requires_grad and _onednn_path(h) else None
-                h = teacher_matmul(h, w, xt) + b.unsqueeze(1)
-            else:
-                h = torch.bmm(h, w) + b.unsqueeze(1)
+            h = torch.bmm(h, w) + b.unsqueeze(1)
             if i < last:
                 h = F.relu(h)
                 if drop is not None:
