@@ -1,0 +1,87 @@
+"""Build the published leaderboard (configs/leaderboard.yaml -> docs/leaderboard/) dataset by dataset, resumably.
+
+    python -m scripts.build_leaderboard [--datasets D ...] [--workers 2] [--threads 1] [--no-tune] [--dry-run]
+
+For each dataset, in the config's order: tune its methods on validation accuracy (``scripts.tune``: resumes from
+docs/leaderboard/tuning.jsonl, rewrites configs/hparams_tuned.yaml), then run the config's cells on that dataset
+(``bench.api.sweep`` with the export docs/leaderboard/runs.jsonl: every cell in the file counts as done), then
+rebuild the site (``bench leaderboard --config configs/leaderboard.yaml --site docs/leaderboard``). Everything it
+needs to resume lives in those committed files, so a killed run continues in a later session or on another machine
+from the same command; commit the three files (tuning.jsonl, hparams_tuned.yaml, runs.jsonl) and the site as it
+goes. A cell's identity is a hash of its resolved configuration, tuned hyperparameters included, so tune a dataset
+before running its cells (the default order does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / "configs" / "leaderboard.yaml"
+SITE = REPO / "docs" / "leaderboard"
+
+
+def dataset_config(raw: dict, dataset: str) -> dict:
+    """``raw`` restricted to one dataset (methods limited to other datasets dropped): the same cells as the full
+    config on that dataset, since a cell's identity does not depend on the config file it came from."""
+    methods = []
+    for m in raw["methods"]:
+        if isinstance(m, dict) and "datasets" in m:
+            if dataset not in m["datasets"]:
+                continue
+            m = {**m, "datasets": [dataset]}
+        methods.append(m)
+    return {**raw, "datasets": [dataset], "methods": methods}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", default=str(CONFIG))
+    p.add_argument("--site", default=str(SITE))
+    p.add_argument("--datasets", nargs="*", help="only these datasets (default: the config's, in its order)")
+    p.add_argument("--workers", type=int, default=2, help="cells (and tuning fits) in parallel (default 2)")
+    p.add_argument("--threads", type=int, default=1, help="torch/numba threads per cell (default 1)")
+    p.add_argument("--no-tune", action="store_true", help="run the cells with the hyperparameters checked in now")
+    p.add_argument("--dry-run", action="store_true", help="list what each dataset still needs and stop")
+    args = p.parse_args(argv)
+
+    from bench import api
+    from scripts import tune
+
+    raw = yaml.safe_load(Path(args.config).read_text())
+    datasets = args.datasets or list(raw["datasets"])
+    unknown = sorted(set(datasets) - set(raw["datasets"]))
+    if unknown:
+        print(f"error: {', '.join(unknown)} not in {args.config}", file=sys.stderr)
+        return 2
+    site = Path(args.site)
+    site.mkdir(parents=True, exist_ok=True)
+    export = site / "runs.jsonl"
+    for d in datasets:
+        t0 = time.perf_counter()
+        if not args.no_tune:
+            print(f"=== {d}: tuning", file=sys.stderr, flush=True)
+            rc = tune.main(["--datasets", d, "--workers", str(args.workers), "--threads", str(args.threads)]
+                           + (["--dry-run"] if args.dry_run else []))
+            if rc:
+                return rc
+        print(f"=== {d}: cells", file=sys.stderr, flush=True)
+        api.sweep(dataset_config(raw, d), executor="process" if args.workers > 1 else "inprocess",
+                  workers=args.workers, threads=args.threads, export=export, dry_run=args.dry_run,
+                  out=sys.stderr)
+        if args.dry_run:
+            continue
+        from bench.cli import main as bench
+
+        bench(["leaderboard", "--config", args.config, "--site", str(site), "--no-track"])
+        print(f"=== {d}: done in {(time.perf_counter() - t0) / 60:.1f} min", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
