@@ -174,8 +174,8 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
         sources[kind] = sources.get(kind, 0) + 1
     if sources:
         parts = {"paper": "the paper's stated values (configs/hparams.yaml)",
-                 "tuned": f"tuned: chosen on mean validation accuracy over 3 seeds from a grid written down in "
-                          f"configs/hparams.yaml -- {TUNED_LABEL}",
+                 "tuned": f"tuned: chosen on mean validation accuracy over 3 seeds from the grids of configs/tuning.yaml "
+                          f"(configs/hparams_tuned.yaml) -- {TUNED_LABEL}",
                  "measured": "settings from an earlier one-seed measurement (configs/hparams.yaml)",
                  "defaults": "the method's defaults (the papers' values where they state them)"}
         paras.append("Hyperparameters: " + "; ".join(f"{n} run{'s' if n != 1 else ''}: {parts[k]}"
