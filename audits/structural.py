@@ -317,7 +317,9 @@ class ClippingProbe:
         if b == 0:
             return inputs, target, None
         x = inputs[0]
-        x = (x.to_dense() if x.is_sparse else x).reshape(b, -1).float()
+        if not isinstance(x, torch.Tensor) or x.is_sparse:  # sparse bag-of-words rows (methods.models.SparseRows)
+            x = x.to_dense()
+        x = x.reshape(b, -1).float()
         k = int(x.norm(dim=1).argmax())
         self._clip = float(opt.clip)
         return tuple(t[k:k + 1] for t in inputs), target[k:k + 1], None
