@@ -2,7 +2,7 @@
 
     python -m scripts.verify_zoo --out DIR [--mutants NAME ...] [--quick] [--seeds 0]
     python -m scripts.verify_zoo --false-alarms --out DIR [--datasets cora citeseer csbm:...] [--epsilons 1 8]
-                                 [--seeds 0 1 2] [--methods ...]
+                                 [--seeds 0 1 2] [--methods ...] [--set privgnn.queries=50 ...]
 
 Zoo: every mutant of ``tests/plugins/mutants.py`` (``ZOO``) is verified at its recorded configuration and
 dataset (epsilon 1, the default delta), untracked, through :func:`bench.api.verify`; the table is mutant x
@@ -108,25 +108,61 @@ def zoo(args) -> int:
     return 0
 
 
+def false_alarm_table(records: list[dict]) -> str:
+    """Markdown: per dataset and method, how many verifications passed, raised a violation or failed to run, and
+    their median time; then every alarm and error with its detail."""
+    import statistics
+
+    rows: dict[tuple[str, str, str], list[dict]] = {}
+    for r in records:
+        parts = r["key"].split("|")
+        rows.setdefault((parts[1], r["method"], parts[6][4:] if len(parts) > 6 else "defaults"), []).append(r)
+    runs = [r for r in records if r.get("verdict") in ("PASS", "VIOLATION")]
+    alarms = [r for r in runs if r["verdict"] == "VIOLATION"]
+    errors = [r for r in records if r.get("verdict") == "ERROR"]
+    out = [f"{len(alarms)} false alarm(s) in {len(runs)} verifications of shipped methods"
+           + (f"; {len(errors)} did not run" if errors else ""), "",
+           "| dataset | method | settings | verifications | PASS | VIOLATION | ERROR | median seconds |",
+           "|---|---|---|---|---|---|---|---|"]
+    for (ds, m, over), rs in sorted(rows.items()):
+        secs = [r["seconds"] for r in rs if "seconds" in r]
+        n = {v: sum(r.get("verdict") == v for r in rs) for v in ("PASS", "VIOLATION", "ERROR")}
+        out.append(f"| {ds} | {m} | {over} | {len(rs)} | {n['PASS']} | {n['VIOLATION']} | {n['ERROR']} | "
+                   f"{statistics.median(secs):.0f} |" if secs else
+                   f"| {ds} | {m} | {over} | {len(rs)} | {n['PASS']} | {n['VIOLATION']} | {n['ERROR']} | - |")
+    out += [f"- VIOLATION {r['key']}: {r['violations']} {r.get('details')}" for r in alarms]
+    out += [f"- ERROR {r['key']}: {r.get('error')}" for r in errors]
+    return "\n".join(out) + "\n"
+
+
 def false_alarms(args) -> int:
     from methods.base import available_methods
 
     methods = args.methods or sorted(n for n, c in available_methods().items() if c.privacy_unit != "none")
     log = Path(args.out) / "false_alarms.jsonl"
     done = _done(log)
+    scoped: dict[str, list[str]] = {}
+    for item in args.set or []:
+        scope, dot, rest = item.partition(".")
+        if not dot or scope not in available_methods():
+            print(f"error: --set {item}: expected METHOD.key=value", file=sys.stderr)
+            return 2
+        scoped.setdefault(scope, []).append(rest)
     for ds in args.datasets:
         for name in methods:
             cls = available_methods()[name]
             split = "private-public" if "transductive" not in cls.settings else args.split
+            over = scoped.get(name, [])
             for eps in args.epsilons:
                 for seed in args.seeds:
-                    key = f"{name}|{ds}|{split}|{eps}|{seed}|quick={args.quick}"
+                    key = f"{name}|{ds}|{split}|{eps}|{seed}|quick={args.quick}" + (f"|set={','.join(over)}" if over else "")
                     if key in done:
                         continue
-                    print(f"# verify {name} on {ds}/{split} at eps {eps}, seed {seed}", file=sys.stderr, flush=True)
+                    print(f"# verify {name} on {ds}/{split} at eps {eps}, seed {seed} {' '.join(over)}",
+                          file=sys.stderr, flush=True)
                     try:
                         rec = _verify(key, log, method=name, dataset=ds, split=split, epsilon=eps, seeds=[seed],
-                                      quick=args.quick, device="cpu", threads=args.threads)
+                                      quick=args.quick, device="cpu", threads=args.threads, overrides=over)
                     except Exception as err:
                         rec = {"key": key, "method": name, "verdict": "ERROR", "error": f"{type(err).__name__}: {err}"}
                         _append(log, rec)
@@ -135,10 +171,7 @@ def false_alarms(args) -> int:
     done = _done(log)
     runs = [r for r in done.values() if r.get("verdict") in ("PASS", "VIOLATION")]
     alarms = [r for r in runs if r["verdict"] == "VIOLATION"]
-    text = (f"{len(alarms)} false alarm(s) in {len(runs)} verifications of shipped methods"
-            + "".join(f"\n- {r['key']}: {r['violations']} {r.get('details')}" for r in alarms) + "\n")
-    errors = [r for r in done.values() if r.get("verdict") == "ERROR"]
-    text += "".join(f"\n- ERROR {r['key']}: {r.get('error')}" for r in errors)
+    text = false_alarm_table(list(done.values()))
     (Path(args.out) / "false_alarms.md").write_text(text)
     print(text)
     return 0
@@ -156,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", nargs="*", type=int, default=[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--set", nargs="*", metavar="METHOD.KEY=VALUE",
+                   help="false alarms: a method's setting (part of the record's key), e.g. privgnn.queries=50")
     args = p.parse_args(argv)
     return false_alarms(args) if args.false_alarms else zoo(args)
 
