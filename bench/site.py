@@ -156,7 +156,10 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
     if config:
         prog = f" {done} of {planned} cells are done" if planned else ""
         paras.append(f"Grid: `{config}`;{prog}. Regenerate everything with `bench leaderboard --run {config} "
-                     f"--site {Path(export).parent if export else 'DIR'}` (resumable)."
+                     f"--site {Path(export).parent if export else 'DIR'}` (resumable; it reads the checked-in tuned "
+                     "hyperparameters, `configs/hparams_tuned.yaml`, which `python -m scripts.tune` rewrites from the "
+                     "grids of `configs/tuning.yaml`; `python -m scripts.build_leaderboard` does both, dataset by "
+                     "dataset)."
                      + (" Rows still missing cells are partial: their seed count says so." if planned and done is not
                         None and done < planned else ""))
     if starts:

@@ -65,7 +65,7 @@ def _sample_non_edges(count: int, n: int, edge_keys: np.ndarray, rng: np.random.
         if edge_keys.size:
             pos = np.clip(np.searchsorted(edge_keys, keys), 0, edge_keys.size - 1)
             keys = keys[edge_keys[pos] != keys]
-        got = np.union1d(got, keys)
+        got = sorted_unique(np.concatenate([got, keys]))
     if got.size > count:
         got = rng.choice(got, size=count, replace=False)
     return np.sort(got)
