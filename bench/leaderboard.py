@@ -303,7 +303,8 @@ def row_cells(r: Row) -> list[str]:
         verification = f"{r.verdict} ({_num(max(r.audit_lb), '.3g')})" if r.audit_lb else r.verdict
     acc = _num(r.acc_mean)
     return [r.label, r.unit_label or r.unit, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"),
-            "-" if r.unit == "none" or math.isnan(r.delta) else f"{r.delta:.0e}", _inference(r), acc, ci,
+            "-" if r.unit == "none" or math.isnan(r.delta) or math.isinf(r.spent_max) else f"{r.delta:.0e}",
+            _inference(r), acc, ci,
             str(len(r.accs)), attack, _num(tpr, ".3f") if name else "-", verification]
 
 

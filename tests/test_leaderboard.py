@@ -203,3 +203,16 @@ def test_a_one_seed_row_reports_the_max_and_says_so():
     cells = row_cells(row)
     assert "max of 2" in cells[10] and cells[7] == "0.3000" and cells[8] == "-"  # one seed: no "± 0", no CI
     assert cells[5] == "1e-05"
+
+
+def test_an_infinite_epsilon_row_states_no_delta():
+    """A private method run without noise (epsilon inf) holds no (epsilon, delta) claim: no delta is shown."""
+    from bench.leaderboard import collect_records, row_cells
+
+    rec = {"cell_id": "c", "run_id": "r", "kind": "run", "status": "FINISHED",
+           "params": {"method": "gap-edge", "dataset": "cora", "split": "public", "seed": 0, "privacy_unit": "edge",
+                      "target_epsilon": "inf", "delta": "1e-06", "config_hash": "h"},
+           "metrics": {"test_acc": 0.8, "epsilon": "inf"}}
+    (row,) = collect_records([rec])
+    cells = row_cells(row)
+    assert cells[3] == "inf" and cells[4] == "inf" and cells[5] == "-"
