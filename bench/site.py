@@ -136,10 +136,22 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
+def _shown(path: str | None) -> str | None:
+    """``path`` as a reader should type it: relative to the working directory when it lies under it, so a page
+    built by a script with absolute paths names the same files as one built by hand."""
+    if not path:
+        return path
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def provenance_md(records: list[dict[str, Any]], export: str | None, config: str | None = None,
                   planned: int | None = None, done: int | None = None) -> str:
     """Paragraphs: the records the page holds, the machines and compute they took, the grid's progress and where
     the hyperparameters come from."""
+    export, config = _shown(export), _shown(config)
     runs = [r for r in records if r.get("kind", "run") == "run" and r.get("status", "FINISHED") == "FINISHED"]
     checks = [r for r in records if r.get("kind") in ("verify", "audit") and r.get("status", "FINISHED") == "FINISHED"]
     fit = sum(float(r.get("metrics", {}).get("fit_seconds") or 0) for r in runs)

@@ -73,6 +73,10 @@ def test_provenance_counts_compute_machines_progress_and_hparam_sources():
     assert "1.0 h of training" in text and "Test CPU, 2 cores" in text
     assert "3 of 10 cells are done" in text and "partial" in text
     assert "1 run: tuned" in text and "outside the privacy budget" in text and "1 run: the method's defaults" in text
+    # a script passing absolute paths under the working directory gets the same, relative, text
+    assert provenance_md(recs, str(Path.cwd() / "docs/leaderboard/runs.jsonl"),
+                         str(Path.cwd() / "configs/leaderboard.yaml"), planned=10, done=3) == text
+    assert "`configs/leaderboard.yaml`" in text and str(Path.cwd()) not in text
     title, intro, papers = site_texts(collect_records(recs), None, records=recs)
     assert title and "MLflow store" in intro and papers.startswith("## Papers vs ours")
     # a paper section only where the page has its dataset and split
