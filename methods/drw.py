@@ -56,7 +56,7 @@ class DRWConfig:
     hidden: int = 256  # the paper's widths: 256 or 512
     batch_size: int = 0  # m; 0 = the paper's rule: half the training nodes on small graphs, 20% on large
                          # (capped at the number of training subgraphs)
-    noise_multiplier: float = 4.0  # lambda = sigma / (2C); the paper tunes it in {1, 2, 4, 8} (Cora: 4 best)
+    noise_multiplier: float = 4.0  # lambda = sigma / (2C); tuned over {1, 2, 4, 8} (the paper; configs/tuning.yaml)
     clip: float = 1.0  # C
     lr: float = 0.01
     optimizer: Literal["adam", "sgd"] = "adam"
