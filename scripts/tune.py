@@ -5,7 +5,9 @@
 
 For each method of configs/tuning.yaml and each (dataset, split) the leaderboard config runs it on, every point of
 the method's grid is fitted on the tuning seeds at the method's tuning epsilon, untracked, with the checked-in
-paper/measured entry of configs/hparams.yaml under the grid's own values (never a previous tuning). The score is
+paper/measured entry of configs/hparams.yaml under the grid's own values (never a previous tuning); a method whose
+grid holds a budget-coupled knob (DRW's noise multiplier) lists more epsilons under ``by_epsilon``, each tuned on its
+own and written as the entry's ``by_epsilon`` refinement (bench/hparams.py). The score is
 the MEAN VALIDATION accuracy over the seeds -- validation labels are private labels no ledger covers, so the
 choice is made outside the privacy budget, as the papers do, and no test accuracy is recorded here. Each fit adds
 one line to the results file (resumable: a rerun skips what it holds); the tuned file is rewritten after every
@@ -90,10 +92,17 @@ def load_results(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def epsilons(spec: dict[str, Any]) -> list[float]:
+    """The tuning epsilon first, then the ``by_epsilon`` ones."""
+    extra = [float(e) for e in spec.get("by_epsilon") or [] if not math.isclose(float(e), float(spec["epsilon"]))]
+    return [float(spec["epsilon"]), *extra]
+
+
 def choose(results: dict[str, dict], method: str, dataset: str, split: str, spec: dict[str, Any],
-           seeds: list[int]) -> tuple[dict[str, Any], float, list[tuple[dict, float]]] | None:
-    """The grid point with the best mean validation accuracy over all seeds (None until every fit is in)."""
-    eps = float(spec["epsilon"])
+           seeds: list[int], eps: float | None = None) -> tuple[dict[str, Any], float, list[tuple[dict, float]]] | None:
+    """The grid point with the best mean validation accuracy over all seeds at ``eps`` (default: the tuning
+    epsilon); None until every fit is in."""
+    eps = float(spec["epsilon"]) if eps is None else float(eps)
     scored = []
     for pt in points(spec["grid"]):
         recs = [results.get(fit_key(method, dataset, split, eps, pt, s)) for s in seeds]
@@ -120,18 +129,24 @@ def tuned_yaml(cfg: dict[str, Any], results: dict[str, dict]) -> str:
     body: dict[str, dict[str, Any]] = {}
     for method, dataset, split in targets(cfg):
         spec = cfg["methods"][method]
-        got = choose(results, method, dataset, split, spec, seeds)
-        if got is None:
+        got = [choose(results, method, dataset, split, spec, seeds, e) for e in epsilons(spec)]
+        if any(g is None for g in got):
             continue
-        best, score, scored = got
         eps = float(spec["epsilon"])
         base = base_overrides(method, dataset, split, eps, spec.get("set") or {})
         grid = ", ".join(f"{k} {v}" for k, v in spec["grid"].items())
-        table = "; ".join(f"{','.join(f'{k}={v}' for k, v in pt.items())}: {s:.4f}" for pt, s in scored)
-        note = (f"grid {{{grid}}} at eps {eps:g} on {split}, seeds {seeds}: best mean validation accuracy "
-                f"{score:.4f} ({table})")
-        body.setdefault(method, {})[f"{dataset}@{split}"] = {"source": "tuned", "note": note,
-                                                              "set": {**base, **best}}
+
+        def note(e: float, score: float, scored: list) -> str:
+            table = "; ".join(f"{','.join(f'{k}={v}' for k, v in pt.items())}: {s:.4f}" for pt, s in scored)
+            return (f"grid {{{grid}}} at eps {e:g} on {split}, seeds {seeds}: best mean validation accuracy "
+                    f"{score:.4f} ({table})")
+
+        (best, score, scored), rest = got[0], got[1:]
+        entry: dict[str, Any] = {"source": "tuned", "note": note(eps, score, scored), "set": {**base, **best}}
+        if rest:
+            entry["by_epsilon"] = {e: {"set": b, "note": note(e, sc, table)}
+                                   for e, (b, sc, table) in zip(epsilons(spec)[1:], rest)}
+        body.setdefault(method, {})[f"{dataset}@{split}"] = entry
     return "\n".join(lines) + yaml.safe_dump(body, sort_keys=True, width=120, default_flow_style=None)
 
 
@@ -156,13 +171,14 @@ def main(argv: list[str] | None = None) -> int:
     jobs = []
     for method, dataset, split in groups:
         spec = cfg["methods"][method]
-        eps = float(spec["epsilon"])
-        base = base_overrides(method, dataset, split, eps, spec.get("set") or {})
-        for pt in points(spec["grid"]):
-            for s in seeds:
-                key = fit_key(method, dataset, split, eps, pt, s)
-                if key not in results:
-                    jobs.append((key, (method, dataset, split), (method, dataset, split, eps, {**base, **pt}, s)))
+        base = base_overrides(method, dataset, split, float(spec["epsilon"]), spec.get("set") or {})
+        for eps in epsilons(spec):
+            for pt in points(spec["grid"]):
+                for s in seeds:
+                    key = fit_key(method, dataset, split, eps, pt, s)
+                    if key not in results:
+                        jobs.append((key, (method, dataset, split),
+                                     (method, dataset, split, eps, {**base, **pt}, s)))
     print(f"# {len(jobs)} fits to run over {len(groups)} (method, dataset) groups; {len(results)} done",
           file=sys.stderr)
     if args.dry_run:

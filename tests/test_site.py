@@ -166,3 +166,31 @@ def test_the_tuner_picks_the_best_mean_and_waits_for_every_fit():
     assert best == {"lr": 0.05, "hops": 1} and score == pytest.approx(0.5833, abs=1e-4) and len(scored) == 3
     results.pop(fit_key("m", "d", "sp", 8.0, {"lr": 0.01, "hops": 1}, 2))
     assert choose(results, "m", "d", "sp", spec, seeds) is None  # a fit still to run: no choice yet
+
+
+def test_a_budget_coupled_grid_is_tuned_per_epsilon_and_looked_up_per_epsilon(tmp_path, monkeypatch):
+    """DRW's noise multiplier: the winner at epsilon 8 may not allow one step at epsilon 1, so ``by_epsilon``
+    epsilons get their own choice, and a run at epsilon 1 reads it (a run at 8, or at an untuned 4, does not)."""
+    import scripts.tune as T
+
+    spec = {"epsilon": 8, "by_epsilon": [1], "grid": {"noise_multiplier": [2, 8]}}
+    cfg = {"seeds": [0, 1], "results": "r", "output": "o", "leaderboard": "l", "methods": {"drw": spec}}
+    val = {(8.0, 2): 0.7, (8.0, 8): 0.6, (1.0, 2): None, (1.0, 8): 0.3}  # lambda 2 cannot step at epsilon 1
+    results = {}
+    for (eps, lam), v in val.items():
+        for s in cfg["seeds"]:
+            key = T.fit_key("drw", "cora", "sp", eps, {"noise_multiplier": lam}, s)
+            results[key] = {"key": key, "val_acc": v}
+    monkeypatch.setattr(T, "targets", lambda cfg: [("drw", "cora", "sp")])
+    monkeypatch.setattr(T, "base_overrides", lambda *a: {"lr": 0.01})
+    assert T.epsilons(spec) == [8.0, 1.0]
+    (tmp_path / "hparams.yaml").write_text("{}\n")
+    (tmp_path / "hparams_tuned.yaml").write_text(T.tuned_yaml(cfg, results))
+    monkeypatch.delenv("BENCH_HPARAMS", raising=False)
+    monkeypatch.setattr(H, "DEFAULT_PATH", tmp_path / "hparams.yaml")
+    monkeypatch.setattr(H, "TUNED_PATH", tmp_path / "hparams_tuned.yaml")
+    assert H.lookup("drw", "cora", "sp", 8.0).values == {"lr": 0.01, "noise_multiplier": 2}
+    assert H.lookup("drw", "cora", "sp", 1.0).values == {"lr": 0.01, "noise_multiplier": 8}
+    assert H.lookup("drw", "cora", "sp", 4.0).values == {"lr": 0.01, "noise_multiplier": 2}
+    results.pop(T.fit_key("drw", "cora", "sp", 1.0, {"noise_multiplier": 8}, 1))
+    assert "drw" not in T.tuned_yaml(cfg, results)  # an epsilon still tuning: no entry yet
