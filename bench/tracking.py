@@ -33,6 +33,9 @@ class RunFailed(RuntimeError):
         self.run_id = run_id
         super().__init__(f"{type(cause).__name__}: {cause}")
 
+    def __reduce__(self):  # rebuilt from (cause, run_id), so it crosses a process pool intact
+        return type(self), (self.cause, self.run_id)
+
 
 def project_dir() -> Path:
     here = Path(__file__).resolve().parents[1]

@@ -112,3 +112,15 @@ def test_threads_are_set_for_the_job_and_restored():
     api.run("mlp", CSBM, overrides={"epochs": 2}, track=False, threads=1, log=lambda line: seen.append(
         torch.get_num_threads()))
     assert seen and set(seen) == {1} and torch.get_num_threads() == before
+
+
+def test_a_failed_run_crosses_a_process_pool():
+    """A RunFailed raised in a worker (the tuner's and the sweep's pools) must unpickle in the parent: before
+    ``__reduce__`` it broke the pool, and every later fit failed with BrokenProcessPool."""
+    import pickle
+
+    from methods.errors import BudgetError
+
+    e = pickle.loads(pickle.dumps(RunFailed(BudgetError("epsilon=1 does not allow a single step"), "r1")))
+    assert isinstance(e, RunFailed) and isinstance(e.cause, BudgetError) and e.run_id == "r1"
+    assert str(e) == "BudgetError: epsilon=1 does not allow a single step"
