@@ -117,7 +117,8 @@ class Row:
             aucs.append(self.attack_auc[pick][s])
             if s in self.attack_tpr.get(pick, {}):
                 tprs.append(self.attack_tpr[pick][s])
-        name = max(set(chosen), key=chosen.count) if chosen else ""
+        # the most frequent pick; among equals the earliest seed's (a set's order would vary with the hash seed)
+        name = max(dict.fromkeys(chosen), key=chosen.count) if chosen else ""
         return (name, statistics.fmean(aucs) if aucs else math.nan, statistics.fmean(tprs) if tprs else math.nan,
                 len(cands), True)
 

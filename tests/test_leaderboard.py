@@ -216,3 +216,24 @@ def test_an_infinite_epsilon_row_states_no_delta():
     (row,) = collect_records([rec])
     cells = row_cells(row)
     assert cells[3] == "inf" and cells[4] == "inf" and cells[5] == "-"
+
+
+@pytest.mark.parametrize("names", [("loss", "modified-entropy"), ("entropy", "confidence"), ("a", "b"), ("zz", "aa"),
+                                   ("loss", "entropy"), ("confidence", "modified-entropy"), ("x1", "x2"),
+                                   ("q", "p")])
+def test_a_tie_between_held_out_picks_names_the_first_seeds_pick(names):
+    """Two seeds, each held-out choice a different variant: the row names seed 0's pick whatever the hash seed
+    (a set's iteration order made the name change between rebuilds of the same export)."""
+    from bench.leaderboard import collect_records
+
+    first, second = names
+    auc = {0: {first: 0.55, second: 0.60}, 1: {first: 0.62, second: 0.52}}  # seed 0 picks first, seed 1 second
+    recs = [{"cell_id": f"c{s}", "run_id": f"r{s}", "kind": "run", "status": "FINISHED", "start_time": s,
+             "params": {"method": "mlp", "dataset": "cora", "split": "random-75-10-15", "seed": s,
+                        "privacy_unit": "none", "target_epsilon": "inf", "config_hash": f"h{s}"},
+             "metrics": {"test_acc": 0.7, "epsilon": "inf"},
+             "attacks": {"threshold": {v: {"auc": a, "tpr_at_1pct_fpr": 0.01} for v, a in auc[s].items()}}}
+            for s in (1, 0)]
+    (row,) = collect_records(recs)
+    name, mean_auc, _, n, held = row.strongest_attack()
+    assert held and n == 2 and name == f"threshold.{first}" and mean_auc == pytest.approx((0.55 + 0.52) / 2)
