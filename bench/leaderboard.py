@@ -256,16 +256,20 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
 
 
 def _name_variants(rows: list[Row]) -> None:
-    """Rows of one method that differ in hyperparameters (a lam grid) are labelled by the keys that differ."""
+    """Rows of one method at one epsilon that differ in hyperparameters (a lam grid) are labelled by the keys that
+    differ there. Settings tuned per epsilon (one per epsilon) are one method's curve, not variants."""
     by: dict[tuple, list[Row]] = {}
     for r in rows:
         by.setdefault((r.dataset, r.unit, r.method, r.split), []).append(r)
     for rs in by.values():
-        sets = {r.hparams for r in rs if r.hparams}
-        if len(sets) < 2:
+        keys_set: set[str] = set()
+        for eps in {r.target_epsilon for r in rs}:
+            dicts = [dict(h) for h in {r.hparams for r in rs if r.hparams and r.target_epsilon == eps}]
+            if len(dicts) > 1:
+                keys_set |= {k for d in dicts for k in d if len({x.get(k) for x in dicts}) > 1}
+        if not keys_set:
             continue
-        dicts = [dict(h) for h in sets]
-        keys = sorted({k for d in dicts for k in d if len({x.get(k) for x in dicts}) > 1})
+        keys = sorted(keys_set)
         for r in rs:
             d = dict(r.hparams)
             r.variant = ",".join(f"{k}={d.get(k, '-')}" for k in keys)

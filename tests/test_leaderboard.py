@@ -237,3 +237,21 @@ def test_a_tie_between_held_out_picks_names_the_first_seeds_pick(names):
     (row,) = collect_records(recs)
     name, mean_auc, _, n, held = row.strongest_attack()
     assert held and n == 2 and name == f"threshold.{first}" and mean_auc == pytest.approx((0.55 + 0.52) / 2)
+
+
+def test_settings_tuned_per_epsilon_are_one_curve_and_a_grid_at_one_epsilon_is_variants():
+    from bench.leaderboard import collect_records
+
+    def rec(eps, lam, lr, s=0):
+        return {"cell_id": f"c{eps}{lam}{lr}{s}", "run_id": f"r{eps}{lam}{lr}{s}", "kind": "run",
+                "status": "FINISHED", "start_time": s,
+                "params": {"method": "drw", "dataset": "cora", "split": "random-75-10-15", "seed": s,
+                           "privacy_unit": "feature", "target_epsilon": str(eps), "delta": "1e-05",
+                           "config_hash": f"h{eps}{lam}{lr}{s}", "hp.noise_multiplier": str(lam), "hp.lr": str(lr)},
+                "metrics": {"test_acc": 0.5, "epsilon": eps}}
+
+    rows = collect_records([rec(1.0, 8, 0.1), rec(8.0, 2, 0.01)])  # by_epsilon tuning: one setting per epsilon
+    assert [(r.label, r.target_epsilon) for r in rows] == [("drw", 1.0), ("drw", 8.0)]
+    rows = collect_records([rec(1.0, 8, 0.1), rec(8.0, 2, 0.01), rec(8.0, 4, 0.01)])  # a lambda grid at 8
+    assert sorted(r.label for r in rows) == ["drw [noise_multiplier=2]", "drw [noise_multiplier=4]",
+                                             "drw [noise_multiplier=8]"]
