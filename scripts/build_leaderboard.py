@@ -4,8 +4,8 @@
 
 For each dataset, in the config's order: tune its methods on validation accuracy (``scripts.tune``: resumes from
 docs/leaderboard/tuning.jsonl, rewrites configs/hparams_tuned.yaml), then run the config's cells on that dataset
-(``bench.api.sweep`` with the export docs/leaderboard/runs.jsonl: every cell in the file counts as done), then
-rebuild the site (``bench leaderboard --config configs/leaderboard.yaml --site docs/leaderboard``). Everything it
+(``bench.api.sweep`` with the export docs/leaderboard/runs.jsonl: every cell in the file counts as done), move the
+export's records of cells a retune superseded to docs/leaderboard/superseded.jsonl, then rebuild the site (``bench leaderboard --config configs/leaderboard.yaml --site docs/leaderboard``). Everything it
 needs to resume lives in those committed files, so a killed run continues in a later session or on another machine
 from the same command; commit the three files (tuning.jsonl, hparams_tuned.yaml, runs.jsonl) and the site as it
 goes. A cell's identity is a hash of its resolved configuration, tuned hyperparameters included, so tune a dataset
@@ -15,6 +15,7 @@ before running its cells (the default order does).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -37,6 +38,27 @@ def dataset_config(raw: dict, dataset: str) -> dict:
             m = {**m, "datasets": [dataset]}
         methods.append(m)
     return {**raw, "datasets": [dataset], "methods": methods}
+
+
+def prune_superseded(export: Path, keep: set[str], superseded: Path) -> int:
+    """Move the export's records of cells the config no longer has (a retune changed their hyperparameters, so
+    their identity) to ``superseded``, so that the export alone rebuilds the current page; returns how many.
+    Nothing is lost: the moved lines keep their content, and records without a cell id stay."""
+    if not export.exists():
+        return 0
+    from bench.io import write_text_atomic
+
+    stay, moved = [], []
+    for line in export.read_text().splitlines():
+        if not line.strip():
+            continue
+        cid = json.loads(line).get("cell_id")
+        (moved if cid and cid not in keep else stay).append(line)
+    if moved:
+        with open(superseded, "a") as fh:
+            fh.write("\n".join(moved) + "\n")
+        write_text_atomic(export, "\n".join(stay) + "\n" if stay else "")
+    return len(moved)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                   out=sys.stderr)
         if args.dry_run:
             continue
+        moved = prune_superseded(export, {c.cell_id for c in api.cells(raw)}, site / "superseded.jsonl")
+        if moved:
+            print(f"# moved {moved} records of superseded cells to {site / 'superseded.jsonl'}", file=sys.stderr)
         from bench.cli import main as bench
 
         bench(["leaderboard", "--config", args.config, "--site", str(site), "--no-track"])

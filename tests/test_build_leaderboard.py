@@ -23,3 +23,18 @@ def test_dataset_slices_partition_the_leaderboard_cells():
 def test_unknown_dataset_is_an_error(capsys):
     assert main(["--datasets", "no-such-dataset", "--dry-run"]) == 2
     assert capsys.readouterr().err.startswith("error: no-such-dataset not in")
+
+
+def test_superseded_records_move_out_of_the_export_and_nothing_is_lost(tmp_path):
+    import json
+
+    from scripts.build_leaderboard import prune_superseded
+
+    export, old = tmp_path / "runs.jsonl", tmp_path / "superseded.jsonl"
+    recs = [{"cell_id": "a", "x": 1}, {"cell_id": "b", "x": 2}, {"x": 3}, {"cell_id": "c", "x": 4}]
+    export.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert prune_superseded(export, {"a", "c"}, old) == 1
+    assert [json.loads(x) for x in export.read_text().splitlines()] == [recs[0], recs[2], recs[3]]
+    assert [json.loads(x) for x in old.read_text().splitlines()] == [recs[1]]
+    assert prune_superseded(export, {"a", "c"}, old) == 0 and len(old.read_text().splitlines()) == 1
+    assert prune_superseded(tmp_path / "absent.jsonl", set(), old) == 0
