@@ -24,13 +24,18 @@ def format_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def check_writable(path: str | os.PathLike | None, option: str = "--output") -> None:
-    """Refuse an output path that cannot be written, before anything is trained (a :class:`ConfigError`)."""
+def check_writable(path: str | os.PathLike | None, option: str = "--output", directory_ok: bool = False) -> None:
+    """Refuse an output path that cannot be written, before anything is trained (a :class:`ConfigError`).
+    ``directory_ok``: a directory is a valid target (a sharded export) when it is writable."""
     if not path:
         return
     p = Path(path)
     if p.is_dir():
-        raise ConfigError(f"{option} {path} is a directory; give a file name")
+        if not directory_ok:
+            raise ConfigError(f"{option} {path} is a directory; give a file name")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise ConfigError(f"{option} {path}: cannot write in {p}")
+        return
     probe = p.parent if str(p.parent) else Path(".")
     while not probe.exists():
         probe = probe.parent

@@ -8,7 +8,7 @@ re-account it), the attacks on it (per attack and variant: AUC and TPR at 1% FPR
 git commit and the run id. ``bench sweep --export FILE`` appends one record per finished cell as it goes (a killed
 session loses at most the cell in flight) and treats every cell in the file as done; ``bench leaderboard --export
 FILE`` renders from the file alone. The file is kept sorted and deduplicated (newest record of a cell wins) when
-rewritten, so it diffs well in git.
+rewritten, so it diffs well in git. An export may also be a directory: one file per dataset (:func:`sharded`).
 """
 
 from __future__ import annotations
@@ -116,28 +116,50 @@ def record_for(run_id: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 
 
-def load(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The records of an export (newest per cell); a missing file is an empty export."""
+def sharded(path: str | os.PathLike) -> bool:
+    """An export given as a directory (existing, or named with a trailing slash) holds one file per dataset,
+    ``DIR/<dataset>.jsonl``: each stays small enough to review, and machines that run different datasets append to
+    different files, so their exports merge in git without conflicts."""
+    return Path(path).is_dir() or str(path).endswith(("/", os.sep))
+
+
+def shard(path: str | os.PathLike, record: dict[str, Any]) -> Path:
+    """The file of a sharded export that holds ``record``: the one of its dataset."""
+    ds = (record.get("params") or {}).get("dataset") or (record.get("tags") or {}).get("dataset") or "other"
+    return Path(path) / ("".join(c if c.isalnum() or c in "-_.=" else "_" for c in str(ds)) + ".jsonl")
+
+
+def site_export(site: str | os.PathLike) -> str:
+    """The export of a leaderboard site: ``SITE/runs/`` (sharded) when it exists, else ``SITE/runs.jsonl``."""
+    d = Path(site) / "runs"
+    return f"{d}/" if d.is_dir() else str(Path(site) / "runs.jsonl")
+
+
+def _files(path: str | os.PathLike) -> list[Path]:
     p = Path(path)
-    if not p.exists():
-        return []
-    if p.is_dir():
-        raise BenchError(f"export {path} is a directory; give a .jsonl file")
+    if sharded(p):
+        return sorted(p.glob("*.jsonl")) if p.is_dir() else []
+    return [p] if p.exists() else []
+
+
+def load(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """The records of an export, a file or a sharded directory (newest per cell); a missing one is empty."""
     by_cell: dict[str, dict[str, Any]] = {}
-    for i, line in enumerate(p.read_text().splitlines(), 1):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            raise BenchError(f"{path}:{i}: not a JSON record (a truncated export? remove the line)") from None
-        cid = rec.get("cell_id")
-        if not cid:
-            raise BenchError(f"{path}:{i}: a record without cell_id")
-        old = by_cell.get(cid)
-        if old is None or (rec.get("start_time") or 0) >= (old.get("start_time") or 0):
-            by_cell[cid] = rec
+    for f in _files(path):
+        for i, line in enumerate(f.read_text().splitlines(), 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                raise BenchError(f"{f}:{i}: not a JSON record (a truncated export? remove the line)") from None
+            cid = rec.get("cell_id")
+            if not cid:
+                raise BenchError(f"{f}:{i}: a record without cell_id")
+            old = by_cell.get(cid)
+            if old is None or (rec.get("start_time") or 0) >= (old.get("start_time") or 0):
+                by_cell[cid] = rec
     return list(by_cell.values())
 
 
@@ -151,7 +173,7 @@ def done_cells(path: str | os.PathLike | None) -> set[str]:
 def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
     """Add one record (one line, on disk when this returns) to an export. Parallel sweep workers append to one
     file: each line goes in whole under an exclusive lock, so lines never interleave."""
-    p = Path(path)
+    p = shard(path, record) if sharded(path) else Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     data = memoryview((json.dumps(record, sort_keys=True, default=str, separators=(",", ":")) + "\n").encode())
     fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -180,10 +202,15 @@ def write(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
     rows = sorted(merged.values(), key=lambda r: (r.get("kind", ""), r.get("tags", {}).get("dataset", ""),
                                                  r.get("tags", {}).get("method", ""), r.get("name", ""),
                                                  r["cell_id"]))
-    write_text_atomic(path, "".join(json.dumps(r, sort_keys=True, default=str, separators=(",", ":")) + "\n"
-                                    for r in rows))
+    files: dict[Path, list[dict[str, Any]]] = {}
+    for r in rows:
+        files.setdefault(shard(path, r) if sharded(path) else Path(path), []).append(r)
+    for f, rs in files.items():
+        f.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(f, "".join(json.dumps(r, sort_keys=True, default=str, separators=(",", ":")) + "\n"
+                                     for r in rs))
     return len(rows)
 
 
 __all__ = ["KINDS", "append", "done_cells", "load", "number", "record_for", "record_from_run",
-           "records_from_experiment", "write"]
+           "records_from_experiment", "shard", "sharded", "site_export", "write"]

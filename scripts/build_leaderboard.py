@@ -4,12 +4,13 @@
 
 For each dataset, in the config's order: tune its methods on validation accuracy (``scripts.tune``: resumes from
 docs/leaderboard/tuning.jsonl, rewrites configs/hparams_tuned.yaml), then run the config's cells on that dataset
-(``bench.api.sweep`` with the export docs/leaderboard/runs.jsonl: every cell in the file counts as done), move the
-export's records of cells a retune superseded to docs/leaderboard/superseded.jsonl, then rebuild the site (``bench leaderboard --config configs/leaderboard.yaml --site docs/leaderboard``). Everything it
-needs to resume lives in those committed files, so a killed run continues in a later session or on another machine
-from the same command; commit the three files (tuning.jsonl, hparams_tuned.yaml, runs.jsonl) and the site as it
-goes. A cell's identity is a hash of its resolved configuration, tuned hyperparameters included, so tune a dataset
-before running its cells (the default order does).
+(``bench.api.sweep`` with the export docs/leaderboard/runs/, one file per dataset: every cell in it counts as
+done), move the export's records of cells a retune superseded to docs/leaderboard/superseded.jsonl, then rebuild
+the site (``bench leaderboard --config configs/leaderboard.yaml --site docs/leaderboard``). Everything it needs to
+resume lives in those committed files, so a killed run continues in a later session or on another machine from the
+same command; commit tuning.jsonl, hparams_tuned.yaml, runs/ and the site as it goes. A cell's identity is a hash
+of its resolved configuration, tuned hyperparameters included, so tune a dataset before running its cells (the
+default order does).
 """
 
 from __future__ import annotations
@@ -43,22 +44,24 @@ def dataset_config(raw: dict, dataset: str) -> dict:
 def prune_superseded(export: Path, keep: set[str], superseded: Path) -> int:
     """Move the export's records of cells the config no longer has (a retune changed their hyperparameters, so
     their identity) to ``superseded``, so that the export alone rebuilds the current page; returns how many.
-    Nothing is lost: the moved lines keep their content, and records without a cell id stay."""
-    if not export.exists():
-        return 0
+    Nothing is lost: the moved lines keep their content, and records without a cell id stay. ``export`` is a file
+    or a sharded directory (bench.records)."""
     from bench.io import write_text_atomic
 
-    stay, moved = [], []
-    for line in export.read_text().splitlines():
-        if not line.strip():
-            continue
-        cid = json.loads(line).get("cell_id")
-        (moved if cid and cid not in keep else stay).append(line)
-    if moved:
-        with open(superseded, "a") as fh:
-            fh.write("\n".join(moved) + "\n")
-        write_text_atomic(export, "\n".join(stay) + "\n" if stay else "")
-    return len(moved)
+    files = sorted(export.glob("*.jsonl")) if export.is_dir() else [export] if export.exists() else []
+    total = 0
+    for f in files:
+        stay, moved = [], []
+        for line in f.read_text().splitlines():
+            if line.strip():
+                cid = json.loads(line).get("cell_id")
+                (moved if cid and cid not in keep else stay).append(line)
+        if moved:
+            with open(superseded, "a") as fh:
+                fh.write("\n".join(moved) + "\n")
+            write_text_atomic(f, "\n".join(stay) + "\n" if stay else "")
+            total += len(moved)
+    return total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     site = Path(args.site)
     site.mkdir(parents=True, exist_ok=True)
-    export = site / "runs.jsonl"
+    export = site / "runs"  # sharded: one file per dataset (bench.records)
+    export.mkdir(exist_ok=True)
     for d in datasets:
         t0 = time.perf_counter()
         if not args.no_tune:

@@ -30,7 +30,7 @@ def test_superseded_records_move_out_of_the_export_and_nothing_is_lost(tmp_path)
 
     from scripts.build_leaderboard import prune_superseded
 
-    export, old = tmp_path / "runs.jsonl", tmp_path / "superseded.jsonl"
+    export, old = tmp_path / "runs.jsonl", tmp_path / "superseded.jsonl"  # a file export
     recs = [{"cell_id": "a", "x": 1}, {"cell_id": "b", "x": 2}, {"x": 3}, {"cell_id": "c", "x": 4}]
     export.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert prune_superseded(export, {"a", "c"}, old) == 1
@@ -38,3 +38,19 @@ def test_superseded_records_move_out_of_the_export_and_nothing_is_lost(tmp_path)
     assert [json.loads(x) for x in old.read_text().splitlines()] == [recs[1]]
     assert prune_superseded(export, {"a", "c"}, old) == 0 and len(old.read_text().splitlines()) == 1
     assert prune_superseded(tmp_path / "absent.jsonl", set(), old) == 0
+
+
+
+def test_superseded_records_move_out_of_every_file_of_a_sharded_export(tmp_path):
+    import json
+
+    from scripts.build_leaderboard import prune_superseded
+
+    d = tmp_path / "runs"
+    d.mkdir()
+    (d / "cora.jsonl").write_text(json.dumps({"cell_id": "a"}) + "\n" + json.dumps({"cell_id": "x"}) + "\n")
+    (d / "citeseer.jsonl").write_text(json.dumps({"cell_id": "y"}) + "\n")
+    assert prune_superseded(d, {"a"}, tmp_path / "superseded.jsonl") == 2
+    assert (d / "cora.jsonl").read_text() == json.dumps({"cell_id": "a"}) + "\n"
+    assert (d / "citeseer.jsonl").read_text() == ""
+    assert len((tmp_path / "superseded.jsonl").read_text().splitlines()) == 2

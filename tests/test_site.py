@@ -194,3 +194,37 @@ def test_a_budget_coupled_grid_is_tuned_per_epsilon_and_looked_up_per_epsilon(tm
     assert H.lookup("drw", "cora", "sp", 4.0).values == {"lr": 0.01, "noise_multiplier": 2}
     results.pop(T.fit_key("drw", "cora", "sp", 1.0, {"noise_multiplier": 8}, 1))
     assert "drw" not in T.tuned_yaml(cfg, results)  # an epsilon still tuning: no entry yet
+
+
+def test_site_plots_are_palette_pngs_and_the_page_inlines_the_same_bytes(tmp_path):
+    import base64
+
+    from PIL import Image
+
+    recs = [rec("gap-edge", e, s, 0.6 + 0.05 * s, dataset="cora") for e in (1.0, 4.0) for s in (0, 1)]
+    recs += [rec("sage", math.inf, s, 0.8, dataset="cora", unit="none") for s in (0, 1)]
+    files = build_site(collect_records(recs), tmp_path / "site", "T")
+    (png,) = [f for f in files if f.suffix == ".png"]
+    with Image.open(png) as im:
+        assert im.mode == "P"  # 256 colours: ~3.5x smaller than the RGBA render
+    assert base64.b64encode(png.read_bytes()).decode("ascii") in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_a_sharded_export_keeps_one_file_per_dataset_and_reads_like_one_file(tmp_path):
+    """A directory export: appends and rewrites go to DIR/<dataset>.jsonl, loading merges the files (newest record
+    of a cell wins), and a site directory with runs/ reads it by default."""
+    d = tmp_path / "site" / "runs"
+    d.mkdir(parents=True)
+    a0 = rec("gap-edge", 1.0, 0, 0.6, dataset="cora", cid="a")
+    b0 = rec("gap-edge", 1.0, 0, 0.7, dataset="facebook-wisconsin87", cid="b")
+    records.append(str(d) + "/", a0)
+    records.append(d, b0)
+    assert sorted(p.name for p in d.iterdir()) == ["cora.jsonl", "facebook-wisconsin87.jsonl"]
+    newer = {**a0, "start_time": a0["start_time"] + 5, "metrics": {**a0["metrics"], "test_acc": 0.65}}
+    assert records.write(d, [newer]) == 2
+    assert len((d / "cora.jsonl").read_text().splitlines()) == 1  # rewritten: deduplicated per cell
+    got = {r["cell_id"]: r["metrics"]["test_acc"] for r in records.load(d)}
+    assert got == {"a": 0.65, "b": 0.7} and records.done_cells(d) == {"a", "b"}
+    assert records.site_export(tmp_path / "site") == f"{d}/"
+    assert records.site_export(tmp_path / "elsewhere") == str(tmp_path / "elsewhere" / "runs.jsonl")
+    assert records.load(tmp_path / "missing") == []

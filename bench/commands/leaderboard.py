@@ -18,13 +18,15 @@ def _leaderboard_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("leaderboard", help="tables and privacy-utility plots of an experiment's runs or of an export",
                        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--experiment", default="dp-gnn-bench", help="MLflow experiment (default: %(default)s)")
-    p.add_argument("--export", metavar="FILE.jsonl", help="build from this export instead of the MLflow store")
+    p.add_argument("--export", metavar="FILE.jsonl|DIR/",
+                   help="build from this export (a file, or a directory of per-dataset files) instead of the MLflow "
+                        "store")
     p.add_argument("--format", choices=["md", "html", "csv"], default="md", help="output format (default: md)")
     p.add_argument("--output", "-o", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     p.add_argument("--site", metavar="DIR", help="write DIR/index.html, DIR/README.md and DIR/plots/ (the published "
-                                                 "leaderboard; from DIR/runs.jsonl unless --export/--experiment)")
+                                                 "leaderboard; from DIR/runs/ or DIR/runs.jsonl unless --export/--experiment)")
     p.add_argument("--run", metavar="CONFIG",
-                   help="first run CONFIG's sweep (resumable; its export is DIR/runs.jsonl with --site), then build")
+                   help="first run CONFIG's sweep (resumable; its export is the site's with --site), then build")
     p.add_argument("--config", metavar="CONFIG",
                    help="with --site: only the cells of this sweep config (and its progress); implied by --run")
     p.add_argument("--write-export", metavar="FILE.jsonl",
@@ -48,7 +50,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         site = Path(args.site)
         if site.exists() and not site.is_dir():
             raise LeaderboardError(f"--site {args.site} is not a directory")
-        export = export or str(site / "runs.jsonl")
+        from bench.records import site_export
+
+        export = export or site_export(site)
     if args.run:
         from bench import api
 

@@ -25,9 +25,10 @@ def _sweep_parser(sub) -> argparse.ArgumentParser:
     threads_arg(p, "torch and numba threads per cell (default 0: every core in-process, cores / workers in "
                    "workers); 1 is much faster on a machine shared with other jobs")
     p.add_argument("--output", "-o", metavar="FILE", help="write the sweep summary as JSON")
-    p.add_argument("--export", metavar="FILE.jsonl",
+    p.add_argument("--export", metavar="FILE.jsonl|DIR/",
                    help="a compact export of the cells (bench.records): its cells count as done (resume on another "
-                        "machine without the MLflow store) and every cell finished now is appended as it ends")
+                        "machine without the MLflow store) and every cell finished now is appended as it ends; a "
+                        "directory holds one file per dataset")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=cmd_sweep)
     return p
@@ -38,7 +39,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from bench.io import check_writable, write_json_atomic
 
     check_writable(args.output)
-    check_writable(args.export, "--export")
+    check_writable(args.export, "--export", directory_ok=True)
     summary = api.sweep(args.config, experiment=args.experiment, executor=args.executor, workers=args.workers,
                         max_retries=args.max_retries, address=args.address, dry_run=args.dry_run,
                         reclaim_remote=args.reclaim_remote, threads=args.threads, progress=not args.no_progress,
