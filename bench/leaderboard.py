@@ -18,7 +18,8 @@ file, so a published leaderboard rebuilds without the MLflow store. Per dataset 
 A configuration run twice with the same seed counts once (the newest run). Plots: one per dataset and unit,
 accuracy against SPENT epsilon (log scale), non-private references as dashed lines, delta in the title.
 ``--site DIR`` writes ``DIR/index.html`` (self-contained), ``DIR/README.md`` (the same tables) and the plots;
-``--run CONFIG`` first runs the config's sweep with its export in ``DIR/runs.jsonl`` (resumable).
+``--run CONFIG`` first runs the config's sweep with its export in ``DIR/runs/`` (one file per dataset) when that
+directory exists, else ``DIR/runs.jsonl`` (resumable).
 """
 
 from __future__ import annotations
