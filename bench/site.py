@@ -141,8 +141,9 @@ def _shown(path: str | None) -> str | None:
     built by a script with absolute paths names the same files as one built by hand."""
     if not path:
         return path
+    slash = "/" if str(path).endswith(("/", os.sep)) else ""  # a sharded export (a directory) says so
     try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve())) + slash
     except ValueError:
         return str(path)
 
