@@ -24,7 +24,8 @@ def _leaderboard_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["md", "html", "csv"], default="md", help="output format (default: md)")
     p.add_argument("--output", "-o", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     p.add_argument("--site", metavar="DIR", help="write DIR/index.html, DIR/README.md and DIR/plots/ (the published "
-                                                 "leaderboard; from DIR/runs/ or DIR/runs.jsonl unless --export/--experiment)")
+                                                 "leaderboard; from DIR/runs/ or DIR/runs.jsonl unless --export or "
+                                                 "--experiment)")
     p.add_argument("--run", metavar="CONFIG",
                    help="first run CONFIG's sweep (resumable; its export is the site's with --site), then build")
     p.add_argument("--config", metavar="CONFIG",
