@@ -143,6 +143,21 @@ def test_finished_cells_are_not_repeated_and_dry_run_lists_them(capsys):
     assert r.data.tags["sweep_owner"].split(":")[1] == str(os.getpid())
 
 
+def test_a_sweep_resumes_from_a_sharded_export_alone(tmp_path):
+    """--export DIR/: one file per dataset, appended as cells finish; another store (here: another experiment)
+    resumes from the directory alone."""
+    from bench import records
+
+    export = f"{tmp_path / 'runs'}/"
+    c = cfg("sweep-sharded-a")
+    assert [r["status"] for r in api.sweep(c, export=export, progress=False)["results"]] == ["finished"] * 2
+    (f,) = (tmp_path / "runs").iterdir()
+    assert f.name == "csbm_nodes=200_classes=3_features=8.jsonl" and len(f.read_text().splitlines()) == 2
+    assert records.done_cells(tmp_path / "runs") == {x.cell_id for x in c.cells}
+    again = api.sweep(cfg("sweep-sharded-b"), export=export, progress=False)
+    assert again["results"] == [] and sorted(again["done_before"]) == sorted(x.cell_id for x in c.cells)
+
+
 def test_failed_cells_are_retried_up_to_max_retries(monkeypatch):
     from methods.baselines import MLPMethod
 
