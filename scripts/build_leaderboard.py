@@ -1,6 +1,7 @@
 """Build the published leaderboard (configs/leaderboard.yaml -> docs/leaderboard/) dataset by dataset, resumably.
 
-    python -m scripts.build_leaderboard [--datasets D ...] [--workers 2] [--threads 1] [--no-tune] [--dry-run]
+    python -m scripts.build_leaderboard [--datasets D ...] [--methods M ... | --skip-methods M ...] [--workers 2]
+                                        [--threads 1] [--no-tune] [--dry-run]
 
 For each dataset, in the config's order: tune its methods on validation accuracy (``scripts.tune``: resumes from
 docs/leaderboard/tuning.jsonl, rewrites configs/hparams_tuned.yaml), then run the config's cells on that dataset
@@ -11,6 +12,10 @@ resume lives in those committed files, so a killed run continues in a later sess
 same command; commit tuning.jsonl, hparams_tuned.yaml, runs/ and the site as it goes. A cell's identity is a hash
 of its resolved configuration, tuned hyperparameters included, so tune a dataset before running its cells (the
 default order does).
+
+``--skip-methods privgnn pate-m pate-g`` leaves the PrivGNN family (1,000 teachers of 200 epochs per fit, about
+12 min a fit on 2 cores on Computers) to a machine with a GPU, where the same command with ``--methods privgnn
+pate-m pate-g`` fills those cells in; the other cells do not change identity either way.
 """
 
 from __future__ import annotations
@@ -41,6 +46,21 @@ def dataset_config(raw: dict, dataset: str) -> dict:
     return {**raw, "datasets": [dataset], "methods": methods}
 
 
+def method_names(raw: dict) -> list[str]:
+    """The config's method names, in order, each once."""
+    names = [m["name"] if isinstance(m, dict) else m for m in raw["methods"]]
+    return list(dict.fromkeys(names))
+
+
+def select_methods(raw: dict, only: list[str] | None, skip: list[str] | None) -> dict:
+    """``raw`` with only the method entries named in ``only`` (all when None), less those in ``skip``."""
+    def keep(m) -> bool:
+        name = m["name"] if isinstance(m, dict) else m
+        return (not only or name in only) and name not in (skip or ())
+
+    return {**raw, "methods": [m for m in raw["methods"] if keep(m)]}
+
+
 def prune_superseded(export: Path, keep: set[str], superseded: Path) -> int:
     """Move the export's records of cells the config no longer has (a retune changed their hyperparameters, so
     their identity) to ``superseded``, so that the export alone rebuilds the current page; returns how many.
@@ -69,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default=str(CONFIG))
     p.add_argument("--site", default=str(SITE))
     p.add_argument("--datasets", nargs="*", help="only these datasets (default: the config's, in its order)")
+    p.add_argument("--methods", nargs="*", help="only these methods (default: all of the config's)")
+    p.add_argument("--skip-methods", nargs="*", default=[], help="all of the config's methods but these")
     p.add_argument("--workers", type=int, default=2, help="cells (and tuning fits) in parallel (default 2)")
     p.add_argument("--threads", type=int, default=1, help="torch/numba threads per cell (default 1)")
     p.add_argument("--no-tune", action="store_true", help="run the cells with the hyperparameters checked in now")
@@ -84,20 +106,33 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: {', '.join(unknown)} not in {args.config}", file=sys.stderr)
         return 2
+    named = set(args.methods or []) | set(args.skip_methods)
+    unknown = sorted(named - set(method_names(raw)))
+    if unknown:
+        print(f"error: no method {', '.join(unknown)} in {args.config}", file=sys.stderr)
+        return 2
+    chosen = select_methods(raw, args.methods, args.skip_methods)
+    if not chosen["methods"]:
+        print("error: --methods / --skip-methods leave no method to run", file=sys.stderr)
+        return 2
     site = Path(args.site)
     site.mkdir(parents=True, exist_ok=True)
     export = site / "runs"  # sharded: one file per dataset (bench.records)
     export.mkdir(exist_ok=True)
     for d in datasets:
         t0 = time.perf_counter()
+        part = dataset_config(chosen, d)
+        if not part["methods"]:
+            print(f"=== {d}: none of the chosen methods runs here", file=sys.stderr, flush=True)
+            continue
         if not args.no_tune:
             print(f"=== {d}: tuning", file=sys.stderr, flush=True)
-            rc = tune.main(["--datasets", d, "--workers", str(args.workers), "--threads", str(args.threads)]
-                           + (["--dry-run"] if args.dry_run else []))
+            rc = tune.main(["--datasets", d, "--methods", *method_names(part), "--workers", str(args.workers),
+                            "--threads", str(args.threads)] + (["--dry-run"] if args.dry_run else []))
             if rc:
                 return rc
         print(f"=== {d}: cells", file=sys.stderr, flush=True)
-        api.sweep(dataset_config(raw, d), executor="process" if args.workers > 1 else "inprocess",
+        api.sweep(part, executor="process" if args.workers > 1 else "inprocess",
                   workers=args.workers, threads=args.threads, export=export, dry_run=args.dry_run,
                   out=sys.stderr)
         if args.dry_run:

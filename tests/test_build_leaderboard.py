@@ -54,3 +54,24 @@ def test_superseded_records_move_out_of_every_file_of_a_sharded_export(tmp_path)
     assert (d / "cora.jsonl").read_text() == json.dumps({"cell_id": "a"}) + "\n"
     assert (d / "citeseer.jsonl").read_text() == ""
     assert len((tmp_path / "superseded.jsonl").read_text().splitlines()) == 2
+
+
+def test_method_selection_keeps_the_other_cells_identity():
+    from scripts.build_leaderboard import select_methods
+
+    raw = yaml.safe_load(Path(CONFIG).read_text())
+    family = ["privgnn", "pate-m", "pate-g"]
+    full = {c.cell_id: c.method for c in api.cells(dataset_config(raw, "photo"))}
+    rest = {c.cell_id for c in api.cells(dataset_config(select_methods(raw, None, family), "photo"))}
+    only = {c.cell_id for c in api.cells(dataset_config(select_methods(raw, family, None), "photo"))}
+    assert only and rest and not rest & only
+    assert rest | only == full.keys()
+    assert {full[i] for i in only} == set(family)
+    assert not dataset_config(select_methods(raw, family, None), "cora")["methods"]
+
+
+def test_unknown_or_empty_method_selection_is_an_error(capsys):
+    assert main(["--methods", "no-such-method", "--dry-run"]) == 2
+    assert capsys.readouterr().err.startswith("error: no method no-such-method in")
+    assert main(["--methods", "mlp", "--skip-methods", "mlp", "--dry-run"]) == 2
+    assert "leave no method" in capsys.readouterr().err
