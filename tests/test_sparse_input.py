@@ -1,6 +1,7 @@
 """Sparse input rows (methods.models.SparseRows) in the DP-SGD engine: the sparse first layer's forward, backward,
 per-example gradient norms and clipped sums equal the dense path and a per-example autograd loop; the methods'
-sparse data paths (DP-GNN, DRW, DP-MLP) give the dense runs' results; audits' gradient hooks still work."""
+sparse data paths (DP-GNN, DRW, DP-MLP; the MLP and GCN baselines' CSR input) give the dense runs' results; audits'
+gradient hooks still work."""
 
 import math
 
@@ -248,3 +249,35 @@ def test_a_dpgnn_batch_is_sparse_rows_with_the_trees_grams(sparse_task):
     assert torch.equal(dense, dense_of(sparse_task.data.x, nodes))
     assert not math.isnan(float(xb.gram.sum()))
     assert cross_entropy_per_example(torch.zeros(2, 3), torch.tensor([0, 1])).shape == (2,)
+
+
+@pytest.mark.parametrize("name", ["mlp", "gcn"])
+def test_baselines_give_the_dense_results_on_sparse_input(monkeypatch, sparse_task, name):
+    import methods.models as M
+    from methods import Budget, get_method
+
+    assert M.sparse_input(sparse_task.data.x).layout == torch.sparse_csr
+    cls = get_method(name)
+    fits = [cls(**cls.smoke_config).fit(sparse_task, Budget(math.inf, 0.0), seed=0) for _ in range(2)]
+    monkeypatch.setattr(M, "sparse_input", lambda x: x)
+    fits.append(cls(**cls.smoke_config).fit(sparse_task, Budget(math.inf, 0.0), seed=0))
+    a, again, b = (f.release() for f in fits)
+    assert a.keys() == again.keys() == b.keys()
+    assert all(torch.equal(a[k], again[k]) for k in a)  # the sparse path is reproducible
+    for k in a:
+        assert torch.allclose(a[k], b[k], rtol=1e-4, atol=1e-5), k
+
+
+def test_sparse_input_is_cached_per_tensor_and_follows_in_place_changes():
+    from methods.models import sparse_input
+
+    x = sparse_data(50, 60, 0.02, seed=3, dtype=torch.float32)
+    s = sparse_input(x)
+    assert s.layout == torch.sparse_csr and torch.equal(s.to_dense(), x)
+    assert sparse_input(x) is s  # built once
+    x[0, 0] = 7.0  # an in-place change invalidates the copy
+    assert torch.equal(sparse_input(x).to_dense(), x)
+    dense = sparse_data(50, 60, 0.5, seed=3, dtype=torch.float32)
+    assert sparse_input(dense) is dense  # too dense: the GEMM is faster
+    grad = x.clone().requires_grad_()
+    assert sparse_input(grad) is grad  # inputs whose gradient is asked for stay dense
