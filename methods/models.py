@@ -121,14 +121,14 @@ def sparse_input(x: Tensor) -> Tensor:
     if x.device.type != "cpu" or x.layout != torch.strided or x.dim() != 2 or x.requires_grad or not x.numel():
         return x
     hit = _CSR_INPUTS.get(x)
-    if hit is not None and hit[0] == x._version:
-        return hit[1]
-    sparse = int(torch.count_nonzero(x)) <= SPARSE_MAX_DENSITY * x.numel()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
-        out = x.to_sparse_csr() if sparse else x
-    _CSR_INPUTS[x] = (x._version, out)
-    return out
+    if hit is None or hit[0] != x._version:
+        csr = None  # dense enough for the GEMM; the entry must not refer to x itself, or x would never be freed
+        if int(torch.count_nonzero(x)) <= SPARSE_MAX_DENSITY * x.numel():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
+                csr = x.to_sparse_csr()
+        hit = _CSR_INPUTS[x] = (x._version, csr)
+    return x if hit[1] is None else hit[1]
 
 
 def linear_mlp(in_dim: int, hidden: int, out_dim: int, layers: int = 2, act: type[nn.Module] = nn.ReLU) -> nn.Sequential:

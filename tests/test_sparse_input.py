@@ -269,6 +269,9 @@ def test_baselines_give_the_dense_results_on_sparse_input(monkeypatch, sparse_ta
 
 
 def test_sparse_input_is_cached_per_tensor_and_follows_in_place_changes():
+    import gc
+    import weakref
+
     from methods.models import sparse_input
 
     x = sparse_data(50, 60, 0.02, seed=3, dtype=torch.float32)
@@ -278,6 +281,10 @@ def test_sparse_input_is_cached_per_tensor_and_follows_in_place_changes():
     x[0, 0] = 7.0  # an in-place change invalidates the copy
     assert torch.equal(sparse_input(x).to_dense(), x)
     dense = sparse_data(50, 60, 0.5, seed=3, dtype=torch.float32)
-    assert sparse_input(dense) is dense  # too dense: the GEMM is faster
+    assert sparse_input(dense) is dense and sparse_input(dense) is dense  # too dense: the GEMM is faster
     grad = x.clone().requires_grad_()
     assert sparse_input(grad) is grad  # inputs whose gradient is asked for stay dense
+    gone = [weakref.ref(x), weakref.ref(dense)]
+    del x, dense, s
+    gc.collect()
+    assert all(r() is None for r in gone)  # the cache keeps no feature matrix alive
