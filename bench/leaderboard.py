@@ -490,9 +490,13 @@ def to_html(rows: list[Row], title: str, figures: dict[tuple[str, str], str], in
 # --------------------------------------------------------------------------------------
 
 
+def _plot_keys(rows: list[Row]) -> list[tuple[str, str]]:
+    """(dataset, unit) of every section with a private row: one plot each."""
+    return [key for key, rs in sections(rows).items() if any(r.unit != "none" for r in rs)]
+
+
 def _figures(rows: list[Row]) -> dict[tuple[str, str], Any]:
-    return {key: plot_section(rows, *key) for key, rs in sections(rows).items()
-            if any(r.unit != "none" for r in rs)}
+    return {key: plot_section(rows, *key) for key in _plot_keys(rows)}
 
 
 def render(rows: list[Row], fmt: str, title: str) -> tuple[str, dict]:
@@ -557,11 +561,14 @@ def build_site(rows: list[Row], out_dir: str | Path, title: str, intro_md: str =
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    figs = _figures(rows)
     written = []
     plots = out / "plots"
     plots.mkdir(exist_ok=True)
-    pngs = {k: _png(f) for k, f in figs.items()}
+    pngs = {}
+    for key in _plot_keys(rows):  # one figure open at a time: a full grid has dozens
+        fig = plot_section(rows, *key)
+        pngs[key] = _png(fig)
+        plt.close(fig)
     for (ds, unit), png in pngs.items():
         p = plots / f"{_safe(ds)}_{unit}.png"
         p.write_bytes(png)
@@ -570,13 +577,11 @@ def build_site(rows: list[Row], out_dir: str | Path, title: str, intro_md: str =
     md = md.replace(f"# {title}\n\n", f"# {title}\n\n{intro_md}\n\n" if intro_md else f"# {title}\n\n", 1)
     if papers:
         md += "\n" + papers
-    plot_md = "\n".join(f"![{ds} {unit}](plots/{_safe(ds)}_{unit}.png)" for (ds, unit) in figs)
+    plot_md = "\n".join(f"![{ds} {unit}](plots/{_safe(ds)}_{unit}.png)" for (ds, unit) in pngs)
     write_text_atomic(out / "README.md", md + ("\n## Plots\n\n" + plot_md + "\n" if plot_md else ""))
     intro_html = _md_paragraphs(intro_md)
     write_text_atomic(out / "index.html", to_html(rows, title, {k: _b64(png) for k, png in pngs.items()},
                                                   intro_html, _md_table_html(papers)))
-    for f in figs.values():
-        plt.close(f)
     return written + [out / "README.md", out / "index.html"]
 
 
