@@ -46,19 +46,20 @@ def dataset_config(raw: dict, dataset: str) -> dict:
     return {**raw, "datasets": [dataset], "methods": methods}
 
 
+def _name(entry) -> str:
+    """A config method entry's name (an entry is a name or a mapping with one)."""
+    return entry["name"] if isinstance(entry, dict) else entry
+
+
 def method_names(raw: dict) -> list[str]:
     """The config's method names, in order, each once."""
-    names = [m["name"] if isinstance(m, dict) else m for m in raw["methods"]]
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(_name(m) for m in raw["methods"]))
 
 
 def select_methods(raw: dict, only: list[str] | None, skip: list[str] | None) -> dict:
     """``raw`` with only the method entries named in ``only`` (all when None), less those in ``skip``."""
-    def keep(m) -> bool:
-        name = m["name"] if isinstance(m, dict) else m
-        return (not only or name in only) and name not in (skip or ())
-
-    return {**raw, "methods": [m for m in raw["methods"] if keep(m)]}
+    return {**raw, "methods": [m for m in raw["methods"]
+                               if (not only or _name(m) in only) and _name(m) not in (skip or ())]}
 
 
 def prune_superseded(export: Path, keep: set[str], superseded: Path) -> int:
