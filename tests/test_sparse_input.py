@@ -251,7 +251,7 @@ def test_a_dpgnn_batch_is_sparse_rows_with_the_trees_grams(sparse_task):
     assert cross_entropy_per_example(torch.zeros(2, 3), torch.tensor([0, 1])).shape == (2,)
 
 
-@pytest.mark.parametrize("name", ["mlp", "gcn"])
+@pytest.mark.parametrize("name", ["mlp", "gcn", "sage"])
 def test_baselines_give_the_dense_results_on_sparse_input(monkeypatch, sparse_task, name):
     import methods.models as M
     from methods import Budget, get_method
@@ -266,6 +266,33 @@ def test_baselines_give_the_dense_results_on_sparse_input(monkeypatch, sparse_ta
     assert all(torch.equal(a[k], again[k]) for k in a)  # the sparse path is reproducible
     for k in a:
         assert torch.allclose(a[k], b[k], rtol=1e-4, atol=1e-5), k
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 25), f=st.integers(1, 30), edges=st.integers(0, 60), density=st.floats(0.0, 0.3),
+       seed=st.integers(0, 10**6), root=st.booleans(), bias=st.booleans(), normalize=st.booleans())
+def test_sage_first_layer_on_csr_input_is_pyg_sageconv(n, f, edges, density, seed, root, bias, normalize):
+    """Projecting before the mean aggregation is the same layer, isolated nodes (empty mean) included."""
+    from torch_geometric.nn import SAGEConv
+
+    from methods.models import _SAGEConv, sparse_adj_t
+
+    x = sparse_data(n, f, density, seed)
+    g = torch.Generator().manual_seed(seed)
+    adj = sparse_adj_t(torch.randint(0, n, (2, edges), generator=g), n, torch.ones(edges, dtype=torch.float64))
+    torch.manual_seed(seed)
+    ours = _SAGEConv(f, 4, root_weight=root, bias=bias, normalize=normalize).double()
+    torch.manual_seed(seed)
+    ref = SAGEConv(f, 4, root_weight=root, bias=bias, normalize=normalize).double()
+    assert all(torch.equal(a, b) for a, b in zip(ours.parameters(), ref.parameters()))  # same initialisation
+    out_s, out_d = ours(x.to_sparse_csr(), adj), ref(x, adj)
+    assert torch.allclose(out_s, out_d, atol=1e-12)
+    assert torch.equal(ours(x, adj), out_d)  # dense input: PyG's own path
+    w = torch.randn(out_s.shape, generator=g, dtype=torch.float64)
+    gs = torch.autograd.grad((out_s * w).sum(), list(ours.parameters()), allow_unused=True)
+    gd = torch.autograd.grad((out_d * w).sum(), list(ref.parameters()), allow_unused=True)
+    for a, b in zip(gs, gd):
+        assert (a is None) == (b is None) and (a is None or torch.allclose(a, b, atol=1e-10))
 
 
 def test_sparse_input_is_cached_per_tensor_and_follows_in_place_changes():
