@@ -337,12 +337,14 @@ class RW(_RandomWalkTraining, Method):
         gen = ctx.generator("sampler")
         graph, x, roots, rule, csr, inductive = self._setup(task, c)
         walks = self._walks(graph, roots, csr, c, ctx.generator("subgraphs"), inductive, rule)
+        sparse = SparseFeatures.maybe(x)  # bag-of-words features: the batches are sparse rows
         n_train = graph.num_nodes if roots is None else int(roots.numel())
         m = min(c.batch_size or default_batch_size(n_train, walks.num_examples), walks.num_examples)
         with ctx.init():
             model = DenseGCN(task.num_features, task.num_classes, hidden=c.hidden, layers=c.layers).to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=c.lr)
         g_eval = self._release(model, task, c, dev)
+        g_val = self._sparse_eval(g_eval)
         y = graph.y
         best, best_state, bad, history = -math.inf, copy.deepcopy(model.state_dict()), 0, []
         bar = ctx.bar(c.epochs, self.name)
@@ -351,14 +353,14 @@ class RW(_RandomWalkTraining, Method):
             losses = []
             for i in range(0, walks.num_examples, m):
                 idx = perm[i:i + m]
-                xb, ab = walks.padded.batch(idx, x, dev)
+                xb, ab = walks.padded.batch(idx, x, dev, sparse)
                 opt.zero_grad(set_to_none=True)
                 loss = F.cross_entropy(model(xb, ab), y[walks.padded.roots[idx]].to(dev))
                 loss.backward()
                 opt.step()
                 losses.append(float(loss.detach()))
             row = {"epoch": epoch, "train_loss": sum(losses) / len(losses)}
-            acc = self._val_acc(model, g_eval, task)
+            acc = self._val_acc(model, g_val, task)
             if acc is not None:
                 row["val_acc"] = acc
                 if acc > best:
