@@ -35,6 +35,7 @@ from torch import Tensor, nn
 from methods import mechanisms
 from methods.base import ConfigError, FitContext, Method, register
 from methods.baselines import FullBatchConfig, row_normalized
+from methods.models import sparse_input
 from methods.privacy import PrivacyLedger, presets
 from methods.samplers import sorted_unique
 from methods.training import ModelFitted, train_full_batch
@@ -138,7 +139,7 @@ class SAGEJK(nn.Module):
     def forward(self, g) -> Tensor:
         adj = g.edge_index
         deg = (adj @ torch.ones(g.x.size(0), 1, device=g.x.device, dtype=g.x.dtype)).clamp(min=1.0)
-        h = self.dropout(torch.relu(self.pre(g.x)))
+        h = self.dropout(torch.relu(self.pre(sparse_input(g.x))))
         hs = [h]
         for lin_s, lin_n in zip(self.self_lins, self.neigh_lins):
             h = self.dropout(torch.relu(lin_s(h) + (adj @ lin_n(h)) / deg))

@@ -31,6 +31,7 @@ from methods.gap.common import NormChoice, calibrate
 from methods.gap.nap import EDGE_SENSITIVITY, nap, node_sensitivity, normalize_rows
 from methods.gap.nets import Encoder, ProgressiveNet
 from methods.gap.stages import CachedAggregatesFitted, train_dp, train_full_batch
+from methods.models import sparse_input
 from methods.privacy import PrivacyLedger, presets
 
 
@@ -129,7 +130,7 @@ class GAPEdge(Method):
 def _embed(enc: Encoder, x: torch.Tensor) -> torch.Tensor:
     enc.eval()
     with torch.no_grad():
-        return enc.embed(x)
+        return enc.embed(sparse_input(x))
 
 
 @register("gap-node")

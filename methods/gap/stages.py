@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from methods.base import Fitted
 from methods.dpsgd import DPOptimizer, PoissonSampler
+from methods.models import sparse_input
 from methods.privacy import PrivacyLedger
 
 
@@ -30,7 +31,7 @@ def embed(module: nn.Module, x: Tensor) -> Tensor:
     """``module(x)`` in eval mode without gradients (an embedding about to enter NAP)."""
     module.eval()
     with torch.no_grad():
-        return module(x)
+        return module(sparse_input(x))
 
 
 def accuracy(logits: Tensor, y: Tensor) -> float:
@@ -65,9 +66,10 @@ def train_full_batch(model: nn.Module, inputs: list[Tensor], split: Split, *, ep
     """Full-batch Adam; keeps the best-validation state (the last one without a validation set).
     Appends one history row per epoch; returns the selected epoch."""
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    x_train = [x[split.train] for x in inputs]
+    # raw bag-of-words features (X(0) of every ProGAP stage, GAP's encoder input) as CSR: see sparse_input
+    x_train = [sparse_input(x[split.train]) for x in inputs]
     y_train = split.y[split.train]
-    x_val, y_val = [x[split.val] for x in inputs], split.y[split.val]
+    x_val, y_val = [sparse_input(x[split.val]) for x in inputs], split.y[split.val]
     best = (-math.inf, 0)
     best_state = copy.deepcopy(model.state_dict())
     for epoch in range(1, epochs + 1):
