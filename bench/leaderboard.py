@@ -339,7 +339,27 @@ def footnotes(rows: list[Row]) -> list[str]:
         cls = methods.get(r.method)
         if cls is not None and cls.unit_note:
             notes.setdefault(cls.label(), cls.unit_note)
-    return [f"{label}: {note}" for label, note in sorted(notes.items())]
+    return [f"{label}: {note}" for label, note in sorted(notes.items())] + identical_results(rows)
+
+
+def identical_results(rows: list[Row]) -> list[str]:
+    """Notes on rows of different methods whose test accuracy is the same on every one of >= 2 common seeds.
+
+    Two private methods that differ in a step the budget never reaches run the same training (DRW-D resamples
+    its subgraphs every ``resample_every`` steps; at epsilon 1 the budget allows fewer): two identical rows
+    are then expected, and the note says so instead of leaving a reader to suspect a copy-paste error."""
+    groups: dict[tuple, set[str]] = {}
+    for r in rows:
+        if len(set(r.seeds)) >= 2 and len(r.seeds) == len(set(r.seeds)):
+            key = (r.dataset, r.split, r.target_epsilon, tuple(sorted(zip(r.seeds, r.accs))))
+            groups.setdefault(key, set()).add(r.label)
+    where: dict[tuple[str, ...], list[str]] = {}
+    for (ds, split, eps, _), labels in groups.items():
+        if len(labels) > 1:
+            where.setdefault(tuple(sorted(labels)), []).append(f"{ds} ({split}) at eps {eps:g}")
+    return [f"{' and '.join(labels)}: the same test accuracy on every seed on {', '.join(sorted(places))}; at that "
+            "budget the runs trained identically (e.g. DRW-D resamples every resample_every steps, and the budget "
+            "allowed fewer)." for labels, places in sorted(where.items())]
 
 
 COLUMN_NOTES = [

@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import bootstrap
 
 from bench import tracking
-from bench.leaderboard import LeaderboardError, bootstrap_ci, build, collect
+from bench.leaderboard import LeaderboardError, bootstrap_ci, build, collect, collect_records
 
 
 def fake_run(exp, method, eps, seed, acc, spent, unit="node", dataset="cora", split="public", status="FINISHED",
@@ -255,3 +255,26 @@ def test_settings_tuned_per_epsilon_are_one_curve_and_a_grid_at_one_epsilon_is_v
     rows = collect_records([rec(1.0, 8, 0.1), rec(8.0, 2, 0.01), rec(8.0, 4, 0.01)])  # a lambda grid at 8
     assert sorted(r.label for r in rows) == ["drw [noise_multiplier=2]", "drw [noise_multiplier=4]",
                                              "drw [noise_multiplier=8]"]
+
+
+def test_identical_rows_of_two_methods_get_a_note():
+    from bench.leaderboard import footnotes
+
+    def rec(method, seed, acc, eps=1.0):
+        return {"cell_id": f"{method}{seed}{eps}", "run_id": f"{method}{seed}{eps}", "kind": "run",
+                "status": "FINISHED", "start_time": seed,
+                "params": {"method": method, "dataset": "cs", "split": "random-75-10-15", "seed": seed,
+                           "privacy_unit": "feature", "target_epsilon": str(eps), "delta": "1e-05",
+                           "config_hash": f"{method}{seed}{eps}"},
+                "metrics": {"test_acc": acc, "epsilon": eps}}
+
+    same = [rec(m, s, a) for m in ("drw", "drw-d") for s, a in ((0, 0.61), (1, 0.63))]
+    notes = [n for n in footnotes(collect_records(same)) if "same test accuracy" in n]
+    assert notes and notes[0].startswith("drw and drw-d:") and "cs (random-75-10-15) at eps 1" in notes[0]
+    differ = same[:3] + [rec("drw-d", 1, 0.64)]
+    assert not [n for n in footnotes(collect_records(differ)) if "same test accuracy" in n]
+    one_seed = [rec(m, 0, 0.61) for m in ("drw", "drw-d")]  # one seed agreeing proves little: no note
+    assert not [n for n in footnotes(collect_records(one_seed)) if "same test accuracy" in n]
+    other_eps = [rec("drw", s, a) for s, a in ((0, 0.61), (1, 0.63))] + [rec("drw-d", s, a, 8.0)
+                                                                        for s, a in ((0, 0.61), (1, 0.63))]
+    assert not [n for n in footnotes(collect_records(other_eps)) if "same test accuracy" in n]
