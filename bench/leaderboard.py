@@ -345,21 +345,35 @@ def footnotes(rows: list[Row]) -> list[str]:
 def identical_results(rows: list[Row]) -> list[str]:
     """Notes on rows of different methods whose test accuracy is the same on every one of >= 2 common seeds.
 
-    Two private methods that differ in a step the budget never reaches run the same training (DRW-D resamples
-    its subgraphs every ``resample_every`` steps; at epsilon 1 the budget allows fewer): two identical rows
-    are then expected, and the note says so instead of leaving a reader to suspect a copy-paste error."""
-    groups: dict[tuple, set[str]] = {}
+    With the same spent epsilon too, the same training ran: two methods can differ only in a step the budget
+    never reaches (DRW-D resamples its subgraphs every ``resample_every`` steps; at epsilon 1 the budget allows
+    fewer). With different spent epsilons, the trainings differ and their test predictions agree (a model that
+    predicts one class). Either way the note says so, instead of leaving a reader to suspect a copy error."""
+    groups: dict[tuple, dict[str, tuple]] = {}
     for r in rows:
         if len(set(r.seeds)) >= 2 and len(r.seeds) == len(set(r.seeds)):
             key = (r.dataset, r.split, r.target_epsilon, tuple(sorted(zip(r.seeds, r.accs))))
-            groups.setdefault(key, set()).add(r.label)
-    where: dict[tuple[str, ...], list[str]] = {}
-    for (ds, split, eps, _), labels in groups.items():
-        if len(labels) > 1:
-            where.setdefault(tuple(sorted(labels)), []).append(f"{ds} ({split}) at eps {eps:g}")
-    return [f"{' and '.join(labels)}: the same test accuracy on every seed on {', '.join(sorted(places))}; at that "
-            "budget the runs trained identically (e.g. DRW-D resamples every resample_every steps, and the budget "
-            "allowed fewer)." for labels, places in sorted(where.items())]
+            spent = tuple(round(e, 9) for _, e in sorted(zip(r.seeds, r.spent)))
+            groups.setdefault(key, {})[r.label] = spent
+    same_run: dict[tuple[str, ...], list[str]] = {}
+    same_pred: dict[tuple[str, ...], list[str]] = {}
+    for (ds, split, eps, _), spent_of in groups.items():
+        place = f"{ds} ({split}) at eps {eps:g}"
+        by_spent: dict[tuple, list[str]] = {}
+        for label, spent in spent_of.items():
+            by_spent.setdefault(spent, []).append(label)
+        for labels in by_spent.values():
+            if len(labels) > 1:
+                same_run.setdefault(tuple(sorted(labels)), []).append(place)
+        if len(by_spent) > 1:
+            same_pred.setdefault(tuple(sorted(spent_of)), []).append(place)
+    notes = [f"{' and '.join(k)}: the same test accuracy and spent epsilon on every seed on {', '.join(sorted(v))}; "
+             "the same training ran (e.g. DRW-D resamples every resample_every steps, and the budget allowed "
+             "fewer)." for k, v in sorted(same_run.items())]
+    notes += [f"{' and '.join(k)}: the same test accuracy on every seed on {', '.join(sorted(v))}, at different "
+              "spent epsilons: different trainings whose test predictions agree (e.g. each predicts one class)."
+              for k, v in sorted(same_pred.items())]
+    return notes
 
 
 COLUMN_NOTES = [

@@ -270,7 +270,15 @@ def test_identical_rows_of_two_methods_get_a_note():
 
     same = [rec(m, s, a) for m in ("drw", "drw-d") for s, a in ((0, 0.61), (1, 0.63))]
     notes = [n for n in footnotes(collect_records(same)) if "same test accuracy" in n]
-    assert notes and notes[0].startswith("drw and drw-d:") and "cs (random-75-10-15) at eps 1" in notes[0]
+    assert len(notes) == 1 and notes[0].startswith("drw and drw-d: the same test accuracy and spent epsilon")
+    assert "cs (random-75-10-15) at eps 1" in notes[0]
+    spent_less = rec("drw-r", 0, 0.61)
+    spent_less["metrics"]["epsilon"] = 0.75
+    three = same + [spent_less, rec("drw-r", 1, 0.63)]  # drw-r spends less: a different training, same predictions
+    notes = [n for n in footnotes(collect_records(three)) if "same test accuracy" in n]
+    assert len(notes) == 2 and notes[0].startswith("drw and drw-d: the same test accuracy and spent epsilon")
+    assert notes[1].startswith("drw and drw-d and drw-r: the same test accuracy on every seed") and \
+        "different spent epsilons" in notes[1]
     differ = same[:3] + [rec("drw-d", 1, 0.64)]
     assert not [n for n in footnotes(collect_records(differ)) if "same test accuracy" in n]
     one_seed = [rec(m, 0, 0.61) for m in ("drw", "drw-d")]  # one seed agreeing proves little: no note
