@@ -40,7 +40,6 @@ def test_superseded_records_move_out_of_the_export_and_nothing_is_lost(tmp_path)
     assert prune_superseded(tmp_path / "absent.jsonl", set(), old) == 0
 
 
-
 def test_superseded_records_move_out_of_every_file_of_a_sharded_export(tmp_path):
     import json
 
@@ -75,3 +74,20 @@ def test_unknown_or_empty_method_selection_is_an_error(capsys):
     assert capsys.readouterr().err.startswith("error: no method no-such-method in")
     assert main(["--methods", "mlp", "--skip-methods", "mlp", "--dry-run"]) == 2
     assert "leave no method" in capsys.readouterr().err
+
+
+def test_seed_selection_keeps_the_cells_identity_and_drops_attacked_seeds():
+    from scripts.build_leaderboard import select_methods, select_seeds
+
+    raw = select_methods(yaml.safe_load(Path(CONFIG).read_text()), ["privgnn"], None)
+    full = {c.cell_id: c for c in api.cells(dataset_config(raw, "photo"))}
+    cheap = {c.cell_id: c for c in api.cells(dataset_config(select_seeds(raw, [2, 3, 4]), "photo"))}
+    assert cheap and set(cheap) < set(full)
+    assert {c.seed for c in cheap.values()} == {2, 3, 4} == {full[i].seed for i in cheap}
+    assert {i for i, c in full.items() if c.seed in (2, 3, 4)} == set(cheap)
+    assert select_seeds(raw, None) is raw
+
+
+def test_unknown_seed_is_an_error(capsys):
+    assert main(["--seeds", "7", "--dry-run"]) == 2
+    assert capsys.readouterr().err.startswith("error: seed 7 not in")
