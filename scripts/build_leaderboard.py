@@ -14,7 +14,7 @@ of its resolved configuration, tuned hyperparameters included, so tune a dataset
 default order does).
 
 ``--skip-methods privgnn pate-m pate-g`` leaves the PrivGNN family (1,000 teachers of 200 epochs per fit, about
-12 min a fit on 2 cores on Computers) to a machine with a GPU, where the same command with ``--methods privgnn
+16 min a fit on Computers with two fits sharing 2 cores) to a GPU or a later session, where the same command with ``--methods privgnn
 pate-m pate-g`` fills those cells in; the other cells do not change identity either way. ``--seeds 2 3 4`` runs
 the cells without attacks and verifications (one fit each) before the attacked seeds 0 and 1 (five fits each with
 LiRA's four references), which suits the PrivGNN cells on 2 cores: one fit a cell fits in any session.
