@@ -155,14 +155,19 @@ def verify(method: str, dataset: str, *, split: str | None = None, epsilon: floa
 def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: str | None = None,
           executor: str = "inprocess", workers: int = 1, max_retries: int = 1, address: str | None = None,
           dry_run: bool = False, reclaim_remote: bool = False, threads: int | None = None, progress: bool = False,
-          out: Any = None, export: str | os.PathLike | None = None) -> dict[str, Any]:
+          out: Any = None, export: str | os.PathLike | None = None,
+          teacher_cache: str | os.PathLike | None = None) -> dict[str, Any]:
     """Run a resumable grid: ``config`` is a YAML path, the same mapping as a dict, or a
     :class:`bench.sweep.SweepConfig`. Cells already FINISHED in ``experiment`` (default: the config's) are not
     run again. Returns the summary: ``results`` (one per cell run now: ``status``, ``run_id``, ``error``),
     ``done_before``, ``skipped``, ``gave_up``, ``reclaimed``, ... Progress lines go to ``out`` (stderr).
     ``export``: a JSON-Lines export (:mod:`bench.records`): its cells count as done, finished cells are appended
-    (a sweep resumes from the file on another machine)."""
+    (a sweep resumes from the file on another machine).
+    ``teacher_cache``: a directory where the run cells keep the PrivGNN family's noise-free teacher outputs
+    (:func:`bench.sweep.execute.reuse_teachers`): a seed's cells at several epsilons train their teachers once,
+    with exactly the results of separate fits. Not committed; verify cells always recompute."""
     from bench.sweep import SweepConfig, SweepError, build_config, load_config, run_sweep
+    from bench.sweep.execute import TEACHER_CACHE_ENV
 
     if workers < 1:
         raise SweepError("--workers must be >= 1")
@@ -180,8 +185,18 @@ def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: st
         cfg = load_config(config)
     if experiment:
         cfg.experiment = experiment
-    return run_sweep(cfg, _sweep_cell, executor, workers, max_retries, address, dry_run, reclaim_remote,
-                     progress=progress, out=out, threads=threads, export=None if export is None else str(export))
+    before = os.environ.get(TEACHER_CACHE_ENV)
+    if teacher_cache is not None:  # read by run cells here and passed on to worker processes (runner.ENV_KEYS)
+        os.environ[TEACHER_CACHE_ENV] = os.path.abspath(os.fspath(teacher_cache))
+    try:
+        return run_sweep(cfg, _sweep_cell, executor, workers, max_retries, address, dry_run, reclaim_remote,
+                         progress=progress, out=out, threads=threads, export=None if export is None else str(export))
+    finally:
+        if teacher_cache is not None:
+            if before is None:
+                os.environ.pop(TEACHER_CACHE_ENV, None)
+            else:
+                os.environ[TEACHER_CACHE_ENV] = before
 
 
 def _sweep_cell(*job: Any) -> dict[str, Any]:

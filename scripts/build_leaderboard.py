@@ -107,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch/numba threads per cell (default 1)")
     p.add_argument("--no-tune", action="store_true", help="run the cells with the hyperparameters checked in now")
     p.add_argument("--dry-run", action="store_true", help="list what each dataset still needs and stop")
+    p.add_argument("--teacher-cache", metavar="DIR",
+                   help="keep the PrivGNN family's noise-free teacher outputs in DIR (not committed) and reuse them "
+                        "across the run cells of a seed: its epsilon-4 and epsilon-8 cells and their LiRA "
+                        "references train the teachers once (exactly the same results; verify cells recompute)")
     args = p.parse_args(argv)
 
     from bench import api
@@ -150,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"=== {d}: cells", file=sys.stderr, flush=True)
         api.sweep(part, executor="process" if args.workers > 1 else "inprocess",
                   workers=args.workers, threads=args.threads, export=export, dry_run=args.dry_run,
-                  out=sys.stderr)
+                  out=sys.stderr, teacher_cache=args.teacher_cache)
         if args.dry_run:
             continue
         moved = prune_superseded(export, {c.cell_id for c in api.cells(raw)}, site / "superseded.jsonl")

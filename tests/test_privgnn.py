@@ -222,6 +222,26 @@ def test_cache_gives_the_same_results_as_separate_fits(pp_task, tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(plain, cached))
 
 
+def test_cached_teachers_are_keyed_by_labels_and_features_too(pp_task, tmp_path):
+    """A task whose labels (or features) differ, on the same split and seed, never reads another task's rows:
+    the label-use check's premise would otherwise be void under a cache."""
+    import dataclasses
+
+    data = pp_task.data.clone()
+    data.y = (data.y + 1) % pp_task.num_classes
+    relabelled = dataclasses.replace(pp_task, data=data)
+    data2 = pp_task.data.clone()
+    data2.x = data2.x + 1.0
+    shifted = dataclasses.replace(pp_task, data=data2)
+    with teacher_cache(str(tmp_path)) as cache:
+        fits = [PrivGNN(queries=4, k=20, lam=1.0, **SMALL).fit(t, Budget(math.inf, 1e-4), seed=2)
+                for t in (pp_task, relabelled, shifted, pp_task)]
+        assert len(cache["rows"]) == 3
+    assert [f.info["teachers_reused"] for f in fits] == [0, 0, 0, 4]
+    fresh = PrivGNN(queries=4, k=20, lam=1.0, **SMALL).fit(relabelled, Budget(math.inf, 1e-4), seed=2)
+    assert torch.equal(fresh.predict_proba(), fits[1].predict_proba())
+
+
 @pytest.mark.parametrize("bad", [{"sampling_rate": 0.0}, {"sampling_rate": 1.5}, {"k": 0}, {"queries": 0},
                                  {"lam": -1.0}, {"dropout": 1.0}, {"distance": "manhattan"},
                                  {"ablation": "nothing"}])

@@ -490,3 +490,56 @@ def test_sigkill_during_an_attack_child_run_then_rerun_leaves_nothing_running(tm
     assert sorted((x.info.status, bool(x.data.tags.get("mlflow.parentRunId"))) for x in runs) == [
         ("FINISHED", False), ("FINISHED", True), ("KILLED", False), ("KILLED", True)]
     assert r.stderr.count("marked KILLED") == 2
+
+
+def test_run_cells_reuse_the_teacher_cache_verify_cells_recompute(tmp_path, monkeypatch):
+    """With $BENCH_TEACHER_CACHE set, a run cell (target and attack references) fits inside the PrivGNN teacher
+    cache; a verify cell never does (its determinism and label checks must retrain the teachers)."""
+    from types import SimpleNamespace
+
+    from bench.sweep.execute import TEACHER_CACHE_ENV, execute_cell
+    from methods.privgnn import common
+
+    seen = []
+
+    def fake_run(**kw):
+        seen.append(("run", common._CACHE and common._CACHE["dir"]))
+        return [SimpleNamespace(run_id="r")]
+
+    def fake_verify(**kw):
+        seen.append(("verify", common._CACHE and common._CACHE["dir"]))
+        return SimpleNamespace(run_id="v")
+
+    c = cfg("sweep-teacher-cache", methods=["dp-mlp"], verify={"seeds": [0], "quick": True})
+    assert sorted(x.kind for x in c.cells) == ["run", "verify"]
+
+    def execute_all():
+        seen.clear()
+        for cell in c.cells:
+            out = execute_cell(cell.to_dict(), "x", "owner", {}, 0, 0, run=fake_run, audit=None, verify=fake_verify)
+            assert out["status"] == "finished", out
+        return sorted(seen)
+
+    monkeypatch.setenv(TEACHER_CACHE_ENV, str(tmp_path / "teachers"))
+    assert execute_all() == [("run", str(tmp_path / "teachers")), ("verify", None)]
+    assert common._CACHE is None  # closed after the cell
+    monkeypatch.delenv(TEACHER_CACHE_ENV)
+    assert execute_all() == [("run", None), ("verify", None)]
+
+
+def test_sweep_teacher_cache_option_reaches_run_cells_and_is_restored(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from bench.sweep.execute import TEACHER_CACHE_ENV
+    from methods.privgnn import common
+
+    seen = []
+
+    def fake_run(**kw):
+        seen.append(common._CACHE and common._CACHE["dir"])
+        return [SimpleNamespace(run_id=None)]
+
+    monkeypatch.setattr(api, "run", fake_run)
+    monkeypatch.delenv(TEACHER_CACHE_ENV, raising=False)
+    api.sweep(cfg("sweep-teacher-cache-api", methods=["mlp"]), progress=False, teacher_cache=tmp_path / "t")
+    assert seen == [str(tmp_path / "t")] and TEACHER_CACHE_ENV not in os.environ

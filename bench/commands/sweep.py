@@ -29,6 +29,9 @@ def _sweep_parser(sub) -> argparse.ArgumentParser:
                    help="a compact export of the cells (bench.records): its cells count as done (resume on another "
                         "machine without the MLflow store) and every cell finished now is appended as it ends; a "
                         "directory holds one file per dataset")
+    p.add_argument("--teacher-cache", metavar="DIR",
+                   help="keep the PrivGNN family's noise-free teacher outputs in DIR and reuse them across run cells "
+                        "of one seed (epsilons, LiRA references): the same results, teachers trained once")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=cmd_sweep)
     return p
@@ -43,7 +46,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     summary = api.sweep(args.config, experiment=args.experiment, executor=args.executor, workers=args.workers,
                         max_retries=args.max_retries, address=args.address, dry_run=args.dry_run,
                         reclaim_remote=args.reclaim_remote, threads=args.threads, progress=not args.no_progress,
-                        export=args.export)
+                        export=args.export, teacher_cache=args.teacher_cache)
     if args.output:
         write_json_atomic(args.output, summary)
     if args.dry_run:

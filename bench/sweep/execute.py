@@ -14,6 +14,7 @@ cell ends follows where it failed:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any, Callable
@@ -68,7 +69,31 @@ def execute_cell(cell: dict[str, Any], experiment: str, owner: str, env: dict[st
                     return result("failed", getattr(e, "run_id", None), error)
 
 
+#: a directory for the PrivGNN family's noise-free teacher outputs (:func:`methods.privgnn.teacher_cache`), shared
+#: by the run cells of a sweep (targets and attack reference fits), not by audit or verify cells, which recompute
+TEACHER_CACHE_ENV = "BENCH_TEACHER_CACHE"
+
+
+def reuse_teachers() -> contextlib.AbstractContextManager:
+    """The teacher cache a run cell fits under: ``$BENCH_TEACHER_CACHE`` when set, nothing otherwise.
+
+    Teachers depend on the task, the seed and the teacher settings but not on lambda, so the epsilon-4 and
+    epsilon-8 cells of one seed (and their LiRA references, whose streams do not depend on epsilon either) train
+    them once; the cached rows equal a fresh fit's exactly."""
+    directory = os.environ.get(TEACHER_CACHE_ENV)
+    if not directory:
+        return contextlib.nullcontext()
+    from methods.privgnn import teacher_cache
+
+    return teacher_cache(directory)
+
+
 def _run_cell(c: Cell, experiment: str, tags: dict[str, str], run: Callable) -> str | None:
+    with reuse_teachers():
+        return _run_job(c, experiment, tags, run)
+
+
+def _run_job(c: Cell, experiment: str, tags: dict[str, str], run: Callable) -> str | None:
     (r,) = run(methods=[c.method], dataset=c.dataset, split=c.split, seeds=[c.seed], epsilon=c.epsilon,
                delta=c.delta, overrides=list(c.overrides), device=c.device, experiment=experiment,
                attacks=list(c.attacks), attack_overrides=list(c.attack_overrides), bootstrap=c.bootstrap, tags=tags,
@@ -91,4 +116,4 @@ def _verify_cell(c: Cell, experiment: str, tags: dict[str, str], verify: Callabl
     return outcome.run_id
 
 
-__all__ = ["cell_tags", "execute_cell"]
+__all__ = ["TEACHER_CACHE_ENV", "cell_tags", "execute_cell", "reuse_teachers"]

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from bench.sweep.cells import Cell, SweepConfig
 from bench.sweep.state import CellState, cell_states, make_plan, owner_id, reclaim_orphans
 
-ENV_KEYS = ("MLFLOW_TRACKING_URI", "BENCH_DATA_ROOT", "BENCH_CACHE_DIR")
+ENV_KEYS = ("MLFLOW_TRACKING_URI", "BENCH_DATA_ROOT", "BENCH_CACHE_DIR", "BENCH_TEACHER_CACHE")
 
 
 def worker_env() -> dict[str, str]:

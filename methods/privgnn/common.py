@@ -15,6 +15,7 @@ private node's features reach any served output).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Literal
@@ -255,7 +256,20 @@ def cached_rows(key: Any, count: int, compute_rows: Callable[[int, int], Tensor]
 
 
 def task_key(task: Task, streams: RunStreams) -> tuple:
-    return (task.dataset, task.split, task.seed, task.split_hash(), streams.seed, streams.lineage)
+    """What a cached teacher row may depend on: the split (masks and edges), the features, the labels and the
+    run's streams. Two fits share rows only when all of them are equal (a task with changed labels is a
+    different key, so a check that changes labels never reads rows computed before the change)."""
+    return (task.dataset, task.split, task.seed, task.split_hash(), _content_hash(task), streams.seed,
+            streams.lineage)
+
+
+def _content_hash(task: Task) -> str:
+    h = hashlib.sha256()
+    for t in (task.data.x, task.data.y):
+        a = t.detach().cpu().contiguous()
+        h.update(f"{a.dtype}|{tuple(a.shape)}|".encode())
+        h.update(a.numpy().tobytes())
+    return h.hexdigest()[:16]
 
 
 Distance = Literal["euclidean", "cosine"]

@@ -223,6 +223,8 @@ class PrivGNN(Method):
         true = graphs.y_public[queries]
         info = {"lam": lam, "queries": q, "sampling_rate": c.sampling_rate, "k": c.k, "ablation": c.ablation,
                 "noise_on": c.noise_on, "teacher_seconds": teacher_seconds,
+                # teachers whose outputs came from a teacher_cache (an earlier fit of the same seed): 0 when fresh
+                **({} if c.ablation == "singlegnn" else {"teachers_reused": q - stats.get("teachers_trained", 0)}),
                 # the pseudo-labelled public nodes (task indices): public data, released with the student's
                 # training set; PrivGNN's Attack-2 asks whether a public node was one of them
                 "query_nodes": graphs.public_ids[queries],
