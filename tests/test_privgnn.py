@@ -281,3 +281,16 @@ def test_query_nodes_are_published_for_attack2(pp_task):
         q = query_nodes(pp_task, fitted)
         assert q.numel() == 6 and q.unique().numel() == 6
         assert bool(pp_task.query_mask[q].all()) and not bool(pp_task.train_mask[q].any())
+
+
+def test_saved_teacher_rows_are_not_read_by_other_code(pp_task, tmp_path, monkeypatch):
+    from methods.privgnn import common
+
+    def fit():
+        with teacher_cache(str(tmp_path)):
+            return PrivGNN(queries=4, k=20, lam=1.0, **SMALL).fit(pp_task, Budget(math.inf, 1e-4), seed=3)
+
+    assert fit().info["teachers_reused"] == 0 and len(list(tmp_path.iterdir())) == 1
+    assert fit().info["teachers_reused"] == 4  # a new cache block reads the saved file
+    monkeypatch.setattr(common, "code_version", lambda: "other")
+    assert fit().info["teachers_reused"] == 0 and len(list(tmp_path.iterdir())) == 2

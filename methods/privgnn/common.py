@@ -15,6 +15,7 @@ private node's features reach any served output).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 from dataclasses import dataclass
@@ -223,9 +224,23 @@ def teacher_cache(directory: str | None = None) -> Iterator[dict]:
 
 
 def _cache_file(key: Any) -> str | None:
+    """The file of ``key``'s rows: named by the key and by the source of the family's modules, so rows saved by
+    other teacher code are never read."""
     if _CACHE is None or not _CACHE["dir"]:
         return None
-    return os.path.join(_CACHE["dir"], f"teachers-{stable_hash(repr(key))}.pt")
+    return os.path.join(_CACHE["dir"], f"teachers-{stable_hash(repr(key) + '|' + code_version())}.pt")
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """A hash of the PrivGNN family's source files (what a teacher row is computed by)."""
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:16]
 
 
 def cached_rows(key: Any, count: int, compute_rows: Callable[[int, int], Tensor], segment: int | None = None) -> Tensor:
