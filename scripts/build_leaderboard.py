@@ -1,7 +1,8 @@
 """Build the published leaderboard (configs/leaderboard.yaml -> docs/leaderboard/) dataset by dataset, resumably.
 
     python -m scripts.build_leaderboard [--datasets D ...] [--methods M ... | --skip-methods M ...] [--seeds S ...]
-                                        [--workers 2] [--threads 1] [--no-tune] [--dry-run]
+                                        [--no-verify] [--teacher-cache DIR] [--workers 2] [--threads 1]
+                                        [--no-tune] [--dry-run]
 
 For each dataset, in the config's order: tune its methods on validation accuracy (``scripts.tune``: resumes from
 docs/leaderboard/tuning.jsonl, rewrites configs/hparams_tuned.yaml), then run the config's cells on that dataset
@@ -18,6 +19,10 @@ default order does).
 pate-m pate-g`` fills those cells in; the other cells do not change identity either way. ``--seeds 2 3 4`` runs
 the cells without attacks and verifications (one fit each) before the attacked seeds 0 and 1 (five fits each with
 LiRA's four references), which suits the PrivGNN cells on 2 cores: one fit a cell fits in any session.
+``--teacher-cache .cache/teachers`` lets a seed's epsilon-4 and epsilon-8 cells (and their LiRA references) share
+their teachers (the same results; the second cell costs minutes) and makes a killed PrivGNN run cell resume its
+teachers where it stopped; ``--no-verify`` runs those resumable cells before the verifications, which retrain
+(about six fits each) and cannot resume mid-way.
 """
 
 from __future__ import annotations
@@ -71,6 +76,12 @@ def select_seeds(raw: dict, seeds: list[int] | None) -> dict:
     return raw if not seeds else {**raw, "seeds": [s for s in raw["seeds"] if s in seeds]}
 
 
+def without_verify(raw: dict, skip: bool) -> dict:
+    """``raw`` without its verification cells when ``skip`` (a run cell's identity does not depend on them), so the
+    resumable run cells can go first and a later run without the option adds the verifications."""
+    return {k: v for k, v in raw.items() if k != "verify"} if skip else raw
+
+
 def prune_superseded(export: Path, keep: set[str], superseded: Path) -> int:
     """Move the export's records of cells the config no longer has (a retune changed their hyperparameters, so
     their identity) to ``superseded``, so that the export alone rebuilds the current page; returns how many.
@@ -107,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch/numba threads per cell (default 1)")
     p.add_argument("--no-tune", action="store_true", help="run the cells with the hyperparameters checked in now")
     p.add_argument("--dry-run", action="store_true", help="list what each dataset still needs and stop")
+    p.add_argument("--no-verify", action="store_true",
+                   help="run the cells but not their verifications (a later run without it adds them)")
     p.add_argument("--teacher-cache", metavar="DIR",
                    help="keep the PrivGNN family's noise-free teacher outputs in DIR (not committed) and reuse them "
                         "across the run cells of a seed: its epsilon-4 and epsilon-8 cells and their LiRA "
@@ -131,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: seed {', '.join(map(str, unknown))} not in {args.config}", file=sys.stderr)
         return 2
-    chosen = select_seeds(select_methods(raw, args.methods, args.skip_methods), args.seeds)
+    chosen = without_verify(select_seeds(select_methods(raw, args.methods, args.skip_methods), args.seeds),
+                            args.no_verify)
     if not chosen["methods"]:
         print("error: --methods / --skip-methods leave no method to run", file=sys.stderr)
         return 2

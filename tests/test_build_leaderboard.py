@@ -88,6 +88,17 @@ def test_seed_selection_keeps_the_cells_identity_and_drops_attacked_seeds():
     assert select_seeds(raw, None) is raw
 
 
+def test_no_verify_keeps_exactly_the_run_cells_with_their_identity():
+    from scripts.build_leaderboard import select_methods, without_verify
+
+    raw = select_methods(yaml.safe_load(Path(CONFIG).read_text()), ["privgnn"], None)
+    full = {c.cell_id: c.kind for c in api.cells(dataset_config(raw, "photo"))}
+    runs = {c.cell_id: c.kind for c in api.cells(dataset_config(without_verify(raw, True), "photo"))}
+    assert "verify" in full.values() and set(runs.values()) == {"run"}
+    assert runs == {i: k for i, k in full.items() if k == "run"}
+    assert without_verify(raw, False) is raw
+
+
 def test_unknown_seed_is_an_error(capsys):
     assert main(["--seeds", "7", "--dry-run"]) == 2
     assert capsys.readouterr().err.startswith("error: seed 7 not in")
