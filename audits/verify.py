@@ -8,7 +8,9 @@ structural (exact, no error budget)
     ``epsilon-accounted``  the reported epsilon equals the ledger re-accounted from its events (and from its
                            recipe, rebuilt with the family's function), it is <= the target, and the ledger's
                            unit is the method's.
-    ``determinism``        the same seed gives the same served posteriors and the same ledger.
+    ``determinism``        the same seed gives the same served posteriors and the same ledger (the second fit
+                           recomputes everything a cache of an earlier fit may have served the first:
+                           :func:`methods.reuse.fresh`).
     ``noise-independence`` the step-1 DP-SGD noise is not a function of the initial weights nor of the first
                            Poisson batch, and no other generator shares the noise generator's seed
                            (:mod:`audits.structural`).
@@ -291,10 +293,12 @@ class _Battery:
         import torch
 
         from methods.mechanisms import observing
+        from methods.reuse import fresh
 
         probe = StepOneProbe()
         t0 = time.perf_counter()
-        with record_seeds() as seeds, record_poisson_batches() as batches, observing() as releases:
+        # fresh: the second fit recomputes what a cache may have served the first (and so checks the cache too)
+        with record_seeds() as seeds, record_poisson_batches() as batches, observing() as releases, fresh():
             again = self.fit(hook=probe)
         secs = time.perf_counter() - t0
         self.probe, self.probe_fit, self._seeds, self._batches = probe, again, seeds, batches

@@ -294,3 +294,50 @@ def test_saved_teacher_rows_are_not_read_by_other_code(pp_task, tmp_path, monkey
     assert fit().info["teachers_reused"] == 4  # a new cache block reads the saved file
     monkeypatch.setattr(common, "code_version", lambda: "other")
     assert fit().info["teachers_reused"] == 0 and len(list(tmp_path.iterdir())) == 2
+
+
+def test_fresh_bypasses_the_cache_without_reading_or_writing(pp_task, tmp_path):
+    from methods.reuse import fresh, reuse_allowed
+
+    def fit():
+        return PrivGNN(queries=4, k=20, lam=1.0, **SMALL).fit(pp_task, Budget(math.inf, 1e-4), seed=4)
+
+    with teacher_cache(str(tmp_path)) as cache:
+        with fresh():
+            assert not reuse_allowed()
+            first = fit()
+        assert reuse_allowed()
+        assert first.info["teachers_reused"] == 0 and not cache["rows"] and not list(tmp_path.iterdir())
+        fit()
+        with fresh():
+            assert fit().info["teachers_reused"] == 0  # rows exist now, and are still not read
+        assert fit().info["teachers_reused"] == 4
+
+
+def test_verification_under_the_cache_retrains_its_determinism_fit_and_so_checks_the_cache(pp_task, tmp_path):
+    """A verification inside a teacher cache takes its base fit from rows an earlier fit saved; the determinism
+    fit recomputes them, so rows that differ from what the teacher code computes are a determinism violation."""
+    from audits.verify import _Battery, VerifyConfig
+    from methods.privgnn import common
+
+    budget = Budget(math.inf, 1e-4)  # noise-free pseudo-labels: any change of a row's argmax reaches the student
+
+    def make():
+        return PrivGNN(queries=4, k=20, **SMALL)
+
+    def battery():
+        b = _Battery(make, pp_task, budget, VerifyConfig(quick=True, seeds=[0]), 0, 0.05)
+        b.epsilon_accounted()
+        return b, b.determinism_and_probe()
+
+    with teacher_cache(str(tmp_path)) as cache:
+        make().fit(pp_task, budget, seed=0)
+        b, check = battery()
+        assert b.base.info["teachers_reused"] == 4 and b.probe_fit.info["teachers_reused"] == 0
+        assert check.verdict == "PASS", check
+        (key,) = cache["rows"]
+        cache["rows"][key] = cache["rows"][key].roll(1, -1)  # rows no teacher computed: every argmax moves
+        b, check = battery()
+        assert b.base.info["teachers_reused"] == 4
+        assert check.verdict == "VIOLATION" and "posteriors differ" in check.detail
+    assert common._CACHE is None

@@ -70,16 +70,19 @@ def execute_cell(cell: dict[str, Any], experiment: str, owner: str, env: dict[st
 
 
 #: a directory for the PrivGNN family's noise-free teacher outputs (:func:`methods.privgnn.teacher_cache`), shared
-#: by the run cells of a sweep (targets and attack reference fits), not by audit or verify cells, which recompute
+#: by the run cells of a sweep (targets and attack reference fits) and by the verify cells, whose determinism fit
+#: recomputes (:func:`methods.reuse.fresh`); audit cells fit canary worlds no other cell has and do not use it
 TEACHER_CACHE_ENV = "BENCH_TEACHER_CACHE"
 
 
 def reuse_teachers() -> contextlib.AbstractContextManager:
-    """The teacher cache a run cell fits under: ``$BENCH_TEACHER_CACHE`` when set, nothing otherwise.
+    """The teacher cache a run or verify cell fits under: ``$BENCH_TEACHER_CACHE`` when set, nothing otherwise.
 
     Teachers depend on the task, the seed and the teacher settings but not on lambda, so the epsilon-4 and
     epsilon-8 cells of one seed (and their LiRA references, whose streams do not depend on epsilon either) train
-    them once; the cached rows equal a fresh fit's exactly."""
+    them once; the cached rows equal a fresh fit's exactly. A verification's fits (its base fit, the changed-label
+    and canary worlds) are the same at both epsilons too, so the second verification of a seed retrains only its
+    determinism fit, which never reads the cache and so checks it."""
     directory = os.environ.get(TEACHER_CACHE_ENV)
     if not directory:
         return contextlib.nullcontext()
@@ -109,6 +112,11 @@ def _audit_cell(c: Cell, experiment: str, tags: dict[str, str], audit: Callable)
 
 
 def _verify_cell(c: Cell, experiment: str, tags: dict[str, str], verify: Callable) -> str | None:
+    with reuse_teachers():
+        return _verify_job(c, experiment, tags, verify)
+
+
+def _verify_job(c: Cell, experiment: str, tags: dict[str, str], verify: Callable) -> str | None:
     opts = dict(c.audit_options)
     outcome = verify(method=c.method, dataset=c.dataset, split=c.split, epsilon=c.epsilon, delta=c.delta,
                      seeds=[c.seed], overrides=list(c.overrides), device=c.device, experiment=experiment, tags=tags,

@@ -30,6 +30,7 @@ from methods import mechanisms
 from methods.base import ConfigError, FitContext, Task, stable_hash
 from methods.models import Backbone, GraphInput, prepare_graph
 from methods.privgnn.teachers import mean_aggregate
+from methods.reuse import reuse_allowed
 from methods.streams import RunStreams
 from methods.training import progress_bar, row_normalize
 
@@ -246,8 +247,9 @@ def code_version() -> str:
 def cached_rows(key: Any, count: int, compute_rows: Callable[[int, int], Tensor], segment: int | None = None) -> Tensor:
     """Rows [0, count) of a per-query table (row i depends on query i only): ``compute_rows(a, b)``
     gives rows [a, b). Without an active :func:`teacher_cache` it is simply ``compute_rows(0, count)``;
-    with one, known rows are reused and missing ones computed ``segment`` at a time."""
-    if _CACHE is None:
+    with one, known rows are reused and missing ones computed ``segment`` at a time. Inside
+    :func:`methods.reuse.fresh` the cache is neither read nor written."""
+    if _CACHE is None or not reuse_allowed():
         return compute_rows(0, count)
     rows = _CACHE["rows"]
     have = rows.get(key)
