@@ -21,8 +21,9 @@ the cells without attacks and verifications (one fit each) before the attacked s
 LiRA's four references), which suits the PrivGNN cells on 2 cores: one fit a cell fits in any session.
 ``--teacher-cache .cache/teachers`` lets a seed's epsilon-4 and epsilon-8 cells (and their LiRA references) share
 their teachers (the same results; the second cell costs minutes) and makes a killed PrivGNN run cell resume its
-teachers where it stopped; ``--no-verify`` runs those resumable cells before the verifications, which retrain
-(about six fits each) and cannot resume mid-way.
+teachers where it stopped; ``--no-verify`` runs those resumable cells before the verifications, which cannot
+resume mid-way. A seed's first verification retrains about six times; with the cache its second (the other
+epsilon) fits the same worlds and retrains only its determinism fit, which never reads the cache.
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--teacher-cache", metavar="DIR",
                    help="keep the PrivGNN family's noise-free teacher outputs in DIR (not committed) and reuse them "
                         "across the run cells of a seed: its epsilon-4 and epsilon-8 cells and their LiRA "
-                        "references train the teachers once (exactly the same results; verify cells recompute)")
+                        "references train the teachers once (exactly the same results), and so do a seed's "
+                        "verifications, but for their determinism fit, which recomputes")
     args = p.parse_args(argv)
 
     from bench import api
