@@ -163,9 +163,10 @@ def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: st
     ``done_before``, ``skipped``, ``gave_up``, ``reclaimed``, ... Progress lines go to ``out`` (stderr).
     ``export``: a JSON-Lines export (:mod:`bench.records`): its cells count as done, finished cells are appended
     (a sweep resumes from the file on another machine).
-    ``teacher_cache``: a directory where the run cells keep the PrivGNN family's noise-free teacher outputs
-    (:func:`bench.sweep.execute.reuse_teachers`): a seed's cells at several epsilons train their teachers once,
-    with exactly the results of separate fits. Not committed; verify cells always recompute."""
+    ``teacher_cache``: a directory where the run and verify cells keep the PrivGNN family's noise-free teacher
+    outputs (:func:`bench.sweep.execute.reuse_teachers`): a seed's cells at several epsilons train their teachers
+    once, with exactly the results of separate fits; a verification's determinism fit always recomputes. Not
+    committed."""
     from bench.sweep import SweepConfig, SweepError, build_config, load_config, run_sweep
     from bench.sweep.execute import TEACHER_CACHE_ENV
 

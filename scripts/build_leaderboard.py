@@ -22,7 +22,7 @@ LiRA's four references), which suits the PrivGNN cells on 2 cores: one fit a cel
 ``--teacher-cache .cache/teachers`` lets a seed's epsilon-4 and epsilon-8 cells (and their LiRA references) share
 their teachers (the same results; the second cell costs minutes) and makes a killed PrivGNN run cell resume its
 teachers where it stopped; ``--no-verify`` runs those resumable cells before the verifications, which cannot
-resume mid-way. A seed's first verification retrains about six times; with the cache its second (the other
+resume mid-way. A seed's first verification retrains five times (91 min on photo); with the cache its second (the other
 epsilon) fits the same worlds and retrains only its determinism fit, which never reads the cache.
 """
 

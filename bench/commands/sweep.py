@@ -30,8 +30,9 @@ def _sweep_parser(sub) -> argparse.ArgumentParser:
                         "machine without the MLflow store) and every cell finished now is appended as it ends; a "
                         "directory holds one file per dataset")
     p.add_argument("--teacher-cache", metavar="DIR",
-                   help="keep the PrivGNN family's noise-free teacher outputs in DIR and reuse them across run cells "
-                        "of one seed (epsilons, LiRA references): the same results, teachers trained once")
+                   help="keep the PrivGNN family's noise-free teacher outputs in DIR and reuse them across the run and "
+                        "verify cells of one seed (epsilons, LiRA references, verification worlds): the same "
+                        "results, teachers trained once (a verification's determinism fit recomputes)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=cmd_sweep)
     return p
