@@ -33,12 +33,19 @@ DEFAULT_CONFIG = REPO / "configs" / "tuning.yaml"
 
 
 def load_tuning(path: Path) -> dict[str, Any]:
+    """The tuning config, checked: its seeds must be disjoint from the seeds the leaderboard reports, or a reported
+    number would come from a run whose seed helped choose its settings."""
     import yaml
 
     raw = yaml.safe_load(path.read_text()) or {}
     for key in ("seeds", "results", "output", "leaderboard", "methods"):
         if key not in raw:
             raise SystemExit(f"error: {path} has no {key!r}")
+    board = yaml.safe_load((REPO / raw["leaderboard"]).read_text()) or {}
+    shared = sorted(set(int(s) for s in raw["seeds"]) & set(int(s) for s in board.get("seeds") or []))
+    if shared:
+        raise SystemExit(f"error: {path}: tuning seeds {shared} are also reported by {raw['leaderboard']}; "
+                         "tune on seeds disjoint from the reported ones")
     return raw
 
 

@@ -228,3 +228,20 @@ def test_a_sharded_export_keeps_one_file_per_dataset_and_reads_like_one_file(tmp
     assert records.site_export(tmp_path / "site") == f"{d}/"
     assert records.site_export(tmp_path / "elsewhere") == str(tmp_path / "elsewhere" / "runs.jsonl")
     assert records.load(tmp_path / "missing") == []
+
+
+def test_the_tuner_refuses_seeds_the_leaderboard_reports(tmp_path):
+    """Tuning on a reported seed would let that seed's split and noise choose the settings it is scored with."""
+    import pytest
+    import yaml
+
+    import scripts.tune as T
+
+    real = yaml.safe_load((T.REPO / "configs" / "tuning.yaml").read_text())
+    board = yaml.safe_load((T.REPO / real["leaderboard"]).read_text())
+    assert not set(real["seeds"]) & set(board["seeds"])  # the checked-in config tunes on other seeds
+    T.load_tuning(T.REPO / "configs" / "tuning.yaml")
+    bad = tmp_path / "tuning.yaml"
+    bad.write_text(yaml.safe_dump({**real, "seeds": [board["seeds"][0], 100]}))
+    with pytest.raises(SystemExit, match="also reported"):
+        T.load_tuning(bad)
