@@ -77,6 +77,12 @@ class Row:
     delta: float = math.nan
     inference_private: str = ""
     hp_source: str = ""
+    #: seed -> what identifies the run that seed made: its ledger's events and its released predictions (the
+    #: predictions hash, or the test accuracy and macro-F1 of records without one)
+    run_keys: dict[int, tuple] = field(default_factory=dict)
+    #: rows of other methods whose runs are identical to this row's on every seed, with the reason when the
+    #: method declares one (``Method.degenerates_to``): a degenerate comparison, shown in the row
+    same_as: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -176,6 +182,8 @@ def collect(experiment: str) -> list[Row]:
 def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
     """Rows from records (:mod:`bench.records`): run records give accuracy, spent epsilon and attacks; verify and
     audit records give the verification column of the configuration they checked."""
+    from bench.records import spent_epsilon
+
     newest: dict[Any, dict] = {}
     checks = []
     for rec in records:
@@ -201,7 +209,12 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
         seed = int(p.get("seed", len(row.accs)))
         row.accs.append(float(m["test_acc"]))
         row.seeds.append(seed)
-        row.spent.append(_f(m.get("epsilon", math.inf)))
+        # the ledger's epsilon; only a hand-made record without a ledger falls back to its metric (the published
+        # export has a ledger on every run: `bench leaderboard --check` rejects one without)
+        row.spent.append(spent_epsilon(rec) if rec.get("ledger") else _f(m.get("epsilon", math.inf)))
+        led = rec.get("ledger")
+        released = (rec.get("tags") or {}).get("predictions_hash") or (m.get("test_acc"), m.get("test_macro_f1"))
+        row.run_keys[seed] = (_events_key(led) if led else round(row.spent[-1], 9), released)
         row.delta = _f(p.get("delta"))
         row.unit_label = _unit_label(p["method"], row.unit, tags)
         row.inference_private = str(tags.get("inference_private", row.inference_private or ""))
@@ -250,10 +263,44 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
                 row.audit_verdicts.append(verdict)
             row.audit_modes.add(mode)
     _name_variants(list(rows.values()))
+    mark_identical(list(rows.values()))
     out = sorted(rows.values(), key=lambda r: (r.dataset, r.unit, r.method, r.split, r.variant, r.target_epsilon))
     for row in out:
         row.ci = bootstrap_ci(row.accs)
     return out
+
+
+def _events_key(ledger: dict) -> str:
+    """A ledger's mechanisms as canonical text (the recipe and notes left out: the events are what ran)."""
+    import json
+
+    return json.dumps({"events": sorted(json.dumps(e, sort_keys=True) for e in ledger.get("events") or []),
+                       "non_private_use": ledger.get("non_private_use") is not None}, sort_keys=True)
+
+
+def mark_identical(rows: list[Row]) -> None:
+    """Fill ``same_as``: rows of different methods at the same dataset, split and target epsilon whose runs are
+    identical seed by seed (>= 2 seeds, the same ledgers and the same released predictions) compare nothing. A
+    method that declares when it degenerates into another (``degenerates_to = {"drw": "no resample"}``) carries
+    the mark alone, with its reason; otherwise both rows do."""
+    from methods.base import available_methods
+
+    methods = available_methods()
+    by: dict[tuple, list[Row]] = {}
+    for r in rows:
+        if len(r.run_keys) >= 2:
+            by.setdefault((r.dataset, r.split, r.target_epsilon), []).append(r)
+    for group in by.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1:]:
+                if a.method == b.method or a.run_keys != b.run_keys:
+                    continue
+                why_a = getattr(methods.get(a.method), "degenerates_to", {}).get(b.method)
+                why_b = getattr(methods.get(b.method), "degenerates_to", {}).get(a.method)
+                if why_a is not None or why_b is None:
+                    a.same_as.append((b.label, why_a or ""))
+                if why_b is not None or why_a is None:
+                    b.same_as.append((a.label, why_b or ""))
 
 
 def _name_variants(rows: list[Row]) -> None:
@@ -308,10 +355,16 @@ def row_cells(r: Row) -> list[str]:
     if r.verdict:
         verification = f"{r.verdict} ({_num(max(r.audit_lb), '.3g')})" if r.audit_lb else r.verdict
     acc = _num(r.acc_mean)
-    return [r.label, r.unit_label or r.unit, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"),
+    return [r.label + same_as_text(r), r.unit_label or r.unit, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"),
             "-" if r.unit == "none" or math.isnan(r.delta) or math.isinf(r.spent_max) else f"{r.delta:.0e}",
             _inference(r), acc, ci,
             str(len(r.accs)), attack, _num(tpr, ".3f") if name else "-", verification]
+
+
+def same_as_text(r: Row) -> str:
+    """`` (= drw at this budget: no resample)`` for a row whose runs another row's repeat exactly."""
+    return "".join(f" (= {other} at this budget: {why})" if why else f" (= {other}: identical runs on every seed)"
+                   for other, why in r.same_as)
 
 
 def sections(rows: list[Row]) -> dict[tuple[str, str], list[Row]]:
@@ -343,42 +396,30 @@ def footnotes(rows: list[Row]) -> list[str]:
 
 
 def identical_results(rows: list[Row]) -> list[str]:
-    """Notes on rows of different methods whose test accuracy is the same on every one of >= 2 common seeds.
-
-    With the same spent epsilon too, the same training ran: two methods can differ only in a step the budget
-    never reaches (DRW-D resamples its subgraphs every ``resample_every`` steps; at epsilon 1 the budget allows
-    fewer). With different spent epsilons, the trainings differ and their test predictions agree (a model that
-    predicts one class). Either way the note says so, instead of leaving a reader to suspect a copy error."""
+    """Notes on rows of different methods whose test accuracy is the same on every one of >= 2 common seeds at
+    different spent epsilons: different trainings whose test predictions agree (a model that predicts one class).
+    Identical runs (the same ledgers too) are marked in their rows instead (:func:`mark_identical`)."""
     groups: dict[tuple, dict[str, tuple]] = {}
     for r in rows:
         if len(set(r.seeds)) >= 2 and len(r.seeds) == len(set(r.seeds)):
             key = (r.dataset, r.split, r.target_epsilon, tuple(sorted(zip(r.seeds, r.accs))))
             spent = tuple(round(e, 9) for _, e in sorted(zip(r.seeds, r.spent)))
             groups.setdefault(key, {})[r.label] = spent
-    same_run: dict[tuple[str, ...], list[str]] = {}
     same_pred: dict[tuple[str, ...], list[str]] = {}
     for (ds, split, eps, _), spent_of in groups.items():
-        place = f"{ds} ({split}) at eps {eps:g}"
-        by_spent: dict[tuple, list[str]] = {}
-        for label, spent in spent_of.items():
-            by_spent.setdefault(spent, []).append(label)
-        for labels in by_spent.values():
-            if len(labels) > 1:
-                same_run.setdefault(tuple(sorted(labels)), []).append(place)
-        if len(by_spent) > 1:
-            same_pred.setdefault(tuple(sorted(spent_of)), []).append(place)
-    notes = [f"{' and '.join(k)}: the same test accuracy and spent epsilon on every seed on {', '.join(sorted(v))}; "
-             "the same training ran (e.g. DRW-D resamples every resample_every steps, and the budget allowed "
-             "fewer)." for k, v in sorted(same_run.items())]
-    notes += [f"{' and '.join(k)}: the same test accuracy on every seed on {', '.join(sorted(v))}, at different "
-              "spent epsilons: different trainings whose test predictions agree (e.g. each predicts one class)."
-              for k, v in sorted(same_pred.items())]
-    return notes
+        if len(set(spent_of.values())) > 1:
+            same_pred.setdefault(tuple(sorted(spent_of)), []).append(f"{ds} ({split}) at eps {eps:g}")
+    return [f"{' and '.join(k)}: the same test accuracy on every seed on {', '.join(sorted(v))}, at different "
+            "spent epsilons: different trainings whose test predictions agree (e.g. each predicts one class)."
+            for k, v in sorted(same_pred.items())]
 
 
 COLUMN_NOTES = [
     "test acc: mean over seeds, 95% percentile bootstrap interval (scipy).",
-    "spent eps: the accountant's epsilon from each run's ledger (max over seeds), never the target; delta as run.",
+    "spent eps: the accountant's epsilon recomputed from each run's ledger (max over seeds), never the target or a "
+    "logged metric; delta as run.",
+    "method '(= other ...)': every seed's run is identical to the other row's (the same ledger and the same test "
+    "predictions): the two rows compare nothing at this budget.",
     "strongest attack: per seed, the attack variant with the best mean AUC on the other seeds (held out), its AUC "
     "and TPR at 1% FPR on this seed, averaged; model-free references are never candidates; 'of N' = candidates.",
     "verification: bench verify / bench audit verdicts of the configuration and the largest empirical epsilon lower "
@@ -404,13 +445,14 @@ def to_csv(rows: list[Row]) -> str:
     w.writerow(["dataset", "privacy_unit", "unit_label", "method", "split", "target_epsilon", "spent_epsilon_max",
                 "delta", "inference_private", "test_acc_mean", "ci_low", "ci_high", "seeds", "strongest_attack",
                 "strongest_attack_auc", "strongest_attack_tpr_at_1pct_fpr", "attack_candidates", "held_out_choice",
-                "verification_epsilon_lb", "verification_verdict", "hp_source"])
+                "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as"])
     for r in rows:
         name, auc, tpr, n, held = r.strongest_attack()
         w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max, r.delta,
                     r.inference_private, r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
                     len(r.accs), name, "" if not name else auc, "" if not name else tpr, n, held,
-                    max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source])
+                    max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
+                    "; ".join(f"{o}: {w}" if w else o for o, w in r.same_as)])
     return buf.getvalue()
 
 

@@ -14,6 +14,7 @@ rewritten, so it diffs well in git. An export may also be a directory: one file 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -46,6 +47,42 @@ def number(v: Any) -> float:
     return float(v)
 
 
+def ledger_of(record: dict[str, Any]):
+    """The record's ledger (a :class:`~methods.privacy.PrivacyLedger`), or None when it carries none."""
+    from methods.privacy import PrivacyLedger
+
+    led = record.get("ledger")
+    return PrivacyLedger.from_dict(led) if led else None
+
+
+def accountant_of(record: dict[str, Any]) -> str:
+    """The accountant that computed the record's epsilon: its ``accountant`` parameter, else the default that every
+    run used before runs logged it (``rdp/improved``)."""
+    from methods.privacy.accountant import DEFAULT_ACCOUNTANT
+
+    return (record.get("params") or {}).get("accountant") or DEFAULT_ACCOUNTANT
+
+
+@functools.lru_cache(maxsize=4096)
+def _epsilon(ledger_json: str, delta: float, accountant: str) -> float:
+    from methods.privacy import PrivacyLedger
+    from methods.privacy.accountant import parse_accountant
+
+    acc, conv = parse_accountant(accountant)
+    return PrivacyLedger.from_dict(json.loads(ledger_json)).epsilon(delta, acc, conv)
+
+
+def spent_epsilon(record: dict[str, Any]) -> float:
+    """The epsilon a run record spent: recomputed from its ledger at its delta with the accountant it names. The one
+    source of every published privacy figure (exports, leaderboards, plots), never a logged metric. A run
+    without a ledger has no claim: inf."""
+    led = record.get("ledger")
+    if not led:
+        return math.inf
+    delta = float((record.get("params") or {}).get("delta") or 0.0)
+    return _epsilon(json.dumps(led, sort_keys=True), delta, accountant_of(record))
+
+
 def _json_artifact(run_id: str, name: str) -> Any:
     from bench import tracking
 
@@ -67,9 +104,12 @@ def record_from_run(run: Any) -> dict[str, Any]:
                                        if not k.startswith("diagnostic.")},
                            "tags": {k: v for k, v in sorted(tags.items())
                                     if k in ("method", "dataset", "split", "unit_label", "inference_private", "verdict",
-                                             "audit_mode", "canary_type", "config_hash", "note", "error")}}
+                                             "audit_mode", "canary_type", "config_hash", "note", "error",
+                                             "predictions_hash")}}
     if kind == "run":
         rec["ledger"] = _json_artifact(run.info.run_id, "ledger.json")
+        if rec["ledger"]:  # the export's epsilon is the ledger's, never the logged metric's history
+            rec["metrics"]["epsilon"] = _num(spent_epsilon(rec))
         attacks: dict[str, dict[str, dict[str, Any]]] = {}
         for k, v in metrics.items():  # attack.<name>.<variant>.<metric> on the target run
             if not k.startswith("attack."):
@@ -212,5 +252,5 @@ def write(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
     return len(rows)
 
 
-__all__ = ["KINDS", "append", "done_cells", "load", "number", "record_for", "record_from_run",
-           "records_from_experiment", "shard", "sharded", "site_export", "write"]
+__all__ = ["KINDS", "accountant_of", "append", "done_cells", "ledger_of", "load", "number", "record_for",
+           "record_from_run", "records_from_experiment", "shard", "sharded", "site_export", "spent_epsilon", "write"]

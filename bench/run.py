@@ -31,6 +31,7 @@ from bench.splits import check_split, default_split, make_task
 from methods.base import (Budget, BudgetError, ConfigError, ContractViolation, Method, Task, check_fitted,
                           config_dict, default_delta, fit_method, get_method, stable_hash)
 from methods.device import resolve_device
+from methods.privacy.accountant import DEFAULT_ACCOUNTANT
 from methods.streams import RunStreams
 
 DEFAULT_EXPERIMENT = "dp-gnn-bench"
@@ -163,6 +164,17 @@ def evaluate(task: Task, proba: torch.Tensor) -> dict[str, float]:
     return out
 
 
+def predictions_hash(task: Task, proba: torch.Tensor) -> str:
+    """A short hash of the released model's predicted classes on the evaluated nodes (test, and PrivGNN's public
+    queries): two runs with equal hashes and equal ledgers released the same predictions, which is how a
+    leaderboard tells a degenerate comparison (two methods that ran the same training) from a coincidence."""
+    import hashlib
+
+    mask = task.test_mask if task.query_mask is None else task.test_mask | task.query_mask
+    pred = proba.argmax(dim=1).cpu()[mask.cpu()].to(torch.int32).numpy()
+    return hashlib.sha256(pred.tobytes()).hexdigest()[:16]
+
+
 def split_info(info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(released facts, diagnostics) of a ``Fitted.info``."""
     released = {k: v for k, v in info.items() if k != "diagnostic"}
@@ -253,6 +265,7 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
               "split_hash": task.split_hash(), "config_hash": stable_hash(identity),
               "dataset_source": p.dataset.source, "secure_noise": spec.secure_noise,
               "random_streams": streams.describe()["streams"], "hp_source": _hp_source(p, cls.name),
+              "accountant": DEFAULT_ACCOUNTANT, "privacy_units": privacy_units(task, cls.privacy_unit),
               "host": host_description(p.device), "threads": torch.get_num_threads(),
               **{f"hp.{k}": v for k, v in hparams.items()}}
     tags = {**spec.tags, "method": cls.name, "dataset": p.dataset.name, "split": p.split,
@@ -286,7 +299,7 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
         run.log_dict(released, "info.json")
         inference_private = released.get("inference_private")
         run.set_tags({"inference_private": "n/a" if inference_private is None else inference_private,
-                      "unit_label": cls.label()})
+                      "unit_label": cls.label(), "predictions_hash": predictions_hash(task, proba)})
         reports = []
         if p.attacks is not None:
             from attacks.base import Target

@@ -190,8 +190,9 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
         sources[kind] = sources.get(kind, 0) + 1
     if sources:
         parts = {"paper": "the paper's stated values (configs/hparams.yaml)",
-                 "tuned": f"tuned: chosen on mean validation accuracy over 3 seeds from the grids of configs/tuning.yaml "
-                          f"(configs/hparams_tuned.yaml) -- {TUNED_LABEL}",
+                 "tuned": f"tuned: chosen on mean validation accuracy over {_seeds_text(tuning_seeds())} from the "
+                          f"grids of configs/tuning.yaml (configs/hparams_tuned.yaml) -- {TUNED_LABEL}"
+                          + _disjoint_text(tuning_seeds(), runs),
                  "measured": "settings from an earlier one-seed measurement (configs/hparams.yaml)",
                  "defaults": "the method's defaults (the papers' values where they state them)"}
         paras.append("Hyperparameters: " + "; ".join(f"{n} run{'s' if n != 1 else ''}: {parts[k]}"
@@ -199,6 +200,34 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
                      + ". Validation accuracy is a diagnostic (private labels no ledger covers): it chose settings and "
                        "is not released here.")
     return "\n\n".join(paras)
+
+
+TUNING_PATH = Path(__file__).resolve().parents[1] / "configs" / "tuning.yaml"
+
+
+def tuning_seeds(path: str | os.PathLike | None = None) -> list[int]:
+    """The seeds the tuned hyperparameters were chosen on (``configs/tuning.yaml``); empty without the file."""
+    import yaml
+
+    p = Path(path) if path is not None else TUNING_PATH
+    if not p.is_file():
+        return []
+    return [int(x) for x in (yaml.safe_load(p.read_text()) or {}).get("seeds") or []]
+
+
+def _seeds_text(seeds: list[int]) -> str:
+    return f"seeds {', '.join(map(str, seeds))}" if seeds else "the tuning seeds"
+
+
+def _disjoint_text(tuning: list[int], runs: list[dict[str, Any]]) -> str:
+    """Whether the seeds the page reports are disjoint from the tuning seeds, stated either way."""
+    reported = sorted({int(r["params"]["seed"]) for r in runs if str((r.get("params") or {}).get("seed", "")).isdigit()})
+    if not tuning or not reported:
+        return ""
+    shared = sorted(set(tuning) & set(reported))
+    if shared:
+        return f" (NOT disjoint from the reported seeds: {', '.join(map(str, shared))} were also tuned on)"
+    return f", disjoint from the seeds reported here ({', '.join(map(str, reported))})"
 
 
 def site_texts(rows: list[Any], export: str | None, config: str | None = None,

@@ -91,13 +91,25 @@ def client_download_text(run_id: str, artifact_file: str) -> str:
         return Path(path).read_text()
 
 
+#: tracked paths no run reads: published results and documentation. A sweep appends to its export under docs/ as
+#: it goes, so counting them would mark every run after the first of a committed grid ``-dirty``
+NOT_CODE = ("docs",)
+
+
 @lru_cache(maxsize=None)
 def git_commit() -> str:
-    root = Path(__file__).resolve().parents[1]
+    """HEAD's commit, with ``-dirty`` when a tracked file that a run can read (anything outside :data:`NOT_CODE`)
+    differs from it: a clean record's code is exactly that commit's."""
+    return commit_of(Path(__file__).resolve().parents[1])
+
+
+def commit_of(root: Path) -> str:
+    """:func:`git_commit` of the checkout at ``root`` ("unknown" outside git)."""
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                              timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                *(f":(exclude){p}" for p in NOT_CODE)], cwd=root,
                                capture_output=True, text=True, timeout=5).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"

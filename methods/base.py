@@ -363,6 +363,9 @@ class Method(ABC):
     gradient_canaries: ClassVar[bool] = False
     #: the mechanisms need delta > 0 to meet a finite epsilon (False: pure DP, e.g. randomized response)
     needs_delta: ClassVar[bool] = True
+    #: methods this one becomes when a budget leaves its difference unused, with why (DRW-D: {"drw": "no
+    #: resample"}); a leaderboard row whose runs equal such a method's is marked with the reason
+    degenerates_to: ClassVar[dict[str, str]] = {}
 
     def __init__(self, **overrides: Any) -> None:
         self.config = make_config(self.Config, overrides, owner=self.name or type(self).__name__)
@@ -468,6 +471,41 @@ def check_fitted(method: Method, fitted: Any, budget: Budget) -> None:
         if not eps <= budget.epsilon * (1 + 1e-9):
             raise ContractViolation(f"{name} spent epsilon={eps:.6g} > target {budget.epsilon:g} at "
                                     f"delta={budget.delta:g}: a method bug")
+        _check_history_ends_final(name, fitted, eps)
+    _check_reported_sampling(name, fitted)
+
+
+#: ``info`` keys that state what the sampler's population or rate was, and the ledger fields they must match
+SAMPLING_INFO = {"accounting_population": "population", "num_train_subgraphs": "population", "sampling_rate": "rate"}
+
+
+def _check_history_ends_final(name: str, fitted: Any, eps: float) -> None:
+    """A per-step epsilon in the history is a running value: the history must end on the run's final epsilon, or a
+    reader of the last logged value (MLflow's "latest") gets a checkpoint instead of the claim."""
+    logged = [h for h in fitted.history if "epsilon" in h]
+    if not logged:
+        return
+    last = fitted.history[-1].get("epsilon")
+    if last is None or not math.isclose(float(last), eps, rel_tol=1e-9, abs_tol=1e-12):
+        raise ContractViolation(f"{name}: the history's last epsilon is {last}, not the ledger's {eps:.6g}; a history "
+                                "that logs epsilon must end on the final value")
+
+
+def _check_reported_sampling(name: str, fitted: Any) -> None:
+    """Populations and rates the run reports in ``info`` are those its ledger's events were accounted with."""
+    if fitted.ledger.non_private_use is not None or not fitted.ledger.events:
+        return
+    have = fitted.ledger.sampling()
+    for key, field_ in SAMPLING_INFO.items():
+        if key not in fitted.info:
+            continue
+        v = fitted.info[key]
+        reported = sorted(v) if isinstance(v, (list, tuple)) else [v]
+        ok = len(reported) == len(have[field_]) and all(
+            math.isclose(float(a), float(b), rel_tol=1e-12) for a, b in zip(reported, have[field_]))
+        if not ok:
+            raise ContractViolation(f"{name}: info[{key!r}] = {v} but the ledger was accounted with {field_} "
+                                    f"{have[field_] or 'none'}")
 
 
 _REGISTRY: dict[str, type[Method]] = {}

@@ -101,7 +101,7 @@ def test_features_outside_the_training_subgraphs_do_not_matter(small_task):
 
 
 def test_drw_d_resamples_and_accounts_each_segment(small_task):
-    cfg = {**SMOKE, "resample_every": 10, "max_steps": 60}
+    cfg = {**SMOKE, "resamples": 0, "resample_every": 10, "max_steps": 60}
     f = get_method("drw-d")(**cfg).fit(small_task, Budget(50.0, 1e-5), seed=1)
     assert f.info["steps"] == sum(e.count for e in f.ledger.events) == 60
     # transductive: each resample forms its own number of batchable subgraphs, each accounted as it ran
@@ -134,9 +134,28 @@ def test_drw_d_default_batch_fits_every_resample():
     from methods.drw import RESAMPLE_HEADROOM, default_batch_size
 
     task = make_task(load_dataset("csbm:nodes=1000,classes=3,features=8,degree=4"), "random-75-10-15", 0)
-    cfg = {"hidden": 16, "resample_every": 2, "max_steps": 40}  # the default walk length and batch rule
+    cfg = {"hidden": 16, "resamples": 0, "resample_every": 2, "max_steps": 40}  # the default walk length and batch rule
     for seed in range(3):
         f = get_method("drw-d")(**cfg).fit(task, Budget(), seed=seed)
         assert f.info["steps"] == 40
     assert default_batch_size(750, 350, resampled=True) == int(RESAMPLE_HEADROOM * 350)
     assert default_batch_size(750, 350) == 350
+
+
+@pytest.mark.parametrize("eps", [4.0, 8.0])
+def test_drw_d_resamples_within_whatever_the_budget_affords(small_task, eps):
+    """`resamples` sets the period from the steps the budget affords, so a small budget still resamples (a fixed
+    period longer than the affordable steps never does: DRW-D would be DRW)."""
+    cfg = {**SMOKE, "noise_multiplier": 3.0, "resamples": 2}
+    f = get_method("drw-d")(**cfg).fit(small_task, Budget(eps, 1e-5), seed=2)
+    steps, period = f.info["steps"], f.info["resample_period"]
+    assert 1 <= period < steps and f.info["resamples"] >= 1
+    # every sampler run that took steps is in the ledger; the reported populations are exactly the ledger's
+    pops = f.info["accounting_population"]
+    assert sorted(pops if isinstance(pops, list) else [pops]) == f.ledger.sampling()["population"]
+    assert sum(e.count for e in f.ledger.events) == steps
+    fixed = get_method("drw-d")(**{**cfg, "resamples": 0, "resample_every": 10_000}).fit(small_task,
+                                                                                      Budget(eps, 1e-5), seed=2)
+    assert fixed.info["resamples"] == 0
+    with pytest.raises(Exception, match="cannot both be set"):
+        get_method("drw-d")(resample_every=10)

@@ -257,32 +257,43 @@ def test_settings_tuned_per_epsilon_are_one_curve_and_a_grid_at_one_epsilon_is_v
                                              "drw [noise_multiplier=8]"]
 
 
-def test_identical_rows_of_two_methods_get_a_note():
-    from bench.leaderboard import footnotes
+def test_identical_runs_are_marked_in_the_row_and_coincidences_footnoted():
+    from bench.leaderboard import footnotes, row_cells
 
-    def rec(method, seed, acc, eps=1.0):
-        return {"cell_id": f"{method}{seed}{eps}", "run_id": f"{method}{seed}{eps}", "kind": "run",
-                "status": "FINISHED", "start_time": seed,
+    def rec(method, seed, acc, eps=1.0, pred=None, steps=3):
+        led = {"events": [{"kind": "fixed_size_gaussian", "population": 120, "sample_size": 60,
+                           "noise_multiplier": 2.0, "count": steps, "unit": "feature", "relation": "replace_one"}],
+               "non_private_use": None, "notes": []}
+        return {"cell_id": f"{method}{seed}{eps}{steps}", "run_id": f"{method}{seed}{eps}", "kind": "run",
+                "status": "FINISHED", "start_time": seed, "ledger": led,
                 "params": {"method": method, "dataset": "cs", "split": "random-75-10-15", "seed": seed,
                            "privacy_unit": "feature", "target_epsilon": str(eps), "delta": "1e-05",
-                           "config_hash": f"{method}{seed}{eps}"},
-                "metrics": {"test_acc": acc, "epsilon": eps}}
+                           "config_hash": f"{method}{seed}{eps}{steps}"},
+                "metrics": {"test_acc": acc, "epsilon": eps},
+                "tags": {"predictions_hash": pred or f"p{seed}"}}
+
+    def marks(recs):
+        return {r.method: row_cells(r)[0] for r in collect_records(recs)}
 
     same = [rec(m, s, a) for m in ("drw", "drw-d") for s, a in ((0, 0.61), (1, 0.63))]
-    notes = [n for n in footnotes(collect_records(same)) if "same test accuracy" in n]
-    assert len(notes) == 1 and notes[0].startswith("drw and drw-d: the same test accuracy and spent epsilon")
-    assert "cs (random-75-10-15) at eps 1" in notes[0]
-    spent_less = rec("drw-r", 0, 0.61)
-    spent_less["metrics"]["epsilon"] = 0.75
-    three = same + [spent_less, rec("drw-r", 1, 0.63)]  # drw-r spends less: a different training, same predictions
-    notes = [n for n in footnotes(collect_records(three)) if "same test accuracy" in n]
-    assert len(notes) == 2 and notes[0].startswith("drw and drw-d: the same test accuracy and spent epsilon")
-    assert notes[1].startswith("drw and drw-d and drw-r: the same test accuracy on every seed") and \
-        "different spent epsilons" in notes[1]
-    differ = same[:3] + [rec("drw-d", 1, 0.64)]
-    assert not [n for n in footnotes(collect_records(differ)) if "same test accuracy" in n]
-    one_seed = [rec(m, 0, 0.61) for m in ("drw", "drw-d")]  # one seed agreeing proves little: no note
-    assert not [n for n in footnotes(collect_records(one_seed)) if "same test accuracy" in n]
-    other_eps = [rec("drw", s, a) for s, a in ((0, 0.61), (1, 0.63))] + [rec("drw-d", s, a, 8.0)
-                                                                        for s, a in ((0, 0.61), (1, 0.63))]
-    assert not [n for n in footnotes(collect_records(other_eps)) if "same test accuracy" in n]
+    got = marks(same)
+    # drw-d declares when it becomes drw: only its row carries the mark, with the reason
+    assert got == {"drw": "drw", "drw-d": "drw-d (= drw at this budget: no resample)"}
+    # two methods that declare nothing: both rows are marked
+    got = marks([rec(m, s, a) for m in ("drw", "drw-r") for s, a in ((0, 0.61), (1, 0.63))])
+    assert got == {"drw": "drw (= drw-r: identical runs on every seed)",
+                   "drw-r": "drw-r (= drw: identical runs on every seed)"}
+    # one seed with other predictions, or another ledger, or one common seed only: nothing to mark
+    assert "(=" not in "".join(marks(same[:3] + [rec("drw-d", 1, 0.63, pred="other")]).values())
+    assert "(=" not in "".join(marks(same[:3] + [rec("drw-d", 1, 0.63, steps=4)]).values())
+    assert "(=" not in "".join(marks([rec(m, 0, 0.61) for m in ("drw", "drw-d")]).values())
+    assert "(=" not in "".join(marks([rec("drw", s, 0.6) for s in (0, 1)] + [rec("drw-d", s, 0.6, 8.0)
+                                                                              for s in (0, 1)]).values())
+    # the same accuracies at different spent epsilons: different trainings that agree, footnoted as such
+    other = [rec("drw-r", s, a, pred="x") for s, a in ((0, 0.61), (1, 0.63))]
+    for r in other:
+        r["metrics"]["epsilon"] = 0.75
+        del r["ledger"]
+    notes = [n for n in footnotes(collect_records(same + other)) if "same test accuracy" in n]
+    assert len(notes) == 1 and notes[0].startswith("drw and drw-d and drw-r: the same test accuracy on every seed")
+    assert "different spent epsilons" in notes[0]

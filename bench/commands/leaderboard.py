@@ -36,12 +36,34 @@ def _leaderboard_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1,
                    help="with --run: cells in parallel (separate processes when > 1; default: %(default)s)")
     p.add_argument("--no-track", action="store_true", help="do not log a leaderboard run with the tables and plots")
+    p.add_argument("--check", metavar="EXPORT",
+                   help="only check an export (a file, or a directory of per-dataset files): every record's epsilon "
+                        "recomputed from its ledger, its ledger from its recipe, the delta rule, target >= spent, "
+                        "rates in [0, 1], its commit in this repository's history and clean; one line per failing "
+                        "record, then a summary; exit 1 if any fails")
     p.set_defaults(func=cmd_leaderboard)
     return p
 
 
+def cmd_check(export: str) -> int:
+    from bench.check import check_export
+
+    report = check_export(export)
+    for where, problems in report.failures:
+        print(f"FAIL {where}: {'; '.join(problems)}")
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from bench.io import check_writable, write_text_atomic
+
+    if args.check:
+        others = [o for o, v in (("--run", args.run), ("--site", args.site), ("--export", args.export),
+                                 ("--output", args.output), ("--write-export", args.write_export)) if v]
+        if others:
+            raise LeaderboardError(f"--check only checks an export; it does not combine with {', '.join(others)}")
+        return cmd_check(args.check)
 
     if args.output and Path(args.output).is_dir():
         raise LeaderboardError(f"--output {args.output} is a directory")

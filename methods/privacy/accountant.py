@@ -20,6 +20,16 @@ from methods.privacy import rdp as R
 from methods.privacy.events import Event, LedgerError
 
 ACCOUNTANTS = ("rdp", "pld")
+#: what ``Fitted.epsilon`` (every run's reported epsilon) uses; runs log it as the parameter ``accountant``
+DEFAULT_ACCOUNTANT = "rdp/improved"
+
+
+def parse_accountant(name: str) -> tuple[str, str]:
+    """``"rdp/improved"`` -> ``("rdp", "improved")``; ``"pld"`` -> ``("pld", "improved")`` (no conversion)."""
+    acc, _, conv = str(name).partition("/")
+    if acc not in ACCOUNTANTS or (conv and conv not in R.CONVERSIONS):
+        raise LedgerError(f"unknown accountant {name!r} (known: rdp/improved, rdp/standard, pld)")
+    return acc, conv or "improved"
 
 
 def rdp_curve(events: Iterable[Event], orders: np.ndarray | None = None) -> np.ndarray:

@@ -142,6 +142,23 @@ class PrivacyLedger:
         return cls(tuple(event_from_dict(e) for e in d.get("events", [])), d.get("non_private_use"),
                    tuple(d.get("notes", [])), recipe)
 
+    def sampling(self) -> dict[str, list]:
+        """What the subsampled events assume about sampling, by the names runs report it under (``info``):
+        ``population`` (fixed-size and hypergeometric populations) and ``rate`` (Poisson rates; batch / population
+        for the fixed-size ones); distinct values, sorted. A run's reported population or rate must be the one its
+        ledger was accounted with."""
+        out: dict[str, set] = {"population": set(), "rate": set()}
+        for e in self.events:
+            pop = getattr(e, "population", None) or getattr(e, "num_train", None)
+            size = getattr(e, "sample_size", None) or getattr(e, "batch_size", None)
+            if pop is not None:
+                out["population"].add(pop)
+                if size is not None:
+                    out["rate"].add(size / pop)
+            if getattr(e, "rate", None) is not None:
+                out["rate"].add(e.rate)
+        return {k: sorted(v) for k, v in out.items()}
+
     def describe(self) -> str:
         if self.non_private_use:
             return f"non-private: {self.non_private_use}"

@@ -405,7 +405,10 @@ class MutantProGAPNodeAllNodes(ProGAPNode):
             return real(**{**kwargs, "convention": "paper", "num_nodes": n})  # BUG: B / N, not B / N_train
 
         with _patched("methods.gap.progap", "presets", _Proxy(presets, progap_node=progap_node)):
-            return super()._fit(ctx)
+            fitted = super()._fit(ctx)
+        # it reports the rate it accounted (consistently wrong), so only what it does can give it away
+        fitted.info["sampling_rate"] = fitted.ledger.sampling()["rate"][0]
+        return fitted
 
 
 # ======================================================================================

@@ -1,0 +1,291 @@
+"""``bench leaderboard --check EXPORT``: does every published record say what its own contents say?
+
+Each line of an export (a file or a directory of per-dataset files, :mod:`bench.records`) is checked on its own:
+
+* fields: the ones every record kind needs (identity, status, commit, parameters; a run's ledger, test accuracy
+  and epsilon);
+* epsilon: a run's published ``metrics.epsilon`` equals the epsilon recomputed from its ledger at its delta with
+  the accountant it names (:func:`bench.records.spent_epsilon`), and the target is at least what was spent;
+* recipe: a ledger stamped with the family function that built it (``methods.privacy.presets``) is what that
+  function rebuilds from the stamped parameters;
+* delta: at most the rule's value, the largest power of ten below 1 / #privacy units (the count a run logs as
+  ``privacy_units``; for records older than that parameter, counted on the dataset when it can be loaded);
+* rates: attack AUCs and TPRs lie in [0, 1]; verification and audit lower bounds are >= 0, their alphas in [0, 1];
+* commit: the record names a commit of this repository's history (an ancestor of HEAD) without ``-dirty``.
+  Records started before :data:`DIRTY_CUTOFF` that name a dirty commit are counted, not failed: they are
+  regenerated when the whole leaderboard is next rebuilt. A newer one fails.
+
+:func:`check_export` returns a :class:`CheckReport`; the command prints one line per failing record and a summary
+and exits 1 when any record fails.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from methods.errors import BenchError
+
+#: records started from this instant on (ms since the epoch; 2026-11-25 00:00 UTC) must name a clean commit
+DIRTY_CUTOFF = 1795564800000
+REQUIRED = ("cell_id", "kind", "run_id", "status", "name", "git_commit", "start_time", "params")
+RUN_PARAMS = ("method", "dataset", "split", "seed", "privacy_unit", "target_epsilon", "delta")
+RTOL = 1e-9
+
+
+@dataclass
+class CheckReport:
+    checked: int = 0
+    runs: int = 0
+    epsilons: int = 0  # runs whose epsilon was recomputed from their ledger
+    failures: list[tuple[str, list[str]]] = field(default_factory=list)  # (where, problems)
+    legacy_dirty: int = 0
+    delta_unchecked: dict[str, int] = field(default_factory=dict)  # dataset -> runs whose unit count is unknown
+    commits_checked: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def summary(self) -> str:
+        lines = [f"# checked {self.checked} records ({self.runs} runs): {len(self.failures)} failing; epsilon "
+                 f"recomputed from the ledger for {self.epsilons} runs"]
+        if self.legacy_dirty:
+            lines.append(f"# {self.legacy_dirty} records from before the clean-commit rule name a -dirty commit; "
+                         "they are regenerated when the leaderboard is next rebuilt")
+        for ds, n in sorted(self.delta_unchecked.items()):
+            lines.append(f"# delta rule not checked for {n} runs of {ds}: they predate the privacy_units parameter "
+                         "and the dataset was not loaded (set BENCH_DATA_ROOT)")
+        lines += [f"# {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _float(v: Any) -> float:
+    if v is None:
+        return math.nan
+    if isinstance(v, str):
+        return float(v)  # "inf", "0.0001"
+    return float(v)
+
+
+def _close(a: float, b: float) -> bool:
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return math.isclose(a, b, rel_tol=RTOL, abs_tol=1e-12)
+
+
+class _Commits:
+    """Which commits are in this repository's history (ancestors of HEAD), asked once per commit."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.known: dict[str, bool] = {}
+        self.shallow = False
+        try:
+            out = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=repo, capture_output=True,
+                                 text=True, timeout=10)
+            self.available = out.returncode == 0 and out.stdout.strip() == "true"
+            if self.available:  # a shallow clone lacks the history a commit is looked up in
+                shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=repo,
+                                         capture_output=True, text=True, timeout=10)
+                self.shallow = shallow.stdout.strip() == "true"
+        except (OSError, subprocess.SubprocessError):
+            self.available = False
+
+    def in_history(self, sha: str) -> bool:
+        if sha not in self.known:
+            r = subprocess.run(["git", "merge-base", "--is-ancestor", sha, "HEAD"], cwd=self.repo,
+                               capture_output=True, text=True, timeout=30)
+            self.known[sha] = r.returncode == 0
+        return self.known[sha]
+
+
+class _Units:
+    """The number of privacy units of a record's task, for the delta rule: its ``privacy_units`` parameter, else
+    counted on the dataset (loaded once) when it can be loaded, else None."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple, int | None] = {}
+
+    def __call__(self, params: dict[str, Any]) -> int | None:
+        if params.get("privacy_units") not in (None, ""):
+            return int(params["privacy_units"])
+        key = (params.get("dataset"), params.get("split"), params.get("privacy_unit"), int(params.get("seed", 0)))
+        if key not in self.cache:
+            self.cache[key] = self._count(*key)
+        return self.cache[key]
+
+    @staticmethod
+    def _count(dataset: str, split: str, unit: str, seed: int) -> int | None:
+        try:
+            from bench.datasets import load_dataset
+            from bench.run import privacy_units
+            from bench.splits import make_task
+
+            return privacy_units(make_task(load_dataset(dataset), split, seed), unit)
+        except BenchError:
+            return None
+
+
+def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _Units | None = None,
+                 report: CheckReport | None = None) -> list[str]:
+    """The problems of one record (empty: it checks out)."""
+    from bench.records import KINDS
+
+    problems = [f"no {k}" for k in REQUIRED if rec.get(k) in (None, "")]
+    kind, params = rec.get("kind"), rec.get("params") or {}
+    if kind and kind not in KINDS:
+        problems.append(f"unknown kind {kind!r}")
+    if rec.get("status") not in (None, "FINISHED"):
+        return problems  # only finished records are published numbers
+    if kind == "run":
+        problems += [f"no params.{k}" for k in RUN_PARAMS if params.get(k) in (None, "")]
+        metrics = rec.get("metrics") or {}
+        problems += [f"no metrics.{k}" for k in ("test_acc", "epsilon") if metrics.get(k) is None]
+        if not rec.get("ledger"):
+            problems.append("no ledger: its epsilon cannot be recomputed")
+        elif not problems:
+            problems += _check_ledger(rec, metrics, params, units, report)
+        for name, variants in (rec.get("attacks") or {}).items():
+            for variant, vals in (variants or {}).items():
+                for k in ("auc", "tpr_at_1pct_fpr"):
+                    v = _float((vals or {}).get(k))
+                    if (vals or {}).get(k) is not None and not 0.0 <= v <= 1.0:
+                        problems.append(f"attack {name}.{variant} {k} = {v} is not a rate in [0, 1]")
+    elif kind == "verify":
+        ver = rec.get("verify") or {}
+        if ver.get("verdict") not in ("PASS", "VIOLATION"):
+            problems.append(f"verification verdict {ver.get('verdict')!r} is neither PASS nor VIOLATION")
+        for c in ver.get("checks") or []:
+            problems += _check_bounds(f"check {c.get('name')}", c.get("epsilon_lb"), c.get("alpha"))
+    elif kind == "audit":
+        m = rec.get("metrics") or {}
+        problems += _check_bounds("audit", m.get("epsilon_lb"), None)
+    problems += _check_commit(rec, commits, report)
+    return problems
+
+
+def _check_ledger(rec: dict, metrics: dict, params: dict, units: _Units | None,
+                  report: CheckReport | None) -> list[str]:
+    from bench.records import accountant_of, ledger_of, spent_epsilon
+    from methods.base import default_delta
+    from methods.privacy import LedgerError
+    from methods.privacy import presets as P
+
+    problems = []
+    try:
+        ledger = ledger_of(rec)
+        eps = spent_epsilon(rec)
+    except (BenchError, KeyError, TypeError, ValueError) as e:
+        return [f"ledger cannot be read or accounted ({type(e).__name__}: {e})"]
+    if report is not None:
+        report.epsilons += 1
+    published = _float(metrics.get("epsilon"))
+    if not _close(eps, published):
+        problems.append(f"published epsilon {published:.6g} but the ledger gives {eps:.6g} ({accountant_of(rec)}, "
+                        f"delta {params.get('delta')})")
+    target = _float(params.get("target_epsilon"))
+    if not eps <= target * (1 + RTOL):
+        problems.append(f"spent epsilon {eps:.6g} exceeds the target {target:g}")
+    if ledger.recipe is not None:
+        try:
+            rebuilt = P.rebuild(ledger.recipe)
+            if not rebuilt.same_events(ledger):
+                problems.append(f"the ledger's recipe ({ledger.recipe.family}) rebuilds {rebuilt.describe()}, not the "
+                                f"logged {ledger.describe()}")
+        except LedgerError as e:
+            problems.append(f"the ledger's recipe does not rebuild: {e}")
+    delta = _float(params.get("delta"))
+    if math.isfinite(target) and ledger.non_private_use is None:
+        n = units(params) if units is not None else (int(params["privacy_units"]) if params.get("privacy_units")
+                                                     else None)
+        if n is None:
+            if report is not None:
+                ds = str(params.get("dataset"))
+                report.delta_unchecked[ds] = report.delta_unchecked.get(ds, 0) + 1
+        elif not delta <= default_delta(n) * (1 + RTOL):
+            problems.append(f"delta {delta:g} is above the rule's {default_delta(n):g} for {n} privacy units")
+    return problems
+
+
+def _check_bounds(what: str, lb: Any, alpha: Any) -> list[str]:
+    out = []
+    if lb is not None and not _float(lb) >= 0:
+        out.append(f"{what}: epsilon lower bound {lb} is negative")
+    if alpha is not None and not 0.0 <= _float(alpha) <= 1.0:
+        out.append(f"{what}: alpha {alpha} is not in [0, 1]")
+    return out
+
+
+def _check_commit(rec: dict, commits: _Commits | None, report: CheckReport | None) -> list[str]:
+    commit = str(rec.get("git_commit") or "")
+    if not commit:
+        return []  # reported as a missing field
+    sha, dirty = commit.removesuffix("-dirty"), commit.endswith("-dirty")
+    problems = []
+    if sha == "unknown" or len(sha) != 40 or any(c not in "0123456789abcdef" for c in sha):
+        problems.append(f"git_commit {commit!r} is not a commit id")
+    elif commits is not None and commits.available and not commits.in_history(sha):
+        problems.append(f"commit {sha[:12]} is not in this repository's history")
+    if dirty:
+        if (rec.get("start_time") or 0) >= DIRTY_CUTOFF:
+            problems.append(f"commit {sha[:12]} is -dirty: the code that ran cannot be checked out")
+        elif report is not None:
+            report.legacy_dirty += 1
+    return problems
+
+
+def lines_of(export: str | Path) -> Iterable[tuple[str, dict[str, Any] | None, str | None]]:
+    """(where, record or None, why not) for every line of an export."""
+    p = Path(export)
+    files = sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
+    for f in files:
+        for i, line in enumerate(f.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                yield f"{f}:{i}", None, "not a JSON record"
+                continue
+            yield f"{f}:{i}", (rec if isinstance(rec, dict) else None), \
+                None if isinstance(rec, dict) else "not a JSON object"
+
+
+def check_export(export: str | Path, repo: str | Path | None = None, count_units: bool = True) -> CheckReport:
+    """Check every record of ``export`` (a file or a directory of ``*.jsonl``). ``repo``: the git checkout whose
+    history the commits must be in (default: this package's). ``count_units``: load datasets for the delta rule
+    of records without a ``privacy_units`` parameter."""
+    p = Path(export)
+    if not p.exists():
+        raise BenchError(f"export {export} not found")
+    if p.is_dir() and not any(p.glob("*.jsonl")):
+        raise BenchError(f"export {export} holds no *.jsonl file")
+    repo = Path(repo) if repo is not None else Path(__file__).resolve().parents[1]
+    commits, units = _Commits(repo), _Units() if count_units else None
+    report = CheckReport(commits_checked=commits.available)
+    if not commits.available:
+        report.notes.append(f"commits not checked against a history: {repo} is not a git work tree")
+    elif commits.shallow:
+        commits.available = False
+        report.commits_checked = False
+        report.notes.append(f"commits not checked against a history: {repo} is a shallow clone (git fetch --unshallow)")
+    for where, rec, why in lines_of(p):
+        report.checked += 1
+        if rec is None:
+            report.failures.append((where, [why or "unreadable"]))
+            continue
+        if rec.get("kind") == "run":
+            report.runs += 1
+        problems = check_record(rec, commits, units, report)
+        if problems:
+            report.failures.append((f"{where} {rec.get('name') or rec.get('cell_id') or ''}".strip(), problems))
+    return report
+
+
+__all__ = ["CheckReport", "DIRTY_CUTOFF", "check_export", "check_record"]

@@ -1,0 +1,182 @@
+"""``bench leaderboard --check``: a published record that does not say what its contents say is caught, one way of
+being wrong at a time, and the published export itself checks out."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+
+from bench.check import DIRTY_CUTOFF, check_export
+from bench.cli import main
+from bench.records import spent_epsilon
+from tests.conftest import REPO
+
+EXPORT = REPO / "docs" / "leaderboard" / "runs"
+
+
+def _published(kind: str, pred) -> dict:
+    for f in sorted(EXPORT.glob("*.jsonl")):
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            if rec["kind"] == kind and not rec["git_commit"].endswith("-dirty") and pred(rec):
+                return rec
+    pytest.skip(f"no clean {kind} record in the export")
+
+
+@pytest.fixture(scope="module")
+def good():
+    """A real run record with attacks and a ledger recipe, and a real verification, both from clean commits; the run
+    carries the unit count new runs log (20,000 nodes: the delta rule allows 1e-5)."""
+    run = copy.deepcopy(_published("run", lambda r: r.get("attacks") and (r.get("ledger") or {}).get("recipe")
+                                   and r["params"]["delta"] == "1e-05" and r["params"]["method"] == "dp-mlp"))
+    run["params"]["privacy_units"] = "20000"
+    ver = copy.deepcopy(_published("verify", lambda r: (r.get("verify") or {}).get("checks")))
+    return run, ver
+
+
+def _write(tmp_path, records, name="x.jsonl"):
+    d = tmp_path / "runs"
+    d.mkdir(exist_ok=True)
+    (d / name).write_text("".join(json.dumps(r) + "\n" if isinstance(r, dict) else r for r in records))
+    return d
+
+
+def _set(rec, path, value):
+    *head, last = path.split(".")
+    cur = rec
+    for k in head:
+        cur = cur[k]
+    if value is _DELETE:
+        del cur[last]
+    else:
+        cur[last] = value
+
+
+_DELETE = object()
+
+
+def test_real_records_check_out(tmp_path, good, capsys):
+    d = _write(tmp_path, list(good))
+    report = check_export(d, count_units=False)
+    assert report.ok and report.checked == 2 and report.epsilons == 1, report.failures
+    assert main(["leaderboard", "--check", str(d)]) == 0
+    assert "2 records (1 runs): 0 failing" in capsys.readouterr().out
+
+
+def _eps_times(factor):
+    return lambda rec: _set(rec, "metrics.epsilon", rec["metrics"]["epsilon"] * factor)
+
+
+def _ledger_count(rec):
+    rec["ledger"]["events"][0]["count"] += 7
+
+
+RUN_CORRUPTIONS = {
+    # the published epsilon is a checkpoint, below what the ledger spent (the DRW bug)
+    "published epsilon": _eps_times(0.7),
+    # the events no longer match what the recipe's family function builds
+    "rebuilds": _ledger_count,
+    "no ledger": lambda rec: _set(rec, "ledger", _DELETE),
+    "delta 0.0001 is above the rule's 1e-05": lambda rec: _set(rec, "params.delta", "0.0001"),
+    "exceeds the target": lambda rec: _set(rec, "params.target_epsilon", "0.5"),
+    "is -dirty": lambda rec: (_set(rec, "git_commit", rec["git_commit"] + "-dirty"),
+                              _set(rec, "start_time", DIRTY_CUTOFF + 1)),
+    "not in this repository's history": lambda rec: _set(rec, "git_commit", "0123456789abcdef" * 2 + "01234567"),
+    "is not a commit id": lambda rec: _set(rec, "git_commit", "unknown"),
+    "no run_id": lambda rec: _set(rec, "run_id", _DELETE),
+    "no params.delta": lambda rec: _set(rec, "params.delta", _DELETE),
+    "no metrics.test_acc": lambda rec: _set(rec, "metrics.test_acc", _DELETE),
+    "not a rate in [0, 1]": lambda rec: rec["attacks"][next(iter(rec["attacks"]))].__setitem__(
+        "x", {"auc": 1.2, "tpr_at_1pct_fpr": 0.1}),
+    "unknown kind": lambda rec: _set(rec, "kind", "runn"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(RUN_CORRUPTIONS))
+def test_each_corruption_of_a_run_record_fails_the_check(tmp_path, good, what, capsys):
+    rec = copy.deepcopy(good[0])
+    RUN_CORRUPTIONS[what](rec)
+    d = _write(tmp_path, [good[1], rec])
+    report = check_export(d, count_units=False)
+    assert len(report.failures) == 1 and what in "; ".join(report.failures[0][1]), report.failures
+    assert main(["leaderboard", "--check", str(d)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL ") and what in out and "1 failing" in out
+
+
+VERIFY_CORRUPTIONS = {
+    "is negative": lambda rec: rec["verify"]["checks"][0].__setitem__("epsilon_lb", -0.5),
+    "alpha 1.5 is not in [0, 1]": lambda rec: rec["verify"]["checks"][0].__setitem__("alpha", 1.5),
+    "neither PASS nor VIOLATION": lambda rec: rec["verify"].__setitem__("verdict", "MAYBE"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(VERIFY_CORRUPTIONS))
+def test_each_corruption_of_a_verification_fails_the_check(tmp_path, good, what):
+    rec = copy.deepcopy(good[1])
+    VERIFY_CORRUPTIONS[what](rec)
+    report = check_export(_write(tmp_path, [good[0], rec]), count_units=False)
+    assert len(report.failures) == 1 and what in "; ".join(report.failures[0][1]), report.failures
+
+
+def test_a_broken_line_and_an_old_dirty_record(tmp_path, good):
+    old = copy.deepcopy(good[0])
+    old["git_commit"] += "-dirty"
+    old["start_time"] = DIRTY_CUTOFF - 1  # before the rule: counted, regenerated later, not failed
+    report = check_export(_write(tmp_path, [old, '{"cell_id": "trunc\n']), count_units=False)
+    assert report.legacy_dirty == 1
+    assert [p for _, p in report.failures] == [["not a JSON record"]]
+
+
+def test_a_missing_export_is_bad_input(tmp_path, capsys):
+    assert main(["leaderboard", "--check", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "not found" in err[0]
+
+
+def test_the_delta_rule_counts_units_on_the_dataset_for_older_records(tmp_path, good):
+    """A record without privacy_units has its unit count taken from its dataset and split (csbm needs no files)."""
+    rec = copy.deepcopy(good[0])
+    del rec["params"]["privacy_units"]
+    rec["params"].update(dataset="csbm:nodes=500,classes=3", split="random-75-10-15", privacy_unit="node")
+    report = check_export(_write(tmp_path, [rec]))  # 500 nodes: the rule allows 1e-3, the record's 1e-5 is below
+    assert report.ok, report.failures
+    rec["params"]["delta"] = "0.01"
+    rec["metrics"]["epsilon"] = spent_epsilon(rec)  # consistent with its ledger at that delta: only the rule fails
+    report = check_export(_write(tmp_path, [rec]))
+    assert [p for _, p in report.failures] == [["delta 0.01 is above the rule's 0.001 for 500 privacy units"]]
+
+
+def test_the_published_export_checks_out():
+    """What CI publishes: every record's epsilon is its ledger's, its recipe rebuilds it, deltas follow the rule,
+    attacks are rates, commits are in this history and none added since the rule names a dirty one."""
+    report = check_export(EXPORT, count_units=False)
+    assert report.ok, "\n".join(f"{w}: {'; '.join(p)}" for w, p in report.failures[:20])
+    assert report.runs > 1000 and report.epsilons == report.runs
+    assert math.isfinite(report.legacy_dirty)
+
+
+def test_a_run_is_dirty_when_code_differs_from_its_commit_not_when_results_do(tmp_path):
+    """A sweep appends to its export under docs/ as it runs: that alone must not make its records -dirty."""
+    import subprocess
+
+    from bench.tracking import commit_of
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "runs.jsonl").write_text("{}\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    sha = commit_of(tmp_path)
+    assert len(sha) == 40 and not sha.endswith("-dirty")
+    (tmp_path / "docs" / "runs.jsonl").write_text("{}\n{}\n")
+    assert commit_of(tmp_path) == sha
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert commit_of(tmp_path) == sha + "-dirty"
