@@ -1,12 +1,13 @@
-"""Named datasets, loaded through the real PyG / OGB classes; one module per loader.
+"""Named datasets, loaded through the real PyG / OGB classes; one module per job.
 
-:func:`load_dataset` is the entry point: it parses the name (:mod:`~bench.datasets.registry`), stages the raw
-files from the data root into a work folder keyed by their content (:mod:`~bench.datasets.cache`), builds the
-dataset with its loader (:mod:`~bench.datasets.planetoid`, :mod:`~bench.datasets.pyg`, :mod:`~bench.datasets.ogb`,
+:func:`load_dataset` is the entry point: it parses the name (:mod:`~bench.datasets.registry`), finds the folder
+with the raw files (:mod:`~bench.datasets.sources`: ``--data-root``, else ``$BENCH_DATA_ROOT``, else the user
+data cache, then the copy bundled with the package, then the stock download, :mod:`~bench.datasets.download`),
+stages the files into a work folder keyed by their content (:mod:`~bench.datasets.cache`), builds the dataset
+with its loader (:mod:`~bench.datasets.planetoid`, :mod:`~bench.datasets.pyg`, :mod:`~bench.datasets.ogb`,
 :mod:`~bench.datasets.facebook`, :mod:`~bench.datasets.csbm`) and normalises the graph
-(:mod:`~bench.datasets.normalize`). Nothing is downloaded unless ``download=True`` (``--download``); downloads
-land in the work folder. Loaded datasets are cached in-process, keyed by the raw files' fingerprint, so a file
-changed on disk is loaded again.
+(:mod:`~bench.datasets.normalize`). Loaded datasets are cached in-process, keyed by the raw files' folder and
+fingerprint, so a file changed on disk is loaded again.
 """
 
 from __future__ import annotations
@@ -18,45 +19,40 @@ from functools import lru_cache
 from pathlib import Path
 
 from bench.datasets.base import DatasetError, GraphDataset, Spec
-from bench.datasets.cache import cache_dir, fingerprint, locked, resolve_data_root, stage, unstage, work_dir
+from bench.datasets.cache import cache_dir, fingerprint, locked, stage, work_dir
 from bench.datasets.csbm import make_csbm
 from bench.datasets.normalize import finish, normalize_graph
-from bench.datasets.registry import SPECS, dataset_catalog, expected_files, is_available, parse_dataset_name
+from bench.datasets.registry import SPECS, expected_files, parse_dataset_name
+from bench.datasets.sources import BUNDLED, dataset_catalog, find, is_available, locate, search_path, user_data_dir
 from methods.errors import BenchError
 
 
 def load_dataset(name: str, data_root: str | os.PathLike | None = None, download: bool = False) -> GraphDataset:
-    """Load a named dataset (see :mod:`bench.datasets.registry`). Results are cached in-process per raw-file
-    fingerprint; do not mutate them."""
+    """Load a named dataset (see :mod:`bench.datasets.registry`) from the first folder that has its raw files
+    (see :mod:`bench.datasets.sources`). ``download=True`` (``--download``) fetches missing files with the stock
+    loader even when ``data_root`` or ``$BENCH_DATA_ROOT`` is set or ``$BENCH_OFFLINE`` is. Results are cached
+    in-process per raw-file fingerprint; do not mutate them."""
     canonical, spec, opts = parse_dataset_name(name)
     if spec.synthetic:
-        return _load(canonical, "", "", download, tuple(sorted(opts.items())))
-    root = resolve_data_root(data_root)
+        return _load(canonical, "", "", tuple(sorted(opts.items())))
+    root = locate(name, data_root, download)
     canonical, spec, opts = parse_dataset_name(name, root)
     fp = fingerprint(root, spec.files(opts))
-    return _load(canonical, str(root), fp, download, tuple(sorted(opts.items())))
+    return _load(canonical, str(root), fp, tuple(sorted(opts.items())))
 
 
 @lru_cache(maxsize=8)
-def _load(canonical: str, root_s: str, fp: str, download: bool, opts_items: tuple) -> GraphDataset:
+def _load(canonical: str, root_s: str, fp: str, opts_items: tuple) -> GraphDataset:
     _, spec, _ = parse_dataset_name(canonical, Path(root_s) if root_s else None)
     opts = dict(opts_items)
     if spec.synthetic:
         return finish(canonical, spec.build(None, opts))
     root = Path(root_s)
     work = work_dir(spec.key, fp)
-    files = spec.files(opts)
     with locked(work / ".lock"):
-        missing = stage(files, root, work)
-        if missing and not download:
-            listed = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-            raise DatasetError(f"dataset {spec.key} is missing {listed} under {root} "
-                               f"(put the raw files there, set --data-root/BENCH_DATA_ROOT, or pass --download)")
-        if missing:
-            from bench.datasets.ogb import allow_big_downloads
-
-            unstage(files, work)
-            allow_big_downloads()
+        missing = stage(spec.files(opts), root, work)
+        if missing:  # found a moment ago: removed since
+            raise DatasetError(f"dataset {spec.key}: {', '.join(missing[:4])} vanished from {root} while loading")
         try:
             with contextlib.redirect_stdout(sys.stderr):  # PyG/OGB chatter must not pollute our stdout
                 built = spec.build(work, opts)
@@ -72,6 +68,6 @@ def clear_cache() -> None:
     _load.cache_clear()
 
 
-__all__ = ["SPECS", "DatasetError", "GraphDataset", "Spec", "cache_dir", "clear_cache", "dataset_catalog",
-           "expected_files", "is_available", "load_dataset", "make_csbm", "normalize_graph", "parse_dataset_name",
-           "resolve_data_root"]
+__all__ = ["BUNDLED", "SPECS", "DatasetError", "GraphDataset", "Spec", "cache_dir", "clear_cache",
+           "dataset_catalog", "expected_files", "find", "is_available", "load_dataset", "locate", "make_csbm",
+           "normalize_graph", "parse_dataset_name", "search_path", "user_data_dir"]

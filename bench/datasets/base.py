@@ -34,11 +34,24 @@ class GraphDataset:
 
 
 @dataclass(frozen=True)
+class Fetch:
+    """The stock download of a dataset's raw files, done by its loader's own code.
+
+    ``url()`` is where the loader downloads from (it may import the loader). ``run(folder, options, base)``
+    downloads the raw files into ``folder`` in the layout of :attr:`Spec.files`, from ``base`` instead (a mirror
+    serving the same file names) when that is not None; it does not process them."""
+
+    url: Callable[[], str]
+    run: Callable[[Path, dict, str | None], None]
+
+
+@dataclass(frozen=True)
 class Spec:
     """A named dataset: its raw files (relative to the data root, given the options) and how to build it.
 
     ``build(work, options)`` returns ``{"data", "num_classes", "source"}`` (+ ``planetoid_masks``, ``ogb_name``,
-    ``ogb_split``, ``pre_changes``); ``work`` is the folder the raw files are staged in (None: synthetic)."""
+    ``ogb_split``, ``pre_changes``); ``work`` is the folder the raw files are staged in (None: synthetic).
+    ``fetch`` is the stock download (None: there is none)."""
 
     key: str
     description: str
@@ -46,3 +59,4 @@ class Spec:
     build: Callable[[Path | None, dict], dict]
     options: dict[str, Any] = field(default_factory=dict)
     synthetic: bool = False
+    fetch: Fetch | None = None

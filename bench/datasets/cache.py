@@ -1,13 +1,14 @@
-"""Where dataset files live: the data root (read-only), the cache, and work folders keyed by the raw files.
+"""The cache: work folders keyed by the raw files, and the remembered hashes of those files.
 
-The *data root* (``--data-root``, else ``$BENCH_DATA_ROOT``, else ``<cache>/datasets``) holds raw files in the
-layout the stock loaders expect. It may be read-only: the files are symlinked into a *work folder* under the
-cache (``$BENCH_CACHE_DIR``, else ``~/.cache/dp-gnn-bench``) where PyG/OGB write their ``processed/`` files. A
-work folder is keyed by the dataset and a fingerprint of its raw files (each one's size and SHA-256), so a raw
-file that is replaced or truncated after a first load gets a fresh work folder and is processed again, never
-served from a stale ``processed/`` file. Hashes are remembered per (path, size, mtime, ctime, inode), so an
-unchanged file is hashed once (a file changed in the last two seconds is hashed every time: a change within
-the file system's clock granularity could keep the same times).
+``<cache>`` is ``$BENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/dp-gnn-bench``, else ``~/.cache/dp-gnn-bench``. It
+holds the user data cache ``datasets/`` (a folder of the search path, where downloads land:
+:mod:`~bench.datasets.sources`), ``downloads/`` (downloads in progress), ``work/`` and ``hashes/``. The folder
+a dataset's raw files are found in may be read-only: the files are symlinked into a *work folder* where PyG/OGB
+write their ``processed/`` files. A work folder is keyed by the dataset and a fingerprint of its raw files (each
+one's size and SHA-256), so a raw file that is replaced or truncated after a first load gets a fresh work folder
+and is processed again, never served from a stale ``processed/`` file. Hashes are remembered per (path, size,
+mtime, ctime, inode), so an unchanged file is hashed once (a file changed in the last two seconds is hashed every
+time: a change within the file system's clock granularity could keep the same times).
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from bench.datasets.base import DatasetError
-
 _CHUNK = 1 << 20
 #: a file changed less than this long ago is hashed again next time (file times are coarser than nanoseconds)
 _RACY_NS = 2_000_000_000
@@ -33,21 +32,6 @@ def cache_dir() -> Path:
         return Path(env).expanduser().resolve()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser().resolve() / "dp-gnn-bench"
-
-
-def resolve_data_root(data_root: str | os.PathLike | None = None) -> Path:
-    if data_root:
-        root = Path(data_root).expanduser()
-        if not root.is_dir():
-            raise DatasetError(f"data root {root} does not exist or is not a folder")
-        return root.resolve()
-    env = os.environ.get("BENCH_DATA_ROOT")
-    if env:
-        root = Path(env).expanduser()
-        if not root.is_dir():
-            raise DatasetError(f"BENCH_DATA_ROOT={env} does not exist or is not a folder")
-        return root.resolve()
-    return cache_dir() / "datasets"
 
 
 def fingerprint(root: Path, files: list[str]) -> str:
@@ -104,25 +88,17 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def stage(files: list[str], root: Path, work: Path) -> list[str]:
-    """Symlink each raw file from the data root into the work folder; return the missing ones."""
+    """Symlink each raw file from its folder ``root`` into the work folder; return the missing ones."""
     missing = []
     for rel in files:
         src, dst = root / rel, work / rel
-        if src.is_file():
-            if dst.is_symlink() and Path(os.readlink(dst)) == src:
-                continue
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if dst.is_symlink() or dst.exists():
-                dst.unlink()
-            dst.symlink_to(src)
-        elif not (dst.is_file() and not dst.is_symlink()):  # a file downloaded earlier counts
+        if not src.is_file():
             missing.append(rel)
-    return missing
-
-
-def unstage(files: list[str], work: Path) -> None:
-    """Remove our symlinks so a download writes real files in the work folder, never through a link."""
-    for rel in files:
-        dst = work / rel
-        if dst.is_symlink():
+            continue
+        if dst.is_symlink() and Path(os.readlink(dst)) == src:
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if dst.is_symlink() or dst.exists():
             dst.unlink()
+        dst.symlink_to(src)
+    return missing

@@ -1,10 +1,14 @@
-"""ogbn-arxiv and ogbn-products through OGB's ``PygNodePropPredDataset`` (with the official split)."""
+"""ogbn-arxiv and ogbn-products through OGB's ``PygNodePropPredDataset`` (with the official split).
+
+The stock download is OGB's own (the dataset's zip from ``master.csv``); a mirror serves the same zip, e.g.
+``<base>/arxiv.zip`` (:mod:`~bench.datasets.download`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.datasets.base import DatasetError, Spec
+from bench.datasets.base import DatasetError, Fetch, Spec
+from bench.datasets.download import download_only
 
 LAYOUT = {
     "ogbn-arxiv": {"dir": "ogbn_arxiv", "split": "time", "extra": ["node_year.csv.gz"]},
@@ -22,7 +26,7 @@ def allow_ogb_pickles() -> None:
 
 
 def allow_big_downloads() -> None:
-    """ogb asks on stdin before downloading > 1 GB; the user already asked with --download."""
+    """ogb asks on stdin before downloading > 1 GB; a download is the search's last resort, never a prompt."""
     try:
         import ogb.nodeproppred.dataset_pyg as m
 
@@ -55,4 +59,32 @@ def spec(name: str, description: str) -> Spec:
         return {"data": d, "num_classes": int(ds.num_classes), "ogb_name": name, "ogb_split": split,
                 "source": f"ogb.nodeproppred.PygNodePropPredDataset('{name}', root)"}
 
-    return Spec(name, description, lambda o: [f"{m['dir']}/{f}" for f in files], build)
+    return Spec(name, description, lambda o: [f"{m['dir']}/{f}" for f in files], build, fetch=fetch(name))
+
+
+def fetch(name: str) -> Fetch:
+    def url() -> str:
+        import os
+
+        import ogb.nodeproppred
+        import pandas as pd
+
+        master = os.path.join(os.path.dirname(ogb.nodeproppred.__file__), "master.csv")
+        return str(pd.read_csv(master, index_col=0, keep_default_na=False)[name]["url"])
+
+    def run(folder: Path, opts: dict, base: str | None) -> None:
+        allow_ogb_pickles()
+        allow_big_downloads()
+        from ogb.nodeproppred import PygNodePropPredDataset
+
+        attrs = None
+        if base:
+            def download(self) -> None:
+                self.meta_info = self.meta_info.copy()
+                self.meta_info["url"] = f"{base}/{self.meta_info['url'].rsplit('/', 1)[1]}"
+                PygNodePropPredDataset.download(self)
+
+            attrs = {"download": download}
+        download_only(PygNodePropPredDataset, (name, str(folder)), attrs)
+
+    return Fetch(url, run)

@@ -1,10 +1,14 @@
-"""Cora, CiteSeer, PubMed through ``torch_geometric.datasets.Planetoid`` (with the public split's masks)."""
+"""Cora, CiteSeer, PubMed through ``torch_geometric.datasets.Planetoid`` (with the public split's masks).
+
+The stock download is Planetoid's own (``Planetoid.url``, kimiyoung/planetoid); a mirror serves the same
+``ind.<name>.*`` files (:mod:`~bench.datasets.download`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.datasets.base import Spec
+from bench.datasets.base import Fetch, Spec
+from bench.datasets.download import download_only
 
 PARTS = ["x", "tx", "allx", "y", "ty", "ally", "graph", "test.index"]
 
@@ -21,4 +25,18 @@ def spec(key: str, name: str, description: str) -> Spec:
         return {"data": d, "num_classes": int(d.y.max()) + 1, "planetoid_masks": masks,
                 "source": f"torch_geometric.datasets.Planetoid(root, '{name}')"}
 
-    return Spec(key, description, files, build)
+    return Spec(key, description, files, build, fetch=fetch(name))
+
+
+def fetch(name: str) -> Fetch:
+    def url() -> str:
+        from torch_geometric.datasets import Planetoid
+
+        return Planetoid.url
+
+    def run(folder: Path, opts: dict, base: str | None) -> None:
+        from torch_geometric.datasets import Planetoid
+
+        download_only(Planetoid, (str(folder), name), {"url": base} if base else None)
+
+    return Fetch(url, run)

@@ -5,13 +5,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from bench.datasets import csbm, facebook, ogb, planetoid, pyg
 from bench.datasets.base import DatasetError, Spec
-from bench.datasets.cache import resolve_data_root
 
 SPECS: dict[str, Spec] = {
     "cora": planetoid.spec("cora", "Cora", "Cora citation graph (Planetoid)"),
@@ -70,26 +68,3 @@ def parse_dataset_name(name: str, root: Path | None = None) -> tuple[str, Spec, 
 def expected_files(name: str, root: Path | None = None) -> list[str]:
     _, spec, opts = parse_dataset_name(name, root)
     return spec.files(opts)
-
-
-def is_available(name: str, data_root: str | os.PathLike | None = None) -> bool:
-    _, spec, opts = parse_dataset_name(name)
-    if spec.synthetic:
-        return True
-    try:
-        root = resolve_data_root(data_root)
-    except DatasetError:
-        return False
-    return all((root / f).is_file() for f in spec.files(opts))
-
-
-def dataset_catalog(data_root: str | os.PathLike | None = None) -> list[dict[str, str]]:
-    rows = [{"name": key, "description": spec.description,
-             "available": "yes" if is_available(key, data_root) else "missing"} for key, spec in SPECS.items()]
-    try:
-        schools = facebook.schools_found(resolve_data_root(data_root))
-    except DatasetError:
-        schools = []
-    rows.append({"name": "facebook-<school>", "description": "Facebook100 school, class-year task (GAP); found: "
-                 + (", ".join(s.lower() for s in schools) or "none"), "available": "yes" if schools else "missing"})
-    return rows
