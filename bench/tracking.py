@@ -1,7 +1,15 @@
 """MLflow tracking. The only module that imports ``mlflow`` (lazily: the import costs ~1 s).
 
-Default store: SQLite at ``<project>/mlflow/mlflow.db`` with artifacts in ``<project>/mlflow/artifacts``
-(both git-ignored); ``MLFLOW_TRACKING_URI`` overrides it (any MLflow URI, local or remote).
+Where records go: one tracking root, ``$BENCH_TRACKING_DIR`` (default ``<project>/mlflow/``, git-ignored but for
+its README and MLproject), holds the store, ``<root>/mlflow.db`` (SQLite), and ``<root>/artifacts/<experiment>/``,
+the artifacts of each experiment this module creates. ``MLFLOW_TRACKING_URI`` overrides the store (any MLflow URI):
+a SQLite file (``sqlite:///path/x.db``) makes its folder the root (artifacts in ``path/artifacts/<experiment>/``);
+another database (postgresql, mysql, mssql) keeps the root; an MLflow server (``http(s)://``) or a ``file:`` store
+places artifacts itself (the server's artifact root; inside the store folder). So nothing is ever written to
+``./mlruns`` of the working directory (MLflow's default for a database store), and a sweep's workers, given the
+store as ``MLFLOW_TRACKING_URI``, put artifacts where the driver would. An experiment that exists already keeps the
+artifact location it was created with.
+
 A run always ends FINISHED, FAILED (with the error in the ``error`` tag) or KILLED (Ctrl-C,
 SIGTERM): none is left RUNNING by an interrupted command. An error raised while a run is open comes out as
 :class:`RunFailed` (whatever its type: a BenchError inside ``fit`` is no longer "bad input"), so callers can tell
@@ -45,20 +53,61 @@ def project_dir() -> Path:
 
 
 def mlflow_dir() -> Path:
+    """The default tracking root: ``<project>/mlflow``."""
     return project_dir() / "mlflow"
+
+
+def _sqlite_file(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (None for any other URI, or an in-memory database)."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(uri)
+    if parts.scheme.split("+")[0] != "sqlite" or parts.path in ("", "/", "/:memory:"):
+        return None
+    return Path(unquote(parts.path[1:]))  # as SQLAlchemy reads it: sqlite:///rel.db, sqlite:////abs.db
+
+
+#: MLflow's database stores: where, given no artifact location, MLflow's client would put an experiment's artifacts
+#: in ``./mlruns`` of the working directory (any other store places them itself: a server, a ``file:`` folder)
+_DATABASES = ("sqlite", "postgresql", "mysql", "mssql")
+
+
+def tracking_root() -> Path:
+    """The folder that holds the store (a SQLite file) and ``artifacts/``: the folder of ``MLFLOW_TRACKING_URI``'s
+    SQLite file when it names one, else ``$BENCH_TRACKING_DIR``, else ``<project>/mlflow``."""
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    db = _sqlite_file(env) if env else None
+    if db is not None:
+        return db.parent
+    root = os.environ.get("BENCH_TRACKING_DIR")
+    return Path(root).expanduser().resolve() if root else mlflow_dir()
 
 
 def tracking_uri() -> str:
     env = os.environ.get("MLFLOW_TRACKING_URI")
     if env:
         return env
-    d = mlflow_dir()
+    d = tracking_root()
     d.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{d / 'mlflow.db'}"
 
 
-def _default_store() -> bool:
-    return not os.environ.get("MLFLOW_TRACKING_URI")
+def _safe_name(name: str) -> str:
+    """An experiment name as one folder name (the name itself when it is already safe)."""
+    import re
+
+    safe = re.sub(r"[^\w.+=-]+", "_", name).strip(".")
+    return safe or "_"
+
+
+def artifact_location(experiment: str) -> str | None:
+    """Where a new experiment named ``experiment`` keeps its artifacts (a ``file://`` URI), or None where MLflow
+    places them itself (an MLflow server, a ``file:`` store): see the module docstring."""
+    from urllib.parse import urlsplit
+
+    if urlsplit(tracking_uri()).scheme.split("+")[0].lower() not in _DATABASES:
+        return None
+    return (tracking_root() / "artifacts" / _safe_name(experiment)).resolve().as_uri()
 
 
 @lru_cache(maxsize=None)
@@ -123,12 +172,8 @@ def experiment_id(name: str) -> str:
     exp = c.get_experiment_by_name(name)
     if exp is not None:
         return exp.experiment_id
-    kwargs = {}
-    if _default_store():
-        art = mlflow_dir() / "artifacts" / name
-        kwargs["artifact_location"] = art.as_uri()
     try:
-        return c.create_experiment(name, **kwargs)
+        return c.create_experiment(name, artifact_location=artifact_location(name))
     except Exception:  # created concurrently by another process
         exp = c.get_experiment_by_name(name)
         if exp is None:
