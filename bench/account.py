@@ -155,6 +155,28 @@ def _account_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
+#: the smallest value of every count a family form takes, checked before the accountant runs (whose own errors
+#: name its parameters, not the options)
+AT_LEAST = {"steps": 0, "population": 1, "batch_size": 1, "num_train": 1, "max_degree": 0, "layers": 0,
+            "num_nodes": 1, "walk_length": 0, "restarts": 1, "num_subgraphs": 1, "batchable_subgraphs": 1,
+            "depth": 0, "encoder_steps": 0, "classifier_steps": 0, "steps_per_stage": 0, "queries": 0}
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """Counts, rates and scales given on the command line are in range (one ``error:`` line naming the option)."""
+    for name, low in AT_LEAST.items():
+        value = getattr(args, name, None)
+        if value is not None and value < low:
+            raise BenchError(f"--{name.replace('_', '-')} must be >= {low} (got {value})")
+    rate = getattr(args, "sampling_rate", None)
+    if rate is not None and not 0 <= rate <= 1:
+        raise BenchError(f"--sampling-rate must be in [0, 1] (got {rate})")
+    for name in ("sigma_ap", "sensitivity"):
+        value = getattr(args, name, None)
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise BenchError(f"--{name.replace('_', '-')} must be > 0 and finite (got {value})")
+
+
 def _need(args, *names: str) -> None:
     missing = [n for n in names if getattr(args, n.replace("-", "_"), None) is None]
     if missing:
@@ -249,6 +271,7 @@ def _builder(args) -> tuple[Callable[[float], Any], str, dict]:
 
 
 def cmd_account(args: argparse.Namespace) -> int:
+    check_numbers(args)
     if args.mechanism == "run":
         return _account_run(args)
     if args.mechanism == "edgerand":
@@ -382,6 +405,8 @@ def _metric_eps(v: Any) -> float | None:
 
 
 def _account_run(args: argparse.Namespace) -> int:
+    if args.delta is not None and not 0 <= args.delta < 1:
+        raise BudgetError(f"delta must be in [0, 1) (got {args.delta})")
     out = account_run(args.run_id, args.delta)
     if args.json:
         print(json.dumps({k: ("inf" if isinstance(v, float) and math.isinf(v) else v) for k, v in out.items()},

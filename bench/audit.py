@@ -110,8 +110,8 @@ def audit_one(spec: AuditSpec, log: Callable[[str], None] | None = None) -> Audi
     method.check_task(task)
     budget = resolve_budget(spec.epsilon, spec.delta, method, task)
     method.check_budget(budget)
+    check_canary_type(method, spec.canary_type, canary)  # gradient canaries need a DP-SGD method, private or not
     if method.privacy_unit != "none":
-        check_canary_type(method, spec.canary_type, canary)
         # a dry run of the canary design, so a graph too small for the canaries is an input error
         from audits.runner import MIN_CANARIES
 

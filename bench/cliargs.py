@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import sys
 from typing import Any, Callable
@@ -20,6 +21,12 @@ DEFAULT_BOOTSTRAP = 1000
 
 #: a number argparse would otherwise take for an option (``-1e-5``, ``-inf``)
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
+
+
+#: the rule of every output option, as its ``--help`` ends (checked by :mod:`bench.io` before any work):
+#: a file's folder must already exist (a typo never becomes a new folder tree); a folder may be new, not its parent
+FILE_RULE = "its folder must exist"
+DIR_RULE = "created if missing; its parent folder must exist"
 
 
 def command(name: str, help_text: str):
@@ -56,9 +63,24 @@ def fmt_eps(x: float) -> str:
     return "inf" if not math.isfinite(x) or x >= 1e307 else f"{x:.4g}"
 
 
+class _Offline(argparse.Action):
+    """``--offline``: ``BENCH_OFFLINE=1`` for this process and the ones it starts (the dataset search reads it)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        os.environ["BENCH_OFFLINE"] = "1"
+        setattr(namespace, self.dest, True)
+
+
 def data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-root", metavar="DIR", help="raw dataset folder (default: $BENCH_DATA_ROOT, else the cache)")
-    p.add_argument("--download", action="store_true", help="download missing raw files into the cache (needs network)")
+    p.add_argument("--data-root", metavar="DIR", help="the only folder searched for raw dataset files (default: "
+                   "$BENCH_DATA_ROOT, else the user cache, then the bundled copies, then the stock download)")
+    net = p.add_mutually_exclusive_group()
+    net.add_argument("--download", action="store_true", help="download missing raw files into the user cache even "
+                     "with --data-root, $BENCH_DATA_ROOT or $BENCH_OFFLINE set (needs network)")
+    net.add_argument("--offline", action=_Offline, help="never download a dataset (the same as BENCH_OFFLINE=1)")
 
 
 def threads_arg(p: argparse.ArgumentParser, help_text: str = "torch and numba threads (default 0: every core of "
@@ -84,7 +106,7 @@ def target_args(p: argparse.ArgumentParser, output_help: str = "also write the r
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="hyperparameter override; 'method.key=value' targets one method (repeatable)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
-    p.add_argument("--output", "-o", metavar="FILE", help=output_help)
+    p.add_argument("--output", "-o", metavar="FILE", help=f"{output_help} (atomically; {FILE_RULE})")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     noise_args(p)
     threads_arg(p)
@@ -103,7 +125,7 @@ def attack_args(p: argparse.ArgumentParser, required: bool) -> None:
                    help="attack option, e.g. references=4 or lira.references=4 (repeatable); see `bench list ATTACK`")
     p.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP,
                    help="bootstrap resamples for the 95%% intervals (default: %(default)s; 0 = none)")
-    p.add_argument("--plot-dir", metavar="DIR", help="also save every ROC plot as a PNG in DIR")
+    p.add_argument("--plot-dir", metavar="DIR", help=f"also save every ROC plot as a PNG in DIR ({DIR_RULE})")
 
 
 def tracking_args(p: argparse.ArgumentParser) -> None:
@@ -125,6 +147,22 @@ def target_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 delta=args.delta, overrides=args.overrides, device=args.device, data_root=args.data_root,
                 download=args.download, experiment=args.experiment, track=not args.no_track,
                 progress=not args.no_progress, secure_noise=args.secure_noise, threads=args.threads, log=stderr)
+
+
+def check_common(args: argparse.Namespace) -> None:
+    """What most commands share, checked before any work (a :class:`~methods.errors.ConfigError`, exit 2):
+    ``--experiment`` is a name, ``--data-root`` an existing folder, ``--threads`` >= 0."""
+    from methods.errors import ConfigError
+
+    experiment = getattr(args, "experiment", None)
+    if experiment is not None and not str(experiment).strip():
+        raise ConfigError("--experiment must be a non-empty name")
+    root = getattr(args, "data_root", None)
+    if root is not None and not os.path.isdir(os.path.expanduser(root)):
+        raise ConfigError(f"--data-root {root} does not exist or is not a folder")
+    threads = getattr(args, "threads", None)
+    if threads is not None and threads < 0:
+        raise ConfigError(f"--threads must be >= 0 (got {threads})")
 
 
 def stderr(line: str) -> None:

@@ -1,8 +1,10 @@
 """Output: plain-text tables and atomic writers. A leaf module (standard library only).
 
 Every file the harness writes (``--output`` JSON, leaderboards, ROC plots) goes through a temporary file in the
-target folder and a rename, so a crash or Ctrl-C never leaves half a file; :func:`check_writable` refuses a path
-that cannot be written before anything is trained.
+target folder and a rename, so a crash or Ctrl-C never leaves half a file. Before anything is trained, the
+commands check every path they were given: an output file's folder must already exist and be writable (proven
+by creating and removing a probe file; :func:`check_output_file`), an output folder is new or writable and its
+parent exists (:func:`check_output_dir`), an input exists (:func:`check_input`, ``not found`` otherwise).
 """
 
 from __future__ import annotations
@@ -24,25 +26,89 @@ def format_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def check_writable(path: str | os.PathLike | None, option: str = "--output", directory_ok: bool = False) -> None:
-    """Refuse an output path that cannot be written, before anything is trained (a :class:`ConfigError`).
-    ``directory_ok``: a directory is a valid target (a sharded export) when it is writable."""
+def _probe(folder: Path) -> str | None:
+    """Why a file cannot be created in the existing folder ``folder`` (None: it can). Proven, not guessed from
+    permission bits: a probe file is created and removed (``/proc`` and read-only mounts pass ``os.access``)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".bench-probe-")
+    except OSError as e:
+        return f"cannot create a file there: {e.strerror or e}"
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+    return None
+
+
+def _writable_folder(folder: Path, option: str, path: str | os.PathLike, *, parents: bool = False) -> None:
+    """``folder`` exists (or, with ``parents``, its nearest existing ancestor does), is a folder and can be
+    written in; a :class:`ConfigError` naming ``option`` otherwise."""
+    probe = folder
+    if parents:
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+    if not probe.exists():
+        raise ConfigError(f"{option} {path}: cannot write in {folder} (no such folder; create it first)")
+    if not probe.is_dir():
+        raise ConfigError(f"{option} {path}: cannot write in {probe} (not a folder)")
+    why = _probe(probe)
+    if why:
+        raise ConfigError(f"{option} {path}: cannot write in {probe} ({why})")
+
+
+def check_output_file(path: str | os.PathLike | None, option: str = "--output") -> None:
+    """An output file: its folder must exist and be writable; the file itself may be new, or an existing regular
+    file (replaced atomically), never a folder or a device. A :class:`ConfigError` otherwise, before any work."""
     if not path:
         return
     p = Path(path)
     if p.is_dir():
-        if not directory_ok:
-            raise ConfigError(f"{option} {path} is a directory; give a file name")
-        if not os.access(p, os.W_OK | os.X_OK):
-            raise ConfigError(f"{option} {path}: cannot write in {p}")
-        return
-    probe = p.parent if str(p.parent) else Path(".")
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"{option} {path}: cannot write in {probe}")
+        raise ConfigError(f"{option} {path} is a directory; give a file name")
+    if p.exists() and not p.is_file():
+        raise ConfigError(f"{option} {path} is not a regular file")
     if p.exists() and not os.access(p, os.W_OK):
         raise ConfigError(f"{option} {path}: the file is not writable")
+    _writable_folder(p.parent if str(p.parent) else Path("."), option, path)
+
+
+def check_output_dir(path: str | os.PathLike | None, option: str, *, parents: bool = False) -> None:
+    """An output folder (``--site``, ``--plot-dir``, a sharded export ``DIR/``): an existing writable folder, or
+    a new one whose parent exists and is writable (it is created when the first file is written). ``parents``: a
+    cache folder, created with any missing parents (its nearest existing ancestor must be writable)."""
+    if not path:
+        return
+    p = Path(path)
+    if p.exists():
+        if not p.is_dir():
+            raise ConfigError(f"{option} {path} is not a folder")
+        _writable_folder(p, option, path)
+        return
+    _writable_folder(p.parent if str(p.parent) else Path("."), option, path, parents=parents)
+
+
+def check_input(path: str | os.PathLike | None, option: str, kind: str = "file") -> None:
+    """An input the command reads: it must exist (``not found`` otherwise); ``kind``: ``file``, ``folder`` or
+    ``any`` (a file or a folder, e.g. an export)."""
+    if not path:
+        return
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{option} {path} not found")
+    if kind == "file" and p.is_dir():
+        raise ConfigError(f"{option} {path} is a folder, not a file")
+    if kind == "folder" and not p.is_dir():
+        raise ConfigError(f"{option} {path} is not a folder")
+
+
+def check_writable(path: str | os.PathLike | None, option: str = "--output", directory_ok: bool = False) -> None:
+    """Refuse an output path that cannot be written, before anything is trained (a :class:`ConfigError`).
+    ``directory_ok``: the path may also name a folder (an existing one, or one given with a trailing slash: a
+    sharded export), checked as :func:`check_output_dir`; otherwise it is a file (:func:`check_output_file`)."""
+    if not path:
+        return
+    if directory_ok and (Path(path).is_dir() or str(path).endswith(("/", os.sep))):
+        check_output_dir(path, option)
+    else:
+        check_output_file(path, option)
 
 
 def write_atomic(path: str | os.PathLike, write: Callable[[str], None], suffix: str = ".tmp") -> None:
@@ -74,5 +140,5 @@ def save_figure_atomic(fig: Any, path: str | os.PathLike, dpi: int = 110) -> Non
     write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"), suffix=".png")
 
 
-__all__ = ["check_writable", "format_table", "save_figure_atomic", "write_atomic", "write_json_atomic",
-           "write_text_atomic"]
+__all__ = ["check_input", "check_output_dir", "check_output_file", "check_writable", "format_table",
+           "save_figure_atomic", "write_atomic", "write_json_atomic", "write_text_atomic"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.cliargs import COMMANDS, _float, command, fmt_eps, job_args, stderr, threads_arg
+from bench.cliargs import COMMANDS, FILE_RULE, _float, check_common, command, fmt_eps, job_args, stderr, threads_arg
 
 VIOLATION_EXIT = 3
 
@@ -51,7 +51,7 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="method hyperparameter override (repeatable)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
-    p.add_argument("--output", "-o", metavar="FILE", help="also write the result as JSON (atomically)")
+    p.add_argument("--output", "-o", metavar="FILE", help=f"also write the result as JSON (atomically; {FILE_RULE})")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     threads_arg(p)
     return job_args(p, cmd_audit)
@@ -59,9 +59,10 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from bench import api
-    from bench.io import check_writable, write_json_atomic
+    from bench.io import check_output_file, write_json_atomic
 
-    check_writable(args.output)
+    check_common(args)
+    check_output_file(args.output)
     out = api.audit(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
                     mode=args.mode, trials=args.trials, canaries=args.canaries, confidence=args.confidence,
                     hops=args.hops, canary_degree=args.canary_degree, canary_scale=args.canary_scale,

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.cliargs import command
+from bench.cliargs import DIR_RULE, FILE_RULE, command
 import bench.leaderboard as _lb
 from bench.leaderboard import LeaderboardError, build, build_site, collect_records, config_records
 
@@ -20,18 +20,18 @@ def _leaderboard_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--experiment", default="dp-gnn-bench", help="MLflow experiment (default: %(default)s)")
     p.add_argument("--export", metavar="FILE.jsonl|DIR/",
                    help="build from this export (a file, or a directory of per-dataset files) instead of the MLflow "
-                        "store")
+                        "store; it must exist, unless --run writes it")
     p.add_argument("--format", choices=["md", "html", "csv"], default="md", help="output format (default: md)")
-    p.add_argument("--output", "-o", metavar="PATH", help="write to PATH (atomically) instead of stdout")
+    p.add_argument("--output", "-o", metavar="PATH", help=f"write to PATH (atomically; {FILE_RULE}) instead of stdout")
     p.add_argument("--site", metavar="DIR", help="write DIR/index.html, DIR/README.md and DIR/plots/ (the published "
                                                  "leaderboard; from DIR/runs/ or DIR/runs.jsonl unless --export or "
-                                                 "--experiment)")
+                                                 f"--experiment; {DIR_RULE})")
     p.add_argument("--run", metavar="CONFIG",
                    help="first run CONFIG's sweep (resumable; its export is the site's with --site), then build")
     p.add_argument("--config", metavar="CONFIG",
                    help="with --site: only the cells of this sweep config (and its progress); implied by --run")
     p.add_argument("--write-export", metavar="FILE.jsonl",
-                   help="also write the experiment's runs to this export (merged with what it holds)")
+                   help=f"also write the experiment's runs to this export (merged with what it holds; {FILE_RULE})")
     p.add_argument("--threads", type=int, default=None, help="with --run: torch/numba threads per cell")
     p.add_argument("--workers", type=int, default=1,
                    help="with --run: cells in parallel (separate processes when > 1; default: %(default)s)")
@@ -55,8 +55,37 @@ def cmd_check(export: str) -> int:
     return 0 if report.ok else 1
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every path and number of a build, checked before a sweep cell runs or a file is written: the inputs exist
+    (``--export`` unless ``--run`` writes it, ``--run``, ``--config``), the outputs can be written
+    (:mod:`bench.io`'s rule), and options that apply only with another are not given alone."""
+    from bench.io import check_input, check_output_dir, check_output_file, check_writable
+
+    if not args.experiment.strip():
+        raise LeaderboardError("--experiment must be a non-empty name")
+    if not args.run and (args.workers != 1 or args.threads is not None):
+        raise LeaderboardError("--workers and --threads apply with --run only")
+    if args.workers < 1:
+        raise LeaderboardError(f"--workers must be >= 1 (got {args.workers})")
+    if args.threads is not None and args.threads < 0:
+        raise LeaderboardError(f"--threads must be >= 0 (got {args.threads})")
+    if args.config and not args.site:
+        raise LeaderboardError("--config picks the cells of a --site build: give --site too")
+    if args.site and args.output:
+        raise LeaderboardError("--output does not combine with --site (the site's files go into its folder)")
+    check_input(args.run, "--run")
+    check_input(args.config, "--config")
+    if args.run:
+        check_writable(args.export, "--export", directory_ok=True)
+    else:
+        check_input(args.export, "--export", kind="any")
+    check_output_file(args.output)
+    check_output_dir(args.site, "--site")
+    check_writable(args.write_export, "--write-export", directory_ok=True)
+
+
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from bench.io import check_writable, write_text_atomic
+    from bench.io import write_text_atomic
 
     if args.check:
         others = [o for o, v in (("--run", args.run), ("--site", args.site), ("--export", args.export),
@@ -65,23 +94,18 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             raise LeaderboardError(f"--check only checks an export; it does not combine with {', '.join(others)}")
         return cmd_check(args.check)
 
-    if args.output and Path(args.output).is_dir():
-        raise LeaderboardError(f"--output {args.output} is a directory")
-    check_writable(args.output)
+    check_arguments(args)
     export = args.export
     if args.site:
-        site = Path(args.site)
-        if site.exists() and not site.is_dir():
-            raise LeaderboardError(f"--site {args.site} is not a directory")
         from bench.records import site_export
 
-        export = export or site_export(site)
+        export = export or site_export(args.site)
     if args.run:
         from bench import api
 
         api.sweep(args.run, experiment=None if args.experiment == "dp-gnn-bench" else args.experiment,
                   executor="process" if args.workers > 1 else "inprocess", workers=args.workers,
-                  threads=args.threads, export=export, progress=sys.stderr.isatty())
+                  threads=args.threads, export=export, progress=True)
     if args.write_export:
         from bench import records
 
@@ -101,7 +125,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                                    + (f" for the cells of {config}" if config else ""))
         title, intro, papers = site_texts(rows, export, config=config, records=recs, planned=planned, done=done)
         files = build_site(rows, args.site, title, intro, papers)
-        print(f"# wrote {len(files)} files to {args.site}: {args.site}/index.html", file=sys.stderr)
+        print(_lb.terminal_summary(rows))
+        print(f"\npage: {Path(args.site) / 'index.html'} ({len(files)} files written to {args.site})")
         return 0
     text, rows = build(args.experiment, args.format, track=not args.no_track and not export, export=export)
     if args.output:

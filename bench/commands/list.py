@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from bench.cliargs import COMMANDS, command, data_args
+from bench.cliargs import COMMANDS, check_common, command, data_args
 
 SECTIONS = ("all", "methods", "datasets", "splits", "attacks")
 
@@ -27,6 +27,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from bench.io import format_table
     from bench.options import one_line
 
+    check_common(args)
     if args.what not in SECTIONS:
         info = api.options(args.what)
         if args.json:

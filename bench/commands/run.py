@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cliargs import COMMANDS, attack_args, command, job_args, target_args, target_kwargs
+from bench.cliargs import COMMANDS, attack_args, check_common, command, job_args, target_args, target_kwargs
 
 
 @command("run", "train and evaluate methods on a dataset split; tracked in MLflow")
@@ -31,15 +31,23 @@ def _attack_parser(sub) -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from bench import api
-    from bench.io import check_writable, write_json_atomic
+    from bench.io import check_output_dir, check_output_file, write_json_atomic
+    from methods.errors import ConfigError
 
-    check_writable(args.output)
+    check_common(args)
+    check_output_file(args.output)
+    if args.plot_dir and not args.attacks:
+        raise ConfigError("--plot-dir saves the attacks' ROC plots: give --attacks too")
+    check_output_dir(args.plot_dir, "--plot-dir")
     job = api.attack if args.command == "attack" else api.run
     diagnostics = getattr(args, "diagnostics", False)
     results = job(attacks=args.attacks, attack_overrides=args.attack_overrides, bootstrap=args.bootstrap,
                   plot_dir=args.plot_dir, diagnostics=diagnostics, **target_kwargs(args))
     tables = ([api.results_table(results)] if args.command == "run" else []) + \
              ([api.attack_table(results)] if args.attacks else [])
+    from bench.run import tracked_runs
+
+    tables.append(tracked_runs(results, args.experiment, track=not args.no_track))
     print("\n\n".join(tables))
     if args.output:
         write_json_atomic(args.output, [r.to_dict(diagnostics=diagnostics) for r in results])

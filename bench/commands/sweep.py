@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cliargs import COMMANDS, command, threads_arg
+from bench.cliargs import COMMANDS, DIR_RULE, FILE_RULE, check_common, command, threads_arg
 
 
 @command("sweep", "run a resumable YAML grid of methods x datasets x splits x epsilons x seeds")
@@ -24,15 +24,16 @@ def _sweep_parser(sub) -> argparse.ArgumentParser:
                    help="also mark KILLED RUNNING cells owned by sweeps on other hosts (they cannot be checked)")
     threads_arg(p, "torch and numba threads per cell (default 0: every core in-process, cores / workers in "
                    "workers); 1 is much faster on a machine shared with other jobs")
-    p.add_argument("--output", "-o", metavar="FILE", help="write the sweep summary as JSON")
+    p.add_argument("--output", "-o", metavar="FILE", help=f"write the sweep summary as JSON (atomically; {FILE_RULE})")
     p.add_argument("--export", metavar="FILE.jsonl|DIR/",
                    help="a compact export of the cells (bench.records): its cells count as done (resume on another "
                         "machine without the MLflow store) and every cell finished now is appended as it ends; a "
-                        "directory holds one file per dataset")
+                        f"directory holds one file per dataset (a file: {FILE_RULE}; a directory: {DIR_RULE})")
     p.add_argument("--teacher-cache", metavar="DIR",
                    help="keep the PrivGNN family's noise-free teacher outputs in DIR and reuse them across the run and "
                         "verify cells of one seed (epsilons, LiRA references, verification worlds): the same "
-                        "results, teachers trained once (a verification's determinism fit recomputes)")
+                        "results, teachers trained once (a verification's determinism fit recomputes); a cache: "
+                        "created with any missing parent folders")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=cmd_sweep)
     return p
@@ -40,10 +41,13 @@ def _sweep_parser(sub) -> argparse.ArgumentParser:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from bench import api
-    from bench.io import check_writable, write_json_atomic
+    from bench.io import check_input, check_output_dir, check_output_file, check_writable, write_json_atomic
 
-    check_writable(args.output)
+    check_input(args.config, "sweep config")
+    check_common(args)
+    check_output_file(args.output)
     check_writable(args.export, "--export", directory_ok=True)
+    check_output_dir(args.teacher_cache, "--teacher-cache", parents=True)
     summary = api.sweep(args.config, experiment=args.experiment, executor=args.executor, workers=args.workers,
                         max_retries=args.max_retries, address=args.address, dry_run=args.dry_run,
                         reclaim_remote=args.reclaim_remote, threads=args.threads, progress=not args.no_progress,

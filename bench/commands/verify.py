@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cliargs import COMMANDS, _float, command, job_args, stderr, threads_arg
+from bench.cliargs import COMMANDS, FILE_RULE, _float, check_common, command, job_args, stderr, threads_arg
 
 VIOLATION_EXIT = 3
 
@@ -38,7 +38,7 @@ def _verify_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="method hyperparameter override (repeatable)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
-    p.add_argument("--output", "-o", metavar="FILE", help="also write the report as JSON (atomically)")
+    p.add_argument("--output", "-o", metavar="FILE", help=f"also write the report as JSON (atomically; {FILE_RULE})")
     p.add_argument("--no-progress", action="store_true", help="hide progress lines and bars")
     threads_arg(p)
     return job_args(p, cmd_verify)
@@ -47,9 +47,10 @@ def _verify_parser(sub) -> argparse.ArgumentParser:
 def cmd_verify(args: argparse.Namespace) -> int:
     from bench import api
     from bench.cliargs import fmt_eps
-    from bench.io import check_writable, format_table, write_json_atomic
+    from bench.io import check_output_file, format_table, write_json_atomic
 
-    check_writable(args.output)
+    check_common(args)
+    check_output_file(args.output)
     checks = [c.strip() for c in args.checks.split(",") if c.strip()] if args.checks else None
     out = api.verify(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
                      seeds=args.seeds, quick=args.quick, canaries=args.canaries, trials=args.trials,

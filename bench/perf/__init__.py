@@ -21,6 +21,7 @@ import importlib
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -58,7 +59,85 @@ def _perf_parser(sub) -> argparse.ArgumentParser:
     for name, (help_text, configure, aliases) in BENCHMARKS.items():
         q = which.add_parser(name, help=help_text, aliases=list(aliases), description=help_text)
         configure(q)
+        q.set_defaults(func=_checked(q.get_default("func")))
     return p
+
+
+# --------------------------------------------------------------------------------------
+# argument checks shared by the benchmarks (before anything is timed)
+# --------------------------------------------------------------------------------------
+
+#: the smallest value of the integer options the benchmarks share (where a benchmark has one)
+AT_LEAST = {"threads": 0, "rounds": 1, "repeats": 1, "seed": 0, "reference_threads": 1, "max_degree": 0,
+            "layers": 0, "max_children": 0, "walk_length": 0, "restarts": 1, "batch": 1, "nodes": 1, "features": 1,
+            "hidden": 1, "teachers": 1, "classes": 1, "private": 1, "queries": 1, "teacher_batch": 1, "epochs": 1}
+#: float options that must be positive
+POSITIVE = ("min_run_time", "epsilon")
+
+
+def _checked(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``run`` after :func:`check_args`."""
+
+    def checked(args: argparse.Namespace) -> int:
+        check_args(args)
+        return run(args)
+
+    checked.__wrapped__ = run  # type: ignore[attr-defined]
+    return checked
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Bad input to a benchmark is one ``error:`` line (exit 2) before anything is timed: counts and scales in
+    range, known methods, datasets, splits and devices, an existing ``--data-root`` and a ``--baseline-rev`` that
+    names a commit of this repository."""
+    from methods.errors import ConfigError
+
+    for name, low in AT_LEAST.items():
+        value = getattr(args, name, None)
+        if isinstance(value, int) and value < low:
+            raise ConfigError(f"--{name.replace('_', '-')} must be >= {low} (got {value})")
+    for name in POSITIVE:
+        value = getattr(args, name, None)
+        if isinstance(value, float) and not value > 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be > 0 (got {value})")
+    delta = getattr(args, "delta", None)
+    if delta is not None and not 0 < delta < 1:
+        raise ConfigError(f"delta must be in (0, 1) (got {delta})")
+    root = getattr(args, "data_root", None)
+    if root is not None and not os.path.isdir(os.path.expanduser(root)):
+        raise ConfigError(f"--data-root {root} does not exist or is not a folder")
+    names = [getattr(args, "dataset", None)] + list(getattr(args, "datasets", None) or [])
+    if any(names):
+        from bench.datasets.registry import parse_dataset_name
+
+        for name in filter(None, names):
+            parse_dataset_name(name)
+    split = getattr(args, "split", None)
+    if split:
+        from bench.splits import SPLITS
+
+        if split not in SPLITS:
+            raise ConfigError(f"unknown split {split!r}; available: {', '.join(SPLITS)}")
+    for name in getattr(args, "methods", None) or []:
+        from methods.base import get_method
+
+        get_method(name)
+    for option in ("device", "reference"):
+        device = getattr(args, option, None)
+        if device and not (option == "reference" and device == "none"):
+            name = device.lower()
+            if name not in ("auto", "cpu") and not re.fullmatch(r"cuda(:\d+)?", name):
+                raise ConfigError(f"unknown --{option} {device!r}; use cpu or cuda[:N]"
+                                  + (" (or none)" if option == "reference" else ""))
+    rev = getattr(args, "baseline_rev", None)
+    if rev:
+        try:
+            found = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                                   capture_output=True, text=True).returncode
+        except OSError as e:
+            raise ConfigError(f"--baseline-rev needs git ({e})") from None
+        if found != 0:
+            raise ConfigError(f"--baseline-rev {rev} is not a commit of this repository ({REPO})")
 
 
 # --------------------------------------------------------------------------------------
