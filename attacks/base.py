@@ -291,6 +291,25 @@ class Attack(ABC):
     Config: ClassVar[type] = NodeAttackConfig
     #: overrides that make the attack take seconds on a ~200-node graph (tests)
     smoke_config: ClassVar[dict[str, Any]] = {}
+    #: what a member is in this attack's game, for tables ("" = ``"<level> membership"``)
+    unit_label: ClassVar[str] = ""
+
+    @classmethod
+    def unit(cls) -> str:
+        """What this attack infers: ``node membership`` or ``edge membership`` (or the class's ``unit_label``)."""
+        return cls.unit_label or f"{cls.level} membership"
+
+    @classmethod
+    def outside_claim(cls, privacy_unit: str) -> str:
+        """Why a method's ``privacy_unit``-level guarantee says nothing about this attack's game ("" when it does,
+        or when there is no guarantee: ``none``). A node-level guarantee covers node membership and an edge
+        (through group privacy: two node changes, so twice its epsilon); an edge-level one covers no node's label
+        or features; a feature-level one (structure and labels public) covers neither a node's training
+        membership nor an edge. Tables print the reason in the attack's row."""
+        covered = {"node": ("node",), "edge": ("node", "edge")}.get(cls.level, ())
+        if privacy_unit in ("none", "", "?") or privacy_unit in covered:
+            return ""
+        return f"outside the {privacy_unit}-level claim"
 
     def __init__(self, **overrides: Any) -> None:
         self.config = make_config(self.Config, overrides, owner=f"attack {self.name or type(self).__name__}")

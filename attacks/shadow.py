@@ -175,6 +175,12 @@ class PrivGNNAttack2(_PrivGNNAttack):
     description = ("PrivGNN Attack-2: pseudo-labelled (queried) vs un-queried public-train nodes; shadow "
                    "trained with the target's method")
     Config = Attack2Config
+    unit_label = "public-node query membership"
+
+    @classmethod
+    def outside_claim(cls, privacy_unit: str) -> str:
+        # the members are public nodes: no private-public method's guarantee (on its private graph) covers them
+        return "" if privacy_unit in ("none", "", "?") else f"outside the {privacy_unit}-level claim (public nodes)"
 
 
 __all__ = ["PrivGNNAttack1", "PrivGNNAttack2", "ShadowAttack", "sorted_features", "train_attack_mlp"]

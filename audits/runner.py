@@ -60,7 +60,8 @@ def verdict(claimed: float, lb: float) -> str:
 
 
 def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include: np.ndarray, budget: Budget,
-                seed: int | RunStreams, device: Any, canary_type: str = "input") -> tuple[np.ndarray, float]:
+                seed: int | RunStreams, device: Any, canary_type: str = "input", progress: bool = False
+                ) -> tuple[np.ndarray, float]:
     task = canaries.world(include)
     method = make_method()
     method.check_task(task)
@@ -70,12 +71,12 @@ def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include:
 
         hook = GradientCanaries(canary_columns(task.num_features, canaries.m), task.num_features)
         with gradient_hook(hook):
-            fitted = fit_method(method, task, budget, RunStreams.of(seed), device=device, progress=False)
+            fitted = fit_method(method, task, budget, RunStreams.of(seed), device=device, progress=progress)
         if hook.steps == 0:  # (an included canary that was never drawn is legitimate: its score is noise)
             raise ContractViolation(f"gradient canaries: {method.name} took no DP-SGD step through the hook")
         scores = hook.scores.numpy()
     else:
-        fitted = fit_method(method, task, budget, RunStreams.of(seed), device=device, progress=False)
+        fitted = fit_method(method, task, budget, RunStreams.of(seed), device=device, progress=progress)
         proba = fitted.predict_proba()
         if tuple(proba.shape) != (task.num_nodes, task.num_classes):
             raise ContractViolation(f"{method.name}.predict_proba returned shape {tuple(proba.shape)}, expected "
@@ -160,7 +161,8 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
     cs = make_canaries(task, unit, canaries, canary, seed=streams, allow_fewer=min(canaries, MIN_CANARIES))
     canaries = cs.m
     include = inclusion_coins(streams, canaries)
-    scores, claimed = _fit_scores(make_method, cs, include, budget, streams.child("trial", 0), device, canary_type)
+    scores, claimed = _fit_scores(make_method, cs, include, budget, streams.child("trial", 0), device, canary_type,
+                                  progress=progress)
     bound = one_run_audit(scores, include, budget.delta, confidence)
     details = {"canary_type": canary_type, "bound": bound.to_dict(), "scores": scores.tolist(),
                "included": include.tolist(),

@@ -22,7 +22,7 @@ from typing import Any
 from attacks import metrics as M
 from attacks.base import Attack, Target, available_attacks, get_attack, run_attack
 from bench import tracking
-from bench.io import format_table, save_figure_atomic
+from bench.io import check_output_dir, format_table, save_figure_atomic
 from bench.options import field_names, scoped_overrides
 from methods.errors import ConfigError
 
@@ -70,6 +70,7 @@ def plan_attacks(names: list[str], overrides: list[str], bootstrap: int = M.DEFA
         raise ConfigError("no attack given")
     if bootstrap < 0:
         raise ConfigError(f"--bootstrap must be >= 0 (got {bootstrap})")
+    check_output_dir(plot_dir, "--plot-dir")
     plan = AttackPlan(resolved, parse_attack_overrides(overrides, resolved), bootstrap, plot_dir)
     for n in resolved:
         plan.build(n)  # option errors surface here, before any run is opened
@@ -128,7 +129,8 @@ def attack_rows(results: list[Any]) -> list[dict[str, Any]]:
         for a in r.attacks:
             base = {"method": r.method, "dataset": r.dataset, "split": r.split, "seed": r.seed,
                     "target_epsilon": r.target_epsilon, "epsilon": r.epsilon, "test_acc": r.metrics.get("test_acc"),
-                    "attack": a["attack"], "status": a["status"]}
+                    "attack": a["attack"], "status": a["status"], "unit": r.unit_label or r.privacy_unit,
+                    **attack_unit(a["attack"], r.privacy_unit)}
             if a["status"] != "ok":
                 rows.append({**base, "variant": "-", "reason": a["reason"]})
                 continue
@@ -136,6 +138,16 @@ def attack_rows(results: list[Any]) -> list[dict[str, Any]]:
                 rows.append({**base, "variant": vname, "members": a["evaluated_members"],
                              "non_members": a["evaluated_non_members"], **{k: v[k] for k in M.METRICS}})
     return rows
+
+
+def attack_unit(attack: str, privacy_unit: str) -> dict[str, str]:
+    """``attack_unit``: what ``attack`` infers (``node membership``); ``outside_claim``: why a ``privacy_unit``-level
+    guarantee does not cover it ("" when it does; an attack no longer registered gives "" for both)."""
+    try:
+        cls = get_attack(attack)
+    except ConfigError:
+        return {"attack_unit": "", "outside_claim": ""}
+    return {"attack_unit": cls.unit(), "outside_claim": cls.outside_claim(privacy_unit)}
 
 
 def _est(d: dict[str, float] | None) -> str:
@@ -147,19 +159,20 @@ def _est(d: dict[str, float] | None) -> str:
 
 
 def attack_table(results: list[Any]) -> str:
-    header = ["method", "dataset", "seed", "eps", "attack", "variant", "AUC [95% CI]", "TPR@1%FPR [95% CI]",
-              "TPR@0.1%FPR [95% CI]", "advantage [95% CI]", "bal. acc [95% CI]", "members/non", "note"]
+    header = ["method", "unit", "dataset", "seed", "eps", "attack (infers)", "variant", "AUC [95% CI]",
+              "TPR@1%FPR [95% CI]", "TPR@0.1%FPR [95% CI]", "advantage [95% CI]", "bal. acc [95% CI]", "members/non",
+              "note"]
     rows = []
     for row in attack_rows(results):
         eps = "inf" if not math.isfinite(row["epsilon"]) else f"{row['epsilon']:.3g}"
+        attack = f"{row['attack']} ({row['attack_unit']})" if row["attack_unit"] else row["attack"]
+        lead = [row["method"], row["unit"], row["dataset"], str(row["seed"]), eps, attack]
         if row["status"] != "ok":
-            rows.append([row["method"], row["dataset"], str(row["seed"]), eps, row["attack"], "-", "n/a", "n/a",
-                         "n/a", "n/a", "n/a", "-", f"not applicable: {row['reason']}"])
+            rows.append(lead + ["-", "n/a", "n/a", "n/a", "n/a", "n/a", "-", f"not applicable: {row['reason']}"])
             continue
-        rows.append([row["method"], row["dataset"], str(row["seed"]), eps, row["attack"], row["variant"],
-                     _est(row["auc"]), _est(row["tpr_at_1pct_fpr"]), _est(row["tpr_at_0.1pct_fpr"]),
-                     _est(row["advantage"]), _est(row["balanced_accuracy"]),
-                     f"{row['members']}/{row['non_members']}", ""])
+        rows.append(lead + [row["variant"], _est(row["auc"]), _est(row["tpr_at_1pct_fpr"]),
+                            _est(row["tpr_at_0.1pct_fpr"]), _est(row["advantage"]), _est(row["balanced_accuracy"]),
+                            f"{row['members']}/{row['non_members']}", row["outside_claim"]])
     return format_table(header, rows)
 
 
@@ -167,4 +180,4 @@ def list_attacks() -> list[dict[str, str]]:
     return [{"name": n, "level": c.level, "description": c.description} for n, c in available_attacks().items()]
 
 
-__all__ = ["AttackPlan", "attack_one", "attack_rows", "attack_table", "list_attacks", "plan_attacks"]
+__all__ = ["AttackPlan", "attack_one", "attack_rows", "attack_table", "attack_unit", "list_attacks", "plan_attacks"]

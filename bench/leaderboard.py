@@ -350,7 +350,7 @@ def row_cells(r: Row) -> list[str]:
     ci = "-" if r.ci is None else f"[{r.ci[0]:.4f}, {r.ci[1]:.4f}]"
     attack = "-"
     if name:
-        attack = f"{_num(auc, '.3f')} ({name}; {'held-out choice' if held else 'max'} of {n})"
+        attack = f"{_num(auc, '.3f')} ({name}; {'held-out choice' if held else 'max'} of {n})" + attack_unit_note(r)
     verification = "-"
     if r.verdict:
         verification = f"{r.verdict} ({_num(max(r.audit_lb), '.3g')})" if r.audit_lb else r.verdict
@@ -445,12 +445,14 @@ def to_csv(rows: list[Row]) -> str:
     w.writerow(["dataset", "privacy_unit", "unit_label", "method", "split", "target_epsilon", "spent_epsilon_max",
                 "delta", "inference_private", "test_acc_mean", "ci_low", "ci_high", "seeds", "strongest_attack",
                 "strongest_attack_auc", "strongest_attack_tpr_at_1pct_fpr", "attack_candidates", "held_out_choice",
+                "strongest_attack_outside_claim",
                 "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as"])
     for r in rows:
         name, auc, tpr, n, held = r.strongest_attack()
         w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max, r.delta,
                     r.inference_private, r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
                     len(r.accs), name, "" if not name else auc, "" if not name else tpr, n, held,
+                    strongest_attack_unit(r)[1],
                     max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
                     "; ".join(f"{o}: {w}" if w else o for o, w in r.same_as)])
     return buf.getvalue()
@@ -695,3 +697,78 @@ def _md_table_html(md: str) -> str:
 
 __all__ = ["LeaderboardError", "Row", "bootstrap_ci", "build", "build_site", "collect", "collect_records",
            "config_records", "render"]
+
+
+# --------------------------------------------------------------------------------------
+# Attack units and the terminal summary (bench leaderboard --site, the demo)
+# --------------------------------------------------------------------------------------
+
+
+def strongest_attack_unit(r: Row) -> tuple[str, str]:
+    """(what the row's strongest attack infers, e.g. ``node membership``; why the row's privacy claim does not cover
+    it, e.g. ``outside the edge-level claim``, or ""). Both "" without an attack or for an attack not registered."""
+    name = r.strongest_attack()[0]
+    if not name:
+        return "", ""
+    from bench.attack import attack_unit
+
+    u = attack_unit(name.split(".", 1)[0], r.unit)
+    return u["attack_unit"], u["outside_claim"]
+
+
+def attack_unit_note(r: Row) -> str:
+    """`` [node membership: outside the edge-level claim]`` when the row's strongest attack infers something its
+    privacy unit does not protect (a node-membership attack on an edge- or feature-level method), else "": appended
+    to the strongest-attack cell so the row itself says the AUC is no evidence against its claim."""
+    unit, outside = strongest_attack_unit(r)
+    return f" [{unit}: {outside}]" if outside else ""
+
+
+SUMMARY_HEADER = ["method", "unit", "spent eps", "test acc (mean, seeds)", "attack AUC (what it infers)",
+                  "verification (eps_lb)"]
+
+
+def summary_cells(r: Row, datasets: bool = False) -> list[str]:
+    """One row of :func:`terminal_summary`."""
+    name, auc, _tpr, _n, _held = r.strongest_attack()
+    attack = "-"
+    if name:
+        unit, outside = strongest_attack_unit(r)
+        attack = f"{_num(auc, '.2f')} ({'; '.join(x for x in (unit or name, outside) if x)})"
+    verification = "-"
+    if r.verdict:
+        verification = f"{r.verdict} ({_num(max(r.audit_lb), '.3g')})" if r.audit_lb else r.verdict
+    seeds = len(r.accs)
+    spent = "inf (not private)" if r.unit == "none" else _num(r.spent_max, ".3g")
+    cells = [r.label + same_as_text(r), r.unit_label or r.unit, spent,
+             f"{_num(r.acc_mean)} ({seeds} seed{'s' if seeds != 1 else ''})", attack, verification]
+    return cells[:2] + [f"{r.dataset} ({r.split})"] + cells[2:] if datasets else cells
+
+
+def terminal_summary(rows: list[Row], max_rows: int = 40) -> str:
+    """The leaderboard as a plain-text table for a terminal or a log (what ``bench leaderboard --site`` prints, the
+    demo's result): per row its method, unit, spent epsilon, test accuracy (mean over its seeds), the strongest
+    attack's AUC with what that attack infers (and, where the method's privacy unit does not cover it, that it is
+    outside the claim) and the verification verdict. A dataset column when the rows hold more than one dataset or
+    split. More than ``max_rows`` rows (a full grid) give one line that says so: the page holds them."""
+    from bench.io import format_table
+
+    if len(rows) > max_rows:
+        return (f"{len(rows)} leaderboard rows ({len({r.dataset for r in rows})} datasets): too many for a terminal; "
+                "the page and its README.md hold the tables")
+
+    datasets = len({(r.dataset, r.split) for r in rows}) > 1
+    header = SUMMARY_HEADER[:2] + ["dataset"] + SUMMARY_HEADER[2:] if datasets else SUMMARY_HEADER
+    text = format_table(header, [summary_cells(r, datasets) for r in rows])
+    notes = []
+    if not datasets and rows:
+        notes.append(f"{rows[0].dataset}, split {rows[0].split}; spent eps: the ledger's (max over seeds), delta as "
+                     "run.")
+    if any(strongest_attack_unit(r)[1] for r in rows):
+        notes.append("outside the X-level claim: the attack infers something the method's privacy unit does not "
+                     "protect (e.g. a node's training membership against an edge-level guarantee); its AUC is no "
+                     "evidence for or against the claim.")
+    if any(r.verdict for r in rows):
+        notes.append("verification: bench verify's verdict and the largest empirical epsilon lower bound of its "
+                     "checks.")
+    return text + "".join(f"\n* {n}" for n in notes)

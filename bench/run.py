@@ -247,6 +247,12 @@ def prepare(spec: RunSpec) -> Prepared:
     return Prepared(spec, classes, overrides, dataset, split, device, plan, hp_entries)
 
 
+def run_name(method: str, dataset: str, split: str, epsilon: float, seed: int) -> str:
+    """A run's MLflow name: ``method/dataset/split/eps=E/sSEED`` (``eps=inf`` without noise)."""
+    eps_name = "inf" if math.isinf(epsilon) else f"{epsilon:g}"
+    return f"{method}/{dataset}/{split}/eps={eps_name}/s{seed}"
+
+
 def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedRun | None = None) -> RunResult:
     """Train, evaluate (and attack, when planned) one method at one seed as one tracked run."""
     spec = p.spec
@@ -270,8 +276,7 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
               **{f"hp.{k}": v for k, v in hparams.items()}}
     tags = {**spec.tags, "method": cls.name, "dataset": p.dataset.name, "split": p.split,
             "config_hash": params["config_hash"], "diagnostics": DIAGNOSTIC_NOTE}
-    eps_name = "inf" if math.isinf(budget.epsilon) else f"{budget.epsilon:g}"
-    name = f"{cls.name}/{p.dataset.name}/{p.split}/eps={eps_name}/s{seed}"
+    name = run_name(cls.name, p.dataset.name, p.split, budget.epsilon, seed)
     with tracking.tracked_run(spec.experiment, name, tags=tags, parent=parent, enabled=spec.track) as run:
         run.log_params(params)
         run.log_dict({"identity": identity, "task": task.summary(), "split_info": task.info,
@@ -368,7 +373,8 @@ def run_targets(spec: RunSpec, log: Callable[[str], None] | None = None) -> list
             results.append(r)
             attacks = f", {len(r.attacks)} attack(s)" if spec.attacks else ""
             log(f"  {r.method} seed {seed}: test acc {r.metrics.get('test_acc', float('nan')):.4f}, "
-                f"epsilon {fmt_eps(r.epsilon)}, {r.seconds:.1f}s{attacks}")
+                f"epsilon {fmt_eps(r.epsilon)}, {r.seconds:.1f}s{attacks}; "
+                + (f"run {r.run_id}" if r.run_id else "not tracked"))
     return results
 
 
@@ -442,3 +448,23 @@ def unit_footnotes(methods: list[str]) -> str:
         if cls.unit_note:
             notes.setdefault(cls.label(), cls.unit_note)
     return "".join(f"\n* {label}: {note}" for label, note in sorted(notes.items()))
+
+
+def tracked_runs(results: list[RunResult], experiment: str = DEFAULT_EXPERIMENT, track: bool = True) -> str:
+    """Where every run went: a header with the MLflow experiment and tracking URI (or "not tracked"), then one
+    row per run with its id (what ``bench account run RUN_ID`` takes) and name, and its attacks' child runs."""
+    if not track:
+        header = "runs (not tracked: --no-track; nothing was logged to MLflow):"
+    else:
+        from bench import tracking
+
+        uri = tracking.tracking_uri()
+        header = (f"runs tracked in MLflow experiment {experiment!r} at {uri}\n"
+                  f"(browse: mlflow ui --backend-store-uri {uri}; re-account one: bench account run RUN_ID)")
+    rows = []
+    for r in results:
+        rows.append([r.run_id or "-", run_name(r.method, r.dataset, r.split, r.target_epsilon, r.seed)])
+        for a in r.attacks:
+            if a.get("run_id"):
+                rows.append([f"  {a['run_id']}", f"  attack {a['attack']} (child run)"])
+    return header + "\n" + format_table(["run id", "name"], rows)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from bench.sweep.cells import Cell, SweepConfig
 from bench.sweep.state import CellState, cell_states, make_plan, owner_id, reclaim_orphans
 
-ENV_KEYS = ("MLFLOW_TRACKING_URI", "BENCH_DATA_ROOT", "BENCH_CACHE_DIR", "BENCH_TEACHER_CACHE")
+ENV_KEYS = ("MLFLOW_TRACKING_URI", "BENCH_TRACKING_DIR", "BENCH_DATA_ROOT", "BENCH_CACHE_DIR", "BENCH_TEACHER_CACHE")
 
 
 def worker_env() -> dict[str, str]:
@@ -79,7 +79,7 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
         threads = max(1, (os.cpu_count() or 1) // max(1, workers))  # no oversubscription by default
     jobs = [(c.to_dict(), cfg.experiment, owner, env, failures[c.cell_id], max_retries, threads,
              None if export is None else str(export)) for c in plan.todo]
-    bar = progress_bar(len(jobs), "sweep", progress)
+    bar = progress_bar(len(jobs), "sweep", progress, file=out)  # a line per cell below; the bar or ETA lines too
     try:
         for res in ex.run(cell_fn, jobs):
             c = by_id[res["cell_id"]]
