@@ -60,7 +60,7 @@ class CheckReport:
                          "they are regenerated when the leaderboard is next rebuilt")
         for ds, n in sorted(self.delta_unchecked.items()):
             lines.append(f"# delta rule not checked for {n} runs of {ds}: they predate the privacy_units parameter "
-                         "and the dataset was not loaded (set BENCH_DATA_ROOT)")
+                         "and the dataset is not on this machine (set BENCH_DATA_ROOT)")
         lines += [f"# {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -123,10 +123,12 @@ class _Units:
     @staticmethod
     def _count(dataset: str, split: str, unit: str, seed: int) -> int | None:
         try:
-            from bench.datasets import load_dataset
+            from bench.datasets import is_available, load_dataset
             from bench.run import privacy_units
             from bench.splits import make_task
 
+            if not is_available(dataset):  # found locally: a check never downloads a dataset
+                return None
             return privacy_units(make_task(load_dataset(dataset), split, seed), unit)
         except BenchError:
             return None
