@@ -83,6 +83,8 @@ class Row:
     #: rows of other methods whose runs are identical to this row's on every seed, with the reason when the
     #: method declares one (``Method.degenerates_to``): a degenerate comparison, shown in the row
     same_as: list[tuple[str, str]] = field(default_factory=list)
+    #: the runs are of a setting a retune has since replaced (:func:`config_records`): shown until the new cells run
+    previous: bool = False
 
     @property
     def label(self) -> str:
@@ -219,6 +221,7 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
         row.unit_label = _unit_label(p["method"], row.unit, tags)
         row.inference_private = str(tags.get("inference_private", row.inference_private or ""))
         row.hp_source = p.get("hp_source", row.hp_source)
+        row.previous = row.previous or bool(rec.get("previous_setting"))
         for name, variants in (rec.get("attacks") or {}).items():
             for variant, vals in variants.items():
                 full = f"{name}.{variant}"
@@ -355,10 +358,21 @@ def row_cells(r: Row) -> list[str]:
     if r.verdict:
         verification = f"{r.verdict} ({_num(max(r.audit_lb), '.3g')})" if r.audit_lb else r.verdict
     acc = _num(r.acc_mean)
-    return [r.label + same_as_text(r), r.unit_label or r.unit, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"),
+    return [r.label + marks(r), r.unit_label or r.unit, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"),
             "-" if r.unit == "none" or math.isnan(r.delta) or math.isinf(r.spent_max) else f"{r.delta:.0e}",
             _inference(r), acc, ci,
             str(len(r.accs)), attack, _num(tpr, ".3f") if name else "-", verification]
+
+
+def marks(r: Row) -> str:
+    """What the method cell adds to the row's name: identical runs of another row, a previous setting."""
+    return same_as_text(r) + (f" {PREVIOUS_MARK}" if r.previous else "")
+
+
+PREVIOUS_MARK = "(previous setting)"
+PREVIOUS_NOTE = (f"method '{PREVIOUS_MARK}': the row's runs used the hyperparameters chosen before the current "
+                 "tuning (on seeds that include reported ones); the current setting's cells are not run yet, and "
+                 "their records replace the row when they are.")
 
 
 def same_as_text(r: Row) -> str:
@@ -392,7 +406,8 @@ def footnotes(rows: list[Row]) -> list[str]:
         cls = methods.get(r.method)
         if cls is not None and cls.unit_note:
             notes.setdefault(cls.label(), cls.unit_note)
-    return [f"{label}: {note}" for label, note in sorted(notes.items())] + identical_results(rows)
+    return ([f"{label}: {note}" for label, note in sorted(notes.items())] + identical_results(rows)
+            + ([PREVIOUS_NOTE] if any(r.previous for r in rows) else []))
 
 
 def identical_results(rows: list[Row]) -> list[str]:
@@ -446,7 +461,7 @@ def to_csv(rows: list[Row]) -> str:
                 "delta", "inference_private", "test_acc_mean", "ci_low", "ci_high", "seeds", "strongest_attack",
                 "strongest_attack_auc", "strongest_attack_tpr_at_1pct_fpr", "attack_candidates", "held_out_choice",
                 "strongest_attack_outside_claim",
-                "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as"])
+                "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as", "previous_setting"])
     for r in rows:
         name, auc, tpr, n, held = r.strongest_attack()
         w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max, r.delta,
@@ -454,7 +469,7 @@ def to_csv(rows: list[Row]) -> str:
                     len(r.accs), name, "" if not name else auc, "" if not name else tpr, n, held,
                     strongest_attack_unit(r)[1],
                     max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
-                    "; ".join(f"{o}: {w}" if w else o for o, w in r.same_as)])
+                    "; ".join(f"{o}: {w}" if w else o for o, w in r.same_as), r.previous])
     return buf.getvalue()
 
 
@@ -621,14 +636,43 @@ def build(experiment: str, fmt: str, track: bool = True, export: str | None = No
 
 
 def config_records(config: str, recs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int, int]:
-    """The records of ``config``'s cells only (a cell whose hyperparameters changed since is another cell), with
-    the number of cells the config plans and how many of them the records finish."""
+    """The records of ``config``'s cells (a cell whose hyperparameters changed since is another cell), with the
+    number of cells the config plans and how many of them the records finish.
+
+    A row of the grid none of whose training runs is there yet (a retune changed its setting and the new cells are
+    not run) keeps the records of its previous setting, marked ``previous_setting`` (the row says so): the page
+    stays whole while a regeneration is under way, and never mixes two settings in one row."""
+    from bench.records import row_key
     from bench.sweep import load_config
 
-    cells = {c.cell_id for c in load_config(config).cells if not c.skip}
+    cfg = [c for c in load_config(config).cells if not c.skip]
+    cells = {c.cell_id for c in cfg}
     kept = [r for r in recs if r.get("cell_id") in cells]
-    done = len({r["cell_id"] for r in kept if r.get("status", "FINISHED") == "FINISHED"})
-    return kept, len(cells), done
+    finished = [r for r in kept if r.get("status", "FINISHED") == "FINISHED"]
+    done = len({r["cell_id"] for r in finished})
+    ran = {row_key(r) for r in finished if r.get("kind", "run") == "run"}
+    pending = {(c.method, c.dataset, c.split, float(c.epsilon)) for c in cfg} - ran
+    return kept + previous_setting([r for r in recs if r.get("cell_id") not in cells], pending), len(cells), done
+
+
+def previous_setting(recs: list[dict[str, Any]], rows: set[tuple]) -> list[dict[str, Any]]:
+    """Copies, marked ``previous_setting``, of the FINISHED records of ``rows`` (row keys, :func:`bench.records.row_key`)
+    at the setting of each row's newest training run: one setting per row, its runs and their checks."""
+    from bench.records import hparams_of, row_key
+
+    by_row: dict[tuple, list[dict[str, Any]]] = {}
+    for r in recs:
+        k = row_key(r)
+        if k in rows and r.get("status", "FINISHED") == "FINISHED":
+            by_row.setdefault(k, []).append(r)
+    out = []
+    for group in by_row.values():
+        runs = [r for r in group if r.get("kind", "run") == "run"]
+        if not runs:
+            continue
+        setting = hparams_of(max(runs, key=lambda r: r.get("start_time") or 0))
+        out += [{**r, "previous_setting": True} for r in group if hparams_of(r) == setting]
+    return out
 
 
 def build_site(rows: list[Row], out_dir: str | Path, title: str, intro_md: str = "", papers: str = "") -> list[Path]:
@@ -740,7 +784,7 @@ def summary_cells(r: Row, datasets: bool = False) -> list[str]:
         verification = f"{r.verdict} ({_num(max(r.audit_lb), '.3g')})" if r.audit_lb else r.verdict
     seeds = len(r.accs)
     spent = "inf (not private)" if r.unit == "none" else _num(r.spent_max, ".3g")
-    cells = [r.label + same_as_text(r), r.unit_label or r.unit, spent,
+    cells = [r.label + marks(r), r.unit_label or r.unit, spent,
              f"{_num(r.acc_mean)} ({seeds} seed{'s' if seeds != 1 else ''})", attack, verification]
     return cells[:2] + [f"{r.dataset} ({r.split})"] + cells[2:] if datasets else cells
 

@@ -47,6 +47,23 @@ def number(v: Any) -> float:
     return float(v)
 
 
+def row_key(record: dict[str, Any]) -> tuple[str, str, str, float] | None:
+    """(method, dataset, split, target epsilon): the leaderboard row a run, verification or audit record belongs to,
+    whatever its hyperparameters; None for a record that does not say."""
+    p, t = record.get("params") or {}, record.get("tags") or {}
+    method, dataset = t.get("method") or p.get("method"), t.get("dataset") or p.get("dataset")
+    split = t.get("split") or p.get("split")
+    eps = p.get("target_epsilon", (record.get("metrics") or {}).get("claimed_epsilon"))
+    if not method or not dataset or not split or eps is None:
+        return None
+    return str(method), str(dataset), str(split), number(eps)
+
+
+def hparams_of(record: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The record's ``hp.*`` params: the setting it ran (a retune changes them, and with them the cell)."""
+    return tuple(sorted((k, str(v)) for k, v in (record.get("params") or {}).items() if k.startswith("hp.")))
+
+
 def ledger_of(record: dict[str, Any]):
     """The record's ledger (a :class:`~methods.privacy.PrivacyLedger`), or None when it carries none."""
     from methods.privacy import PrivacyLedger
@@ -252,5 +269,5 @@ def write(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
     return len(rows)
 
 
-__all__ = ["KINDS", "accountant_of", "append", "done_cells", "ledger_of", "load", "number", "record_for",
-           "record_from_run", "records_from_experiment", "shard", "sharded", "site_export", "spent_epsilon", "write"]
+__all__ = ["KINDS", "accountant_of", "append", "done_cells", "hparams_of", "ledger_of", "load", "number", "record_for",
+           "record_from_run", "records_from_experiment", "row_key", "shard", "sharded", "site_export", "spent_epsilon", "write"]

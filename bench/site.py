@@ -174,7 +174,7 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
                      "grids of `configs/tuning.yaml`; `python -m scripts.build_leaderboard` does both, dataset by "
                      "dataset)."
                      + (" Rows still missing cells are partial: their seed count says so." if planned and done is not
-                        None and done < planned else ""))
+                        None and done < planned else "") + _previous_text(records))
     if starts:
         first, last = _when(min(starts)), _when(max(starts))
         paras.append(f"Compute: {_hours(fit)} of training (the sum of the runs' fit times) "
@@ -200,6 +200,17 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
                      + ". Validation accuracy is a diagnostic (private labels no ledger covers): it chose settings and "
                        "is not released here.")
     return "\n\n".join(paras)
+
+
+def _previous_text(records: list[dict[str, Any]]) -> str:
+    """How many rows show a previous setting's records (:func:`bench.leaderboard.config_records`)."""
+    from bench.records import row_key
+
+    rows = {row_key(r) for r in records if r.get("previous_setting")}
+    if not rows:
+        return ""
+    return (f" {len(rows)} row{'s' if len(rows) != 1 else ''} marked '(previous setting)' show the runs of the "
+            "hyperparameters chosen before the current tuning, until the current setting's cells are run.")
 
 
 TUNING_PATH = Path(__file__).resolve().parents[1] / "configs" / "tuning.yaml"

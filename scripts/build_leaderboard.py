@@ -7,7 +7,8 @@
 For each dataset, in the config's order: tune its methods on validation accuracy (``scripts.tune``: resumes from
 docs/leaderboard/tuning.jsonl, rewrites configs/hparams_tuned.yaml), then run the config's cells on that dataset
 (``bench.api.sweep`` with the export docs/leaderboard/runs/, one file per dataset: every cell in it counts as
-done), move the export's records of cells a retune superseded to docs/leaderboard/superseded.jsonl, then rebuild
+done), move the export's records of cells a retune superseded to docs/leaderboard/superseded.jsonl (once their
+row's new cells are all done: until then the page shows them as the row's previous setting), then rebuild
 the site (``bench leaderboard --config configs/leaderboard.yaml --site docs/leaderboard``). Everything it needs to
 resume lives in those committed files, so a killed run continues in a later session or on another machine from the
 same command; commit tuning.jsonl, hparams_tuned.yaml, runs/ and the site as it goes. A cell's identity is a hash
@@ -83,21 +84,33 @@ def without_verify(raw: dict, skip: bool) -> dict:
     return {k: v for k, v in raw.items() if k != "verify"} if skip else raw
 
 
-def prune_superseded(export: Path, keep: set[str], superseded: Path) -> int:
+def prune_superseded(export: Path, cells: list, superseded: Path) -> int:
     """Move the export's records of cells the config no longer has (a retune changed their hyperparameters, so
-    their identity) to ``superseded``, so that the export alone rebuilds the current page; returns how many.
-    Nothing is lost: the moved lines keep their content, and records without a cell id stay. ``export`` is a file
-    or a sharded directory (bench.records)."""
+    their identity) to ``superseded``, once the row they belong to (method, dataset, split, epsilon) has all of its
+    current training cells finished; until then they stay, and the page shows them marked as the row's previous
+    setting (bench.leaderboard.config_records). Returns how many moved. Nothing is lost: the moved lines keep their
+    content, and records without a cell id stay. ``cells`` are the config's (bench.sweep cells); ``export`` is a
+    file or a sharded directory (bench.records)."""
     from bench.io import write_text_atomic
+    from bench.records import row_key
 
     files = sorted(export.glob("*.jsonl")) if export.is_dir() else [export] if export.exists() else []
+    lines = {f: [x for x in f.read_text().splitlines() if x.strip()] for f in files}
+    keep = {c.cell_id for c in cells}
+    finished = {r.get("cell_id") for ls in lines.values() for r in map(json.loads, ls)
+                if r.get("status", "FINISHED") == "FINISHED"}
+    rows: dict[tuple, bool] = {}  # row -> every current training cell of it finished
+    for c in cells:
+        if c.kind == "run":
+            k = (c.method, c.dataset, c.split, float(c.epsilon))
+            rows[k] = rows.get(k, True) and c.cell_id in finished
     total = 0
-    for f in files:
+    for f, ls in lines.items():
         stay, moved = [], []
-        for line in f.read_text().splitlines():
-            if line.strip():
-                cid = json.loads(line).get("cell_id")
-                (moved if cid and cid not in keep else stay).append(line)
+        for line in ls:
+            rec = json.loads(line)
+            cid = rec.get("cell_id")
+            (moved if cid and cid not in keep and rows.get(row_key(rec), True) else stay).append(line)
         if moved:
             with open(superseded, "a") as fh:
                 fh.write("\n".join(moved) + "\n")
@@ -173,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                   out=sys.stderr, teacher_cache=args.teacher_cache)
         if args.dry_run:
             continue
-        moved = prune_superseded(export, {c.cell_id for c in api.cells(raw)}, site / "superseded.jsonl")
+        moved = prune_superseded(export, [c for c in api.cells(raw) if not c.skip], site / "superseded.jsonl")
         if moved:
             print(f"# moved {moved} records of superseded cells to {site / 'superseded.jsonl'}", file=sys.stderr)
         from bench.cli import main as bench

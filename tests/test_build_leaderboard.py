@@ -25,19 +25,40 @@ def test_unknown_dataset_is_an_error(capsys):
     assert capsys.readouterr().err.startswith("error: no-such-dataset not in")
 
 
-def test_superseded_records_move_out_of_the_export_and_nothing_is_lost(tmp_path):
+def _cell(cid, method="gcn", eps=1.0, kind="run", dataset="cora"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(cell_id=cid, kind=kind, method=method, dataset=dataset, split="public", epsilon=eps)
+
+
+def _rec(cid, method="gcn", eps=1.0, dataset="cora", status="FINISHED"):
+    return {"cell_id": cid, "status": status, "params": {"method": method, "dataset": dataset, "split": "public",
+                                                         "target_epsilon": str(eps)}}
+
+
+def test_superseded_records_move_out_once_their_row_is_rerun_and_nothing_is_lost(tmp_path):
     import json
 
     from scripts.build_leaderboard import prune_superseded
 
     export, old = tmp_path / "runs.jsonl", tmp_path / "superseded.jsonl"  # a file export
-    recs = [{"cell_id": "a", "x": 1}, {"cell_id": "b", "x": 2}, {"x": 3}, {"cell_id": "c", "x": 4}]
+    cells = [_cell("a"), _cell("c", eps=2.0), _cell("c-verify", eps=2.0, kind="verify")]
+    recs = [_rec("a"), _rec("b"), {"x": 3}, _rec("d", eps=2.0), _rec("e", method="sage")]
     export.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    assert prune_superseded(export, {"a", "c"}, old) == 1
+    # b: row (gcn, eps 1) rerun in full -> out; d: row (gcn, eps 2) not rerun yet -> stays (the page shows it as
+    # the row's previous setting); e: a row the grid no longer has -> out; no cell id -> stays
+    assert prune_superseded(export, cells, old) == 2
     assert [json.loads(x) for x in export.read_text().splitlines()] == [recs[0], recs[2], recs[3]]
-    assert [json.loads(x) for x in old.read_text().splitlines()] == [recs[1]]
-    assert prune_superseded(export, {"a", "c"}, old) == 0 and len(old.read_text().splitlines()) == 1
-    assert prune_superseded(tmp_path / "absent.jsonl", set(), old) == 0
+    assert [json.loads(x) for x in old.read_text().splitlines()] == [recs[1], recs[4]]
+    assert prune_superseded(export, cells, old) == 0 and len(old.read_text().splitlines()) == 2
+    with open(export, "a") as fh:  # a failed run of the new cell is not the row rerun
+        fh.write(json.dumps(_rec("c", eps=2.0, status="FAILED")) + "\n")
+    assert prune_superseded(export, cells, old) == 0
+    with open(export, "a") as fh:  # its training cell finished (its verification need not have): d goes
+        fh.write(json.dumps(_rec("c", eps=2.0)) + "\n")
+    assert prune_superseded(export, cells, old) == 1
+    assert json.loads(old.read_text().splitlines()[-1]) == recs[3]
+    assert prune_superseded(tmp_path / "absent.jsonl", [], old) == 0
 
 
 def test_superseded_records_move_out_of_every_file_of_a_sharded_export(tmp_path):
@@ -47,10 +68,10 @@ def test_superseded_records_move_out_of_every_file_of_a_sharded_export(tmp_path)
 
     d = tmp_path / "runs"
     d.mkdir()
-    (d / "cora.jsonl").write_text(json.dumps({"cell_id": "a"}) + "\n" + json.dumps({"cell_id": "x"}) + "\n")
-    (d / "citeseer.jsonl").write_text(json.dumps({"cell_id": "y"}) + "\n")
-    assert prune_superseded(d, {"a"}, tmp_path / "superseded.jsonl") == 2
-    assert (d / "cora.jsonl").read_text() == json.dumps({"cell_id": "a"}) + "\n"
+    (d / "cora.jsonl").write_text(json.dumps(_rec("a")) + "\n" + json.dumps(_rec("x")) + "\n")
+    (d / "citeseer.jsonl").write_text(json.dumps(_rec("y", dataset="citeseer")) + "\n")
+    assert prune_superseded(d, [_cell("a")], tmp_path / "superseded.jsonl") == 2
+    assert (d / "cora.jsonl").read_text() == json.dumps(_rec("a")) + "\n"
     assert (d / "citeseer.jsonl").read_text() == ""
     assert len((tmp_path / "superseded.jsonl").read_text().splitlines()) == 2
 

@@ -100,6 +100,43 @@ def test_site_from_the_config_keeps_only_its_cells(tmp_path):
     assert (tmp_path / "site" / "index.html") in files and "intro" in (tmp_path / "site" / "README.md").read_text()
 
 
+def test_a_retuned_row_shows_its_previous_setting_marked_until_its_new_cells_run(tmp_path):
+    import yaml
+
+    from bench.leaderboard import PREVIOUS_MARK, to_csv, to_markdown
+
+    raw = {"experiment": "t", "datasets": ["cora"], "splits": ["random-75-10-15"], "seeds": [0, 1],
+           "methods": ["mlp"], "hparams": False}
+    cfg_path = tmp_path / "lb.yaml"
+    cfg_path.write_text(yaml.safe_dump(raw))
+    cells = load_config(cfg_path).cells
+
+    def old(seed, lr, acc, t):
+        r = rec("mlp", math.inf, seed, acc, dataset="cora", unit="none", cid=f"old-{lr}-{seed}")
+        r["params"]["hp.lr"], r["start_time"] = str(lr), t
+        return r
+
+    previous = [old(0, 0.1, 0.7, 2), old(1, 0.1, 0.8, 3)]
+    older = [old(0, 0.5, 0.2, 1)]  # an earlier setting still: never mixed in
+    other = rec("mlp", math.inf, 0, 0.3, dataset="citeseer", unit="none", cid="elsewhere")  # not a row of the grid
+    kept, planned, done = config_records(str(cfg_path), previous + older + [other])
+    assert (planned, done) == (2, 0)
+    assert sorted(r["cell_id"] for r in kept) == ["old-0.1-0", "old-0.1-1"]
+    assert all(r["previous_setting"] for r in kept) and not any("previous_setting" in r for r in previous)
+    (row,) = collect_records(kept)
+    assert row.previous and sorted(row.accs) == [0.7, 0.8]
+    md = to_markdown([row], "T")
+    assert f"| mlp {PREVIOUS_MARK} |" in md and "not run yet" in md
+    assert to_csv([row]).splitlines()[1].endswith(",True")
+    text = provenance_md(kept, "runs.jsonl", str(cfg_path), planned, done)
+    assert "1 row marked '(previous setting)'" in text
+    # one current run of the row: the row is the current setting's (partial), never a mix of the two
+    new = rec("mlp", math.inf, 0, 0.9, dataset="cora", unit="none", cid=cells[0].cell_id)
+    kept, _, done = config_records(str(cfg_path), previous + older + [new])
+    assert [r["cell_id"] for r in kept] == [cells[0].cell_id] and done == 1
+    assert not collect_records(kept)[0].previous
+
+
 def test_sweep_order_runs_dataset_by_dataset_then_seed_with_checks_next_to_their_run():
     raw = {"experiment": "t", "datasets": ["cora", "citeseer"], "splits": ["random-75-10-15"], "seeds": [0, 1],
            "epsilons": [8], "order": ["dataset", "seed"], "hparams": False, "verify": {"quick": True, "seeds": [0]},
