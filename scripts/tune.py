@@ -28,6 +28,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = REPO / "configs" / "tuning.yaml"
 
@@ -124,7 +126,10 @@ def choose(results: dict[str, dict], method: str, dataset: str, split: str, spec
     return best[0], best[1], scored
 
 
-def tuned_yaml(cfg: dict[str, Any], results: dict[str, dict]) -> str:
+def tuned_yaml(cfg: dict[str, Any], results: dict[str, dict], previous: dict[str, Any] | None = None) -> str:
+    """The tuned file. A group whose fits are not all in keeps its entry of ``previous`` (the file as it was: a
+    retune under way must not drop a setting back to the defaults, which would change its cells), and the header
+    names those groups."""
     import yaml
 
     seeds = [int(s) for s in cfg["seeds"]]
@@ -134,10 +139,15 @@ def tuned_yaml(cfg: dict[str, Any], results: dict[str, dict]) -> str:
              "# outside the privacy budget, as the papers do. These entries override configs/hparams.yaml's for the",
              "# same method and key (bench/hparams.py).", ""]
     body: dict[str, dict[str, Any]] = {}
+    kept: list[str] = []
     for method, dataset, split in targets(cfg):
         spec = cfg["methods"][method]
         got = [choose(results, method, dataset, split, spec, seeds, e) for e in epsilons(spec)]
         if any(g is None for g in got):
+            old = ((previous or {}).get(method) or {}).get(f"{dataset}@{split}")
+            if old is not None:
+                body.setdefault(method, {})[f"{dataset}@{split}"] = old
+                kept.append(f"{method} on {dataset}")
             continue
         eps = float(spec["epsilon"])
         base = base_overrides(method, dataset, split, eps, spec.get("set") or {})
@@ -154,6 +164,13 @@ def tuned_yaml(cfg: dict[str, Any], results: dict[str, dict]) -> str:
             entry["by_epsilon"] = {e: {"set": b, "note": note(e, sc, table)}
                                    for e, (b, sc, table) in zip(epsilons(spec)[1:], rest)}
         body.setdefault(method, {})[f"{dataset}@{split}"] = entry
+    if kept:
+        import textwrap
+
+        text = (f"Still tuning on seeds {seeds}, so keeping their earlier entry (its note says what it was chosen "
+                f"on): {', '.join(k.replace(' ', '~') for k in kept)}.")  # a group's name is never broken
+        lines[-1:-1] = [x.replace("~", " ") for x in textwrap.wrap(text, 110, initial_indent="# ",
+                                                                   subsequent_indent="# ", break_on_hyphens=False)]
     return "\n".join(lines) + yaml.safe_dump(body, sort_keys=True, width=120, default_flow_style=None)
 
 
@@ -172,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_tuning(Path(args.config))
     results_path, out_path = REPO / cfg["results"], REPO / cfg["output"]
     results = load_results(results_path)
+    previous = yaml.safe_load(out_path.read_text()) if out_path.is_file() else None
     seeds = [int(s) for s in cfg["seeds"]]
     groups = [t for t in targets(cfg) if (not args.methods or t[0] in args.methods)
               and (not args.datasets or t[1] in args.datasets)]
@@ -213,8 +231,8 @@ def main(argv: list[str] | None = None) -> int:
                       + (f" {rec['error']}" if "error" in rec else ""), file=sys.stderr, flush=True)
                 pending[group] -= 1
                 if pending[group] == 0:
-                    write_text_atomic(out_path, tuned_yaml(cfg, results))
-    write_text_atomic(out_path, tuned_yaml(cfg, results))
+                    write_text_atomic(out_path, tuned_yaml(cfg, results, previous))
+    write_text_atomic(out_path, tuned_yaml(cfg, results, previous))
     print(f"# wrote {out_path}", file=sys.stderr)
     return 0
 

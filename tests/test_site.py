@@ -9,6 +9,7 @@ import multiprocessing as mp
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bench import hparams as H
 from bench import records
@@ -231,6 +232,12 @@ def test_a_budget_coupled_grid_is_tuned_per_epsilon_and_looked_up_per_epsilon(tm
     assert H.lookup("drw", "cora", "sp", 4.0).values == {"lr": 0.01, "noise_multiplier": 2}
     results.pop(T.fit_key("drw", "cora", "sp", 1.0, {"noise_multiplier": 8}, 1))
     assert "drw" not in T.tuned_yaml(cfg, results)  # an epsilon still tuning: no entry yet
+    # ... unless the file had one: a retune under way keeps the earlier choice (never the defaults), and says so
+    earlier = {"drw": {"cora@sp": {"source": "tuned", "note": "seeds [7]", "set": {"noise_multiplier": 4}}}}
+    text = T.tuned_yaml(cfg, results, earlier)
+    assert yaml.safe_load(text) == earlier and "keeping their earlier entry" in text and "drw on cora" in text
+    results[T.fit_key("drw", "cora", "sp", 1.0, {"noise_multiplier": 8}, 1)] = {"val_acc": 0.3}
+    assert yaml.safe_load(T.tuned_yaml(cfg, results, earlier))["drw"]["cora@sp"]["set"]["noise_multiplier"] == 2
 
 
 def test_site_plots_are_palette_pngs_and_the_page_inlines_the_same_bytes(tmp_path):
