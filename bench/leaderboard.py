@@ -371,7 +371,7 @@ def marks(r: Row) -> str:
 
 PREVIOUS_MARK = "(previous setting)"
 PREVIOUS_NOTE = (f"method '{PREVIOUS_MARK}': the row's runs used the hyperparameters chosen before the current "
-                 "tuning (on seeds that include reported ones); the current setting's cells are not run yet, and "
+                 "tuning (their record's hp_source says from where); the current setting's cells are not run yet, and "
                  "their records replace the row when they are.")
 
 
@@ -651,13 +651,14 @@ def config_records(config: str, recs: list[dict[str, Any]]) -> tuple[list[dict[s
     finished = [r for r in kept if r.get("status", "FINISHED") == "FINISHED"]
     done = len({r["cell_id"] for r in finished})
     ran = {row_key(r) for r in finished if r.get("kind", "run") == "run"}
-    pending = {(c.method, c.dataset, c.split, float(c.epsilon)) for c in cfg} - ran
+    pending = {c.row for c in cfg} - ran
     return kept + previous_setting([r for r in recs if r.get("cell_id") not in cells], pending), len(cells), done
 
 
 def previous_setting(recs: list[dict[str, Any]], rows: set[tuple]) -> list[dict[str, Any]]:
-    """Copies, marked ``previous_setting``, of the FINISHED records of ``rows`` (row keys, :func:`bench.records.row_key`)
-    at the setting of each row's newest training run: one setting per row, its runs and their checks."""
+    """Copies, marked ``previous_setting``, of the FINISHED records of ``rows`` (row keys,
+    :func:`bench.records.row_key`) at the setting of each row's newest training run: one setting per row, its runs
+    and their checks."""
     from bench.records import hparams_of, row_key
 
     by_row: dict[tuple, list[dict[str, Any]]] = {}

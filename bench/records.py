@@ -269,5 +269,6 @@ def write(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
     return len(rows)
 
 
-__all__ = ["KINDS", "accountant_of", "append", "done_cells", "hparams_of", "ledger_of", "load", "number", "record_for",
-           "record_from_run", "records_from_experiment", "row_key", "shard", "sharded", "site_export", "spent_epsilon", "write"]
+__all__ = ["KINDS", "accountant_of", "append", "done_cells", "hparams_of", "ledger_of", "load", "number",
+           "record_for", "record_from_run", "records_from_experiment", "row_key", "shard", "sharded", "site_export",
+           "spent_epsilon", "write"]

@@ -102,8 +102,7 @@ def prune_superseded(export: Path, cells: list, superseded: Path) -> int:
     rows: dict[tuple, bool] = {}  # row -> every current training cell of it finished
     for c in cells:
         if c.kind == "run":
-            k = (c.method, c.dataset, c.split, float(c.epsilon))
-            rows[k] = rows.get(k, True) and c.cell_id in finished
+            rows[c.row] = rows.get(c.row, True) and c.cell_id in finished
     total = 0
     for f, ls in lines.items():
         stay, moved = [], []

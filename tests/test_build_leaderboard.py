@@ -28,7 +28,7 @@ def test_unknown_dataset_is_an_error(capsys):
 def _cell(cid, method="gcn", eps=1.0, kind="run", dataset="cora"):
     from types import SimpleNamespace
 
-    return SimpleNamespace(cell_id=cid, kind=kind, method=method, dataset=dataset, split="public", epsilon=eps)
+    return SimpleNamespace(cell_id=cid, kind=kind, row=(method, dataset, "public", eps))
 
 
 def _rec(cid, method="gcn", eps=1.0, dataset="cora", status="FINISHED"):

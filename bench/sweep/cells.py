@@ -40,6 +40,11 @@ class Cell:
     skip: str | None = None  # reason this cell cannot run
 
     @property
+    def row(self) -> tuple[str, str, str, float]:
+        """(method, dataset, split, target epsilon): the leaderboard row the cell fills (bench.records.row_key)."""
+        return self.method, self.dataset, self.split, float(self.epsilon)
+
+    @property
     def label(self) -> str:
         eps = "inf" if math.isinf(self.epsilon) else f"{self.epsilon:g}"
         extra = f" audit={self.audit_mode}" if self.kind == "audit" else " verify" if self.kind == "verify" else ""
