@@ -20,15 +20,30 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                        description="Train the method on neighbouring datasets with canaries (black box: fit and "
                                    "predict_proba only), turn membership guesses into an epsilon lower bound, and "
                                    "compare it with the claimed (ledger) epsilon. Exit 3 on VIOLATION.")
-    p.add_argument("--method", "-m", required=True, help="method name (plugins via `bench --plugin FILE audit ...`)")
-    p.add_argument("--dataset", "-d", required=True, help="dataset name, e.g. csbm:nodes=2000,features=32 or cora")
+    p.add_argument("--level", choices=LEVELS, default=None,
+                   help="blackbox: canaries in the data, the released model only (the default); whitebox: the same "
+                        "with gradient canaries (= --canary-type gradient); mechanism: one release of each "
+                        "mechanism through the methods' code on a worst-case pair, many trials, no training "
+                        "(--mechanism, --epsilon, --trials, --mutation; no --method or --dataset)")
+    p.add_argument("--method", "-m", help="method name (plugins via `bench --plugin FILE audit ...`); "
+                                          "required unless --level mechanism")
+    p.add_argument("--dataset", "-d", help="dataset name, e.g. csbm:nodes=2000,features=32 or cora; "
+                                           "required unless --level mechanism")
+    p.add_argument("--mechanism", nargs="+", metavar="NAME",
+                   help="--level mechanism: which (default: all of nap-edge, nap-node, dpsgd-poisson, edgerand-rr)")
+    p.add_argument("--mutation", action="append", default=[], metavar="KEY=FACTOR",
+                   help="--level mechanism: run the code with noise 1/FACTOR (noise=1.25), a FACTOR-times "
+                        "sensitivity (sensitivity=1.5) or sampling rate (rate=2) against the unchanged claim "
+                        "(repeatable)")
     p.add_argument("--split", "-s", help="split name (default as in bench run)")
     p.add_argument("--epsilon", "-e", type=_float, help="target epsilon ('inf' for non-private methods)")
     p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
     p.add_argument("--mode", choices=["one-run", "multi-run"], default="one-run",
                    help="one-run: m canaries in one training run (Steinke et al. 2023); multi-run: T models with and "
                         "T without one canary, Clopper-Pearson (default: %(default)s)")
-    p.add_argument("--trials", type=int, default=50, help="multi-run: models per world (default: %(default)s)")
+    p.add_argument("--trials", type=int, default=None,
+                   help="multi-run: models per world (default: 50); --level mechanism: trials per world in each of "
+                        "the selection and evaluation halves (default: 400000)")
     p.add_argument("--canaries", type=int, default=200, help="one-run: number of canaries m (default: %(default)s)")
     p.add_argument("--confidence", type=_float, default=0.95, help="confidence of the bound (default: %(default)s)")
     p.add_argument("--hops", type=int, default=2,
@@ -57,14 +72,80 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
     return job_args(p, cmd_audit)
 
 
+LEVELS = ("blackbox", "whitebox", "mechanism")
+MECHANISM_EPSILONS = (0.5, 1.0, 2.0, 4.0)
+
+
+def _mutation(items: list[str]) -> dict[str, float]:
+    from methods.errors import ConfigError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or key.strip() not in ("noise", "sensitivity", "rate"):
+            raise ConfigError(f"--mutation {item!r}: expected noise=F, sensitivity=F or rate=F")
+    return out
+
+
+def cmd_mechanism_audit(args: argparse.Namespace) -> int:
+    """``bench audit --level mechanism``: a table of mechanism-level audits (:func:`bench.api.audit_mechanisms`)."""
+    from bench import api
+    from bench.io import check_output_file, write_json_atomic
+    from methods.errors import ConfigError
+
+    for flag in ("method", "dataset", "split"):
+        if getattr(args, flag) is not None:
+            raise ConfigError(f"--level mechanism audits mechanisms, not a method's run: drop --{flag}")
+    check_output_file(args.output)
+    epsilons = MECHANISM_EPSILONS if args.epsilon is None else (args.epsilon,)
+    results = api.audit_mechanisms(args.mechanism, epsilons, delta=1e-5 if args.delta is None else args.delta,
+                                   trials=args.trials, seed=args.seed, mutation=_mutation(args.mutation),
+                                   confidence=args.confidence, progress=not args.no_progress)
+    print(f"{'mechanism':14s} {'epsilon':>7s} {'accounted':>9s} {'lb (CP)':>8s} {'lb (f-DP)':>9s} {'lb/claim':>8s} "
+          f"{'seconds':>7s}  verdict")
+    for r in results:
+        print(f"{r.mechanism:14s} {r.epsilon_claimed:7.3g} {r.epsilon_accounted:9.3f} {r.epsilon_lb_cp:8.3f} "
+              f"{r.epsilon_lb_fdp:9.3f} {r.ratio:8.2f} {r.seconds:7.1f}  {r.verdict}")
+    first = results[0]
+    print(f"# {first.trials} trials per world and half, delta {first.delta:.3g}, {first.confidence:.0%} confidence; "
+          f"code run: {first.mutation}; lb (f-DP) assumes the event's own family of tradeoff functions, lb (CP) "
+          "assumes nothing")
+    if args.output:
+        write_json_atomic(args.output, [r.to_dict() for r in results])
+    bad = [r for r in results if r.verdict == "VIOLATION"]
+    if bad:
+        print(f"!!! PRIVACY VIOLATION: {', '.join(f'{r.mechanism} at epsilon {r.epsilon_claimed:g}' for r in bad)} "
+              f"releases more than its ledger event claims ({first.confidence:.0%} confidence) !!!", file=sys.stderr)
+        return VIOLATION_EXIT
+    return 0
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from bench import api
     from bench.io import check_output_file, write_json_atomic
+    from methods.errors import ConfigError
 
     check_common(args)
+    if args.level == "mechanism":
+        return cmd_mechanism_audit(args)
+    if args.mechanism or args.mutation:
+        raise ConfigError("--mechanism and --mutation need --level mechanism")
+    for flag in ("method", "dataset"):
+        if getattr(args, flag) is None:
+            raise ConfigError(f"--{flag} is required (unless --level mechanism)")
+    if args.level is not None:
+        wanted = "gradient" if args.level == "whitebox" else "input"
+        if args.canary_type != "input" and args.canary_type != wanted:
+            raise ConfigError(f"--level {args.level} contradicts --canary-type {args.canary_type}")
+        args.canary_type = wanted
     check_output_file(args.output)
     out = api.audit(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
-                    mode=args.mode, trials=args.trials, canaries=args.canaries, confidence=args.confidence,
+                    mode=args.mode, trials=50 if args.trials is None else args.trials, canaries=args.canaries,
+                    confidence=args.confidence,
                     hops=args.hops, canary_degree=args.canary_degree, canary_scale=args.canary_scale,
                     canary_pattern=args.canary_pattern, canary_type=args.canary_type,
                     fresh_anchors=args.fresh_anchors, seed=args.seed,

@@ -1,0 +1,543 @@
+"""Mechanism-level audits: one release of a DP mechanism, through the code the methods execute, measured tightly.
+
+An end-to-end audit trains models and sees little of what the accountant composes over; here the auditor runs
+ONE application of a mechanism many times on a worst-case neighbouring pair it builds itself, in the style of
+Nasr et al. (2023, "Tight Auditing of Differentially Private Machine Learning", Sections 4-5):
+
+* the code path is the methods' own: :func:`methods.gap.nap.nap` after :func:`~methods.gap.nap.bound_out_degree`
+  (GAP/ProGAP at edge and node level), :class:`methods.dpsgd.DPOptimizer` with its per-example clipping and a
+  :class:`methods.dpsgd.PoissonSampler` batch (a DP-SGD step), :func:`methods.gap.edgerand.asymmetric_rr`
+  (EdgeRand). Many independent trials come from one call where the mechanism allows it (disjoint copies of the
+  pair in one graph; one canary column per trial in one step);
+* the pair is the worst case of the event's analysis: one undirected edge between two nodes; a node sending
+  its unit vector to exactly D rows; a Dirac gradient clipped to exactly C on a coordinate no other example
+  touches; one node pair's adjacency bit;
+* each trial's score is the sufficient statistic of the noise (the projection on the known mean shift; the
+  noisy sum at the canary's coordinate; the released bit), whose likelihood ratio is monotone, so a
+  threshold test is the Neyman-Pearson test;
+* the threshold and its direction are chosen on one half of the trials, and the other half is scored:
+  Clopper-Pearson upper bounds on FPR and FNR (Bonferroni over the two) give
+
+  - ``epsilon_lb_cp``: the assumption-free (epsilon, delta) bound of :func:`audits.bounds.epsilon_from_rates`;
+  - ``epsilon_lb_fdp``: the f-DP estimator: the strongest member of the event's own family of tradeoff
+    functions (mu-GDP for a Gaussian release, the Poisson-subsampled Gaussian for a DP-SGD step, epsilon-RR)
+    that the measured point still rules out, converted to epsilon at delta (Nasr et al. 2023 use GDP);
+
+* verdict: ``VIOLATION`` when the measured point lies below the CLAIMED tradeoff function at 95% confidence --
+  sound for every mechanism, as the claimed function lower-bounds every test between the two worlds.
+
+The claim compared with is the epsilon of the ledger event alone, exactly (the Gaussian's closed form, the
+subsampled Gaussian's privacy profile in closed form -- equal to dp-accounting's PLD --, epsilon for pure DP);
+the ledger's default accountant (RDP) reports a little more, shown beside it.
+
+Mutations (``Mutation``) make the code run with less noise, a larger sensitivity or a larger sampling rate
+than its ledger event states: the audit's power against subtle bugs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import numpy as np
+from scipy import optimize, stats
+
+from audits.bounds import DEFAULT_CONFIDENCE, _check_confidence, epsilon_from_rates
+from methods.base import ConfigError
+from methods.privacy.events import Event, Gaussian, PoissonGaussian, RandomizedResponse
+from methods.streams import RunStreams
+
+DEFAULT_DELTA = 1e-5
+#: trials per world in each half (selection, evaluation) unless told otherwise
+DEFAULT_TRIALS = 400_000
+
+
+# --------------------------------------------------------------------------------------
+# Families of tradeoff functions: f_s(alpha) = the smallest FNR of any test at FPR alpha
+# --------------------------------------------------------------------------------------
+
+
+class Family:
+    """Tradeoff functions indexed by a strength ``s >= 0`` (larger: less private; f_0 = 1 - alpha)."""
+
+    name = "family"
+    upper = 60.0  # strengths searched
+
+    def tradeoff(self, s: np.ndarray | float, alpha: np.ndarray | float) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def epsilon(self, s: float, delta: float) -> float:  # pragma: no cover
+        """The exact epsilon at ``delta`` of strength ``s``."""
+        raise NotImplementedError
+
+    def strength_bound(self, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """The smallest s with f_s(alpha) <= beta (f_s decreases in s): every weaker member of the family is
+        ruled out by a test with FPR alpha and FNR beta. Vectorised bisection."""
+        alpha, beta = np.broadcast_arrays(np.asarray(alpha, float), np.asarray(beta, float))
+        lo, hi = np.zeros(alpha.shape), np.full(alpha.shape, self.upper)
+        for _ in range(60):
+            mid = (lo + hi) / 2.0
+            ruled = self.tradeoff(mid, alpha) > beta  # the point lies below f_mid: mid is too private
+            lo, hi = np.where(ruled, mid, lo), np.where(ruled, hi, mid)
+        return np.where(self.tradeoff(0.0, alpha) > beta, hi, 0.0)
+
+    def strength_for_epsilon(self, epsilon: float, delta: float) -> float:
+        """The strength whose exact epsilon at ``delta`` is ``epsilon`` (the calibration of a claim)."""
+        hi = 0.5
+        while self.epsilon(hi, delta) < epsilon:
+            hi *= 2.0
+            if hi > self.upper:
+                raise ConfigError(f"{self.name}: epsilon {epsilon:g} at delta {delta:g} is out of reach")
+        return float(optimize.brentq(lambda s: self.epsilon(s, delta) - epsilon, 1e-9, hi, xtol=1e-12))
+
+
+class GaussianFamily(Family):
+    """mu-GDP: f_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu) (Dong, Roth & Su 2022, Def. 2.7); the release of a
+    query of sensitivity Delta plus N(0, sigma^2) is exactly (Delta / sigma)-GDP."""
+
+    name = "gaussian (mu-GDP)"
+    upper = 40.0
+
+    def tradeoff(self, s, alpha):
+        return stats.norm.cdf(stats.norm.isf(alpha) - s)
+
+    def strength_bound(self, alpha, beta):
+        return np.maximum(stats.norm.isf(np.asarray(alpha, float)) - stats.norm.ppf(np.asarray(beta, float)), 0.0)
+
+    def epsilon(self, s, delta):
+        """Balle & Wang (2018), Theorem 8: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+        if s <= 0:
+            return 0.0
+
+        def excess(eps: float) -> float:
+            return stats.norm.cdf(-eps / s + s / 2) - math.exp(eps + stats.norm.logcdf(-eps / s - s / 2)) - delta
+
+        if excess(0.0) <= 0:
+            return 0.0
+        hi = 1.0
+        while excess(hi) > 0:
+            hi *= 2.0
+        return float(optimize.brentq(excess, 0.0, hi, xtol=1e-12))
+
+
+@dataclass
+class PoissonGaussianFamily(Family):
+    """One DP-SGD step, Poisson rate q, noise multiplier 1/mu, add/remove: the dominating pair is N(0, 1) (the
+    example absent) against (1 - q) N(0, 1) + q N(mu, 1) (present), so f(alpha) = (1 - q)(1 - alpha) +
+    q Phi(Phi^-1(1 - alpha) - mu) (Dong, Roth & Su 2022, Section 4; Zhu, Dong & Wang 2022)."""
+
+    rate: float = 1.0
+    name = "Poisson-subsampled Gaussian"
+    upper = 40.0
+
+    def tradeoff(self, s, alpha):
+        alpha = np.asarray(alpha, float)
+        return (1.0 - self.rate) * (1.0 - alpha) + self.rate * stats.norm.cdf(stats.norm.isf(alpha) - s)
+
+    def delta_of(self, s: float, eps: float) -> float:
+        """The exact privacy profile of the dominating pair, both directions: the log-likelihood ratio is
+        monotone in x, so {L > eps} is a half-line whose end has a closed form."""
+        q, mu = self.rate, s
+        lsf, lcdf = stats.norm.logsf, stats.norm.logcdf
+        out = 0.0
+        if math.exp(eps) > 1.0 - q:  # remove: P = mixture, Q = N(0, 1)
+            x = (math.log((math.exp(eps) - (1.0 - q)) / q) + mu * mu / 2.0) / mu
+            p_mass = (1.0 - q) * math.exp(lsf(x)) + q * math.exp(lsf(x - mu))
+            out = max(out, p_mass - math.exp(eps + lsf(x)))
+        if math.exp(-eps) > 1.0 - q:  # add: P = N(0, 1), Q = mixture
+            x = (math.log((math.exp(-eps) - (1.0 - q)) / q) + mu * mu / 2.0) / mu
+            q_mass = (1.0 - q) * math.exp(lcdf(x)) + q * math.exp(lcdf(x - mu))
+            out = max(out, math.exp(lcdf(x)) - math.exp(eps) * q_mass)
+        return out
+
+    def epsilon(self, s, delta):
+        """The smallest eps with delta(eps) <= delta, from :meth:`delta_of`."""
+        if s <= 0 or self.delta_of(s, 0.0) <= delta:
+            return 0.0
+        hi = 1.0
+        while self.delta_of(s, hi) > delta:
+            hi *= 2.0
+            if hi > 512:
+                return math.inf
+        return float(optimize.brentq(lambda e: self.delta_of(s, e) - delta, 0.0, hi, xtol=1e-12))
+
+
+class RandomizedResponseFamily(Family):
+    """epsilon-RR on one bit: f(alpha) = max(0, 1 - e^eps alpha, e^-eps (1 - alpha)) (Kairouz et al. 2015), the
+    tradeoff of every pure epsilon-DP mechanism's worst case; delta plays no part."""
+
+    name = "randomized response (pure DP)"
+
+    def tradeoff(self, s, alpha):
+        alpha = np.asarray(alpha, float)
+        e = np.exp(s)
+        return np.maximum(0.0, np.maximum(1.0 - e * alpha, (1.0 - alpha) / e))
+
+    def strength_bound(self, alpha, beta):
+        alpha, beta = np.asarray(alpha, float), np.asarray(beta, float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.log(np.where(alpha > 0, (1.0 - beta) / alpha, np.inf))
+            b = np.log(np.where(beta > 0, (1.0 - alpha) / beta, np.inf))
+        return np.maximum(0.0, np.maximum(np.nan_to_num(a, nan=0.0), np.nan_to_num(b, nan=0.0)))
+
+    def epsilon(self, s, delta):
+        return float(s)
+
+
+# --------------------------------------------------------------------------------------
+# What the code runs with
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """The code runs with ``1 / noise`` of the noise its event states (pure DP: ``noise`` x its epsilon), a true
+    sensitivity ``sensitivity`` x the stated one, and ``rate`` x the stated sampling rate. All 1: the
+    shipped mechanism."""
+
+    noise: float = 1.0
+    sensitivity: float = 1.0
+    rate: float = 1.0
+
+    def __post_init__(self) -> None:
+        for k, v in asdict(self).items():
+            if not (v > 0 and math.isfinite(v)):
+                raise ConfigError(f"mutation {k} must be a positive finite number (got {v})")
+
+    @property
+    def shipped(self) -> bool:
+        return self == Mutation()
+
+    def label(self) -> str:
+        if self.shipped:
+            return "shipped"
+        parts = [f"noise 1/{self.noise:g}" if self.noise != 1 else "", f"sensitivity x{self.sensitivity:g}"
+                 if self.sensitivity != 1 else "", f"rate x{self.rate:g}" if self.rate != 1 else ""]
+        return ", ".join(p for p in parts if p)
+
+
+#: (strength of the claim, world_in, trials, streams, mutation) -> one score per trial
+Sampler = Callable[[float, bool, int, RunStreams, Mutation], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    name: str
+    family: Family
+    event: Callable[[float], Event]  # the claim's strength -> the ledger event the methods record for it
+    sample: Sampler
+    mutations: tuple[str, ...]  # the fields of Mutation it can apply
+    summary: str
+    used_by: str
+
+
+def _unsupported(mech: str, mutation: Mutation, allowed: tuple[str, ...]) -> None:
+    for k, v in asdict(mutation).items():
+        if v != 1 and k not in allowed:
+            raise ConfigError(f"mechanism {mech} cannot apply a {k} mutation (it can: {', '.join(allowed) or 'none'})")
+
+
+# ---- GAP / ProGAP: NAP at edge and node level -----------------------------------------
+
+
+def _nap_scores(edge_index, num_nodes: int, groups, sigma: float, streams: RunStreams, max_degree: int | None):
+    """Run the methods' NAP (after their degree cut-off when ``max_degree``) with 1-d unit features and return,
+    per trial, the sum of its rows ``groups`` [trials, k] divided by sqrt(k): the projection on the mean shift."""
+    import torch
+
+    from methods.gap.nap import aggregation_matrix, bound_out_degree, nap
+
+    if max_degree is not None:
+        edge_index = bound_out_degree(edge_index, num_nodes, max_degree, streams.torch("subgraphs"))
+    x = torch.ones(num_nodes, 1)
+    out = nap(aggregation_matrix(edge_index, num_nodes), x, sigma, streams.torch("noise"))[:, 0].double()
+    g = torch.as_tensor(groups)
+    return (out[g].sum(1) / math.sqrt(g.size(1))).numpy()
+
+
+def _nap_edge(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
+    """Trial i: nodes 2i and 2i+1, joined by an undirected edge in the world with the unit; the score reads
+    their two aggregates. Sensitivity sqrt(2) (both directed entries), so sigma = sqrt(2) / mu."""
+    import torch
+
+    from methods.privacy.presets import EDGE_SENSITIVITY
+
+    _unsupported("nap-edge", m, ("noise",))
+    n = 2 * trials
+    a = torch.arange(0, n, 2)
+    ei = torch.stack([torch.cat([a, a + 1]), torch.cat([a + 1, a])]) if world_in else torch.empty(2, 0, dtype=torch.long)
+    sigma = EDGE_SENSITIVITY / mu / m.noise
+    return _nap_scores(ei, n, torch.stack([a, a + 1], 1), sigma, streams, None)
+
+
+def _nap_node(max_degree: int) -> Sampler:
+    def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
+        """Trial i: a node v sending its unit vector to exactly D leaves (the cut-off keeps them all); without v
+        the leaves aggregate nothing. The score reads the leaves' aggregates. Sensitivity sqrt(D), so
+        sigma = sqrt(D) / mu. A sensitivity mutation gives v s^2 D leaves and cuts off at that degree."""
+        import torch
+
+        _unsupported("nap-node", m, ("noise", "sensitivity"))
+        d = max(1, int(round(max_degree * m.sensitivity ** 2)))
+        size = d + 1
+        centre = torch.arange(trials) * size
+        leaves = centre[:, None] + torch.arange(1, size)[None, :]
+        if world_in:
+            c = centre[:, None].expand_as(leaves).reshape(-1)
+            ell = leaves.reshape(-1)
+            ei = torch.stack([torch.cat([c, ell]), torch.cat([ell, c])])
+        else:
+            ei = torch.empty(2, 0, dtype=torch.long)
+        sigma = math.sqrt(max_degree) / mu / m.noise
+        return _nap_scores(ei, trials * size, leaves, sigma, streams, d)
+
+    return sample
+
+
+# ---- DP-SGD: one step of the methods' optimiser on a Poisson batch ------------------------
+
+
+class _ReadReleased:
+    """A :class:`methods.dpsgd.GradientHook` that changes nothing and keeps the released noisy sum."""
+
+    def __init__(self) -> None:
+        self.released = None
+
+    def split(self, opt, inputs, target):
+        return inputs, target, None
+
+    def observe(self, opt, noisy_sums) -> None:
+        self.released = noisy_sums[0].detach().double().clone()
+
+
+def _dpsgd_poisson(rate: float, columns: int = 1000) -> Sampler:
+    def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
+        """Per step, ``columns`` canary examples, example k holding a large value in feature k only, with the
+        linear loss ``W x``: its gradient is a Dirac on W[0, k], clipped to exactly C, and no other example
+        touches that coordinate. The batch is the methods' Poisson sampler over the canaries (world with the
+        units) plus one all-zero example (both worlds); the score is the released noisy sum at W[0, k] / C."""
+        import torch
+        from torch import nn
+
+        from methods.dpsgd import DPOptimizer, PoissonSampler, gradient_hook
+
+        _unsupported("dpsgd-poisson", m, ("noise", "sensitivity", "rate"))
+        clip = 1.0
+        actual_rate = min(1.0, rate * m.rate)
+        model = nn.Linear(columns, 1, bias=False)
+        with torch.no_grad():
+            model.weight.zero_()
+        opt = DPOptimizer(model, torch.optim.SGD(model.parameters(), lr=0.0), clip=clip * m.sensitivity,
+                          loss_fn=lambda out, y: out[:, 0], generator=streams.torch("noise"))
+        sampler = PoissonSampler(columns, actual_rate, streams.torch("sampler"))
+        canaries = torch.eye(columns) * 1e3
+        zero = torch.zeros(1, columns)
+        hook = _ReadReleased()
+        noise_std = clip / mu / m.noise
+        scores = []
+        with gradient_hook(hook):
+            for _ in range(-(-trials // columns)):
+                batch = torch.cat([canaries[sampler.sample()], zero]) if world_in else zero
+                opt.step((batch,), torch.zeros(batch.size(0), dtype=torch.long), noise_std, 1.0)
+                scores.append(hook.released[0].numpy() / clip)
+        return np.concatenate(scores)[:trials]
+
+    return sample
+
+
+# ---- EdgeRand: asymmetric randomized response ------------------------------------------
+
+
+def _edgerand_rr(eps: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
+    """A dense graph (density 0.6, so EdgeRand keeps every reported 1: its q is 1 and it is plain eps-RR on
+    each pair). Its pairs are split into base edges B, trial pairs T and stand-ins R (|R| = |T|): the world
+    with the units is B + T, the other B + R, so both have the same edge count and the same noisy density;
+    each trial pair's score is whether the released graph holds it."""
+    import torch
+
+    from methods.gap.edgerand import asymmetric_rr
+
+    _unsupported("edgerand-rr", m, ("noise",))
+    n, per_call = 240, 4000
+    pairs = np.array(np.triu_indices(n, k=1)).T
+    rng = streams.numpy("canaries")  # the pair sets (any layout will do: with q = 1 a report reads its own bit)
+    perm = rng.permutation(len(pairs))
+    t_pairs, r_pairs = pairs[perm[:per_call]], pairs[perm[per_call:2 * per_call]]
+    base = pairs[perm[2 * per_call:2 * per_call + int(0.6 * len(pairs)) - per_call]]
+    chosen = np.concatenate([base, t_pairs if world_in else r_pairs])
+    ei = torch.from_numpy(np.concatenate([chosen, chosen[:, ::-1]]).T.copy()).long()
+    t_keys = t_pairs[:, 0] * n + t_pairs[:, 1]
+    scores = []
+    for call in range(-(-trials // per_call)):
+        out, facts = asymmetric_rr(ei, n, eps * m.noise, 1.0, streams.numpy("noise", call))
+        if facts["rr_subsample_q"] != 1.0:  # pragma: no cover - the density keeps q at 1
+            raise ConfigError("edgerand-rr audit: EdgeRand subsampled its reports (q < 1)")
+        upper = out[0] < out[1]
+        keys = (out[0, upper] * n + out[1, upper]).numpy()
+        scores.append(np.isin(t_keys, keys).astype(float))
+    return np.concatenate(scores)[:trials]
+
+
+def _nap_node_event(max_degree: int) -> Callable[[float], Event]:
+    return lambda mu: Gaussian(sensitivity=math.sqrt(max_degree), sigma=math.sqrt(max_degree) / mu, unit="node")
+
+
+NAP_NODE_DEGREE = 10
+DPSGD_RATE = 0.5
+
+MECHANISMS: dict[str, Mechanism] = {
+    "nap-edge": Mechanism(
+        "nap-edge", GaussianFamily(),
+        lambda mu: Gaussian(sensitivity=math.sqrt(2.0), sigma=math.sqrt(2.0) / mu, unit="edge"),
+        _nap_edge, ("noise",), "NAP aggregation, one undirected edge (sensitivity sqrt 2)",
+        "gap-edge, progap-edge"),
+    "nap-node": Mechanism(
+        "nap-node", GaussianFamily(), _nap_node_event(NAP_NODE_DEGREE), _nap_node(NAP_NODE_DEGREE),
+        ("noise", "sensitivity"), f"degree cut-off then NAP, one node of degree D = {NAP_NODE_DEGREE} (sensitivity sqrt D)",
+        "gap-node, progap-node"),
+    "dpsgd-poisson": Mechanism(
+        "dpsgd-poisson", PoissonGaussianFamily(DPSGD_RATE),
+        lambda mu: PoissonGaussian(rate=DPSGD_RATE, noise_multiplier=1.0 / mu),
+        _dpsgd_poisson(DPSGD_RATE), ("noise", "sensitivity", "rate"),
+        f"DPOptimizer step, Poisson rate {DPSGD_RATE}, a Dirac gradient clipped to C", "dp-mlp, gap/progap heads"),
+    "edgerand-rr": Mechanism(
+        "edgerand-rr", RandomizedResponseFamily(),
+        lambda eps: RandomizedResponse(epsilon=eps, unit="edge"),
+        _edgerand_rr, ("noise",), "EdgeRand's randomized response, one node pair", "edgerand"),
+}
+
+
+# --------------------------------------------------------------------------------------
+# The audit
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class MechanismAudit:
+    mechanism: str
+    family: str
+    mutation: str
+    epsilon_claimed: float  # exact epsilon of the ledger event at delta
+    epsilon_accounted: float  # what the ledger's default accountant reports for that event
+    delta: float
+    trials: int  # per world, in each half
+    epsilon_lb_cp: float
+    epsilon_lb_fdp: float
+    strength_claimed: float
+    strength_lb: float
+    fpr_upper: float
+    fnr_upper: float
+    threshold: float
+    direction: int
+    confidence: float
+    verdict: str  # "ok" | "VIOLATION"
+    seconds: float
+    event: dict = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        """The best lower bound over the claim."""
+        return max(self.epsilon_lb_cp, self.epsilon_lb_fdp) / self.epsilon_claimed
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "ratio": self.ratio}
+
+
+def _upper(k: np.ndarray, n: int, confidence: float) -> np.ndarray:
+    """Vectorised one-sided Clopper-Pearson upper bounds (1 where k = n)."""
+    k = np.asarray(k)
+    with np.errstate(invalid="ignore"):
+        out = stats.beta.ppf(confidence, k + 1, np.maximum(n - k, 1))
+    return np.where(k >= n, 1.0, out)
+
+
+def _rates(scores_in, scores_out, thresholds, direction):
+    """(FP, FN) counts of "in iff direction * score >= direction * t" for every t."""
+    si, so = np.sort(direction * scores_in), np.sort(direction * scores_out)
+    t = direction * thresholds
+    fp = so.size - np.searchsorted(so, t, side="left")
+    fn = np.searchsorted(si, t, side="left")
+    return fp, fn
+
+
+#: candidate thresholds: this many quantiles of the pooled selection scores (few enough that the selection
+#: half's winner's curse stays small)
+QUANTILES = 65
+
+
+def _select(family: Family, sel_in, sel_out, per: float) -> tuple[float, int]:
+    """The test (threshold, direction) whose Clopper-Pearson point rules out the most of the family, on the
+    selection half."""
+    pooled = np.concatenate([sel_in, sel_out])
+    cand = np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, QUANTILES)))
+    mids = np.unique(pooled)
+    cand = (mids[1:] + mids[:-1]) / 2.0 if mids.size <= 64 else cand
+    if cand.size == 0:
+        cand = np.array([pooled[0]])
+    best = (-1.0, 0.0, 1)
+    for direction in (1, -1):
+        fp, fn = _rates(sel_in, sel_out, cand, direction)
+        s = family.strength_bound(_upper(fp, sel_out.size, per), _upper(fn, sel_in.size, per))
+        i = int(np.argmax(s))
+        if s[i] > best[0]:
+            best = (float(s[i]), float(cand[i]), direction)
+    return best[1], best[2]
+
+
+def validate_audit(name: str, epsilon: float, *, delta: float, trials: int, mutation: Mutation,
+                   confidence: float, seed: int = 0) -> None:
+    """Every check :func:`audit_mechanism` makes before it runs (a :class:`ConfigError` each)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"--seed must be >= 0 (got {seed})")
+    if name not in MECHANISMS:
+        raise ConfigError(f"unknown mechanism {name!r} (known: {', '.join(MECHANISMS)})")
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ConfigError(f"epsilon must be a positive finite number (got {epsilon})")
+    if not 0 < delta < 1:
+        raise ConfigError(f"delta must be in (0, 1) (got {delta})")
+    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 100:
+        raise ConfigError(f"trials must be an integer >= 100 (got {trials})")
+    _check_confidence(confidence)
+    _unsupported(name, mutation, MECHANISMS[name].mutations)
+
+
+def audit_mechanism(name: str, epsilon: float, *, delta: float = DEFAULT_DELTA, trials: int = DEFAULT_TRIALS,
+                    seed: int = 0, mutation: Mutation | None = None,
+                    confidence: float = DEFAULT_CONFIDENCE) -> MechanismAudit:
+    """Audit one application of mechanism ``name`` calibrated so that its ledger event claims exactly
+    ``epsilon`` at ``delta``; ``trials`` per world in each of the selection and evaluation halves."""
+    from methods.privacy.accountant import DEFAULT_ACCOUNTANT, epsilon as account, parse_accountant
+
+    mutation = mutation or Mutation()
+    validate_audit(name, epsilon, delta=delta, trials=trials, mutation=mutation, confidence=confidence, seed=seed)
+    mech = MECHANISMS[name]
+    start = time.perf_counter()
+    family = mech.family
+    s_claim = family.strength_for_epsilon(epsilon, delta)
+    event = mech.event(s_claim)
+    acc, conv = parse_accountant(DEFAULT_ACCOUNTANT)
+    accounted = account([event], delta, acc, conv)[0]
+    root = RunStreams(seed)
+    scores = {(half, world): mech.sample(s_claim, world, trials, root.child("trial", half, int(world)), mutation)
+              for half in ("select", "eval") for world in (True, False)}
+    per = 1.0 - (1.0 - confidence) / 2.0  # both rates at once (Bonferroni)
+    threshold, direction = _select(family, scores["select", True], scores["select", False], per)
+    fp, fn = _rates(scores["eval", True], scores["eval", False], np.array([threshold]), direction)
+    alpha_u = float(_upper(fp, trials, per)[0])
+    beta_u = float(_upper(fn, trials, per)[0])
+    s_lb = float(family.strength_bound(np.array([alpha_u]), np.array([beta_u]))[0])
+    eps_cp = epsilon_from_rates(alpha_u, beta_u, delta)
+    eps_fdp = family.epsilon(s_lb, delta)
+    violation = s_lb > s_claim * (1 + 1e-9) or eps_cp > epsilon * (1 + 1e-9)
+    return MechanismAudit(
+        name, family.name, mutation.label(), float(epsilon), float(accounted), delta, trials, float(eps_cp),
+        float(eps_fdp), s_claim, s_lb, alpha_u, beta_u, threshold, direction, confidence,
+        "VIOLATION" if violation else "ok", time.perf_counter() - start,
+        {"kind": event.kind, **{k: v for k, v in asdict(event).items() if isinstance(v, (int, float, str))}})
+
+
+__all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "GaussianFamily", "MECHANISMS", "Mechanism",
+           "MechanismAudit", "Mutation", "PoissonGaussianFamily", "RandomizedResponseFamily", "audit_mechanism",
+           "validate_audit"]
