@@ -133,10 +133,11 @@ def audit_mechanisms(mechanisms: str | Iterable[str] | None = None, epsilons: It
                      mutation: Mapping[str, float] | None = None, confidence: float = 0.95,
                      progress: bool = False) -> list:
     """Mechanism-level audits (:mod:`audits.mechanism`): each of ``mechanisms`` (default: all) calibrated so that
-    its ledger event claims each of ``epsilons`` at ``delta``, ``trials`` trials per world in each half. ``mutation``
+    its ledger event claims each of ``epsilons`` at ``delta``, ``trials`` trials per world in each half (default:
+    each mechanism's own). ``mutation``
     (``noise``, ``sensitivity``, ``rate`` factors) runs the code with less noise than it states. Returns one
     :class:`audits.mechanism.MechanismAudit` per (mechanism, epsilon), in that order; nothing is tracked."""
-    from audits.mechanism import DEFAULT_TRIALS, MECHANISMS, Mutation, audit_mechanism, validate_audit
+    from audits.mechanism import MECHANISMS, Mutation, audit_mechanism, validate_audit
     from methods.base import ConfigError
     from methods.progress import progress_bar
 
@@ -155,12 +156,12 @@ def audit_mechanisms(mechanisms: str | Iterable[str] | None = None, epsilons: It
     for n, e in jobs:  # every bad input fails before the first audit runs
         if not (e > 0 and e < float("inf")):
             raise ConfigError(f"epsilon must be a positive finite number (got {e})")
-        validate_audit(n, e, delta=delta, trials=DEFAULT_TRIALS if trials is None else trials,
+        validate_audit(n, e, delta=delta, trials=MECHANISMS[n].trials if trials is None else trials,
                                  mutation=mut, confidence=confidence, seed=seed)
     out = []
     with progress_bar(len(jobs), "mechanism audits", enabled=progress) as bar:
         for n, e in jobs:
-            out.append(audit_mechanism(n, e, delta=delta, trials=DEFAULT_TRIALS if trials is None else int(trials),
+            out.append(audit_mechanism(n, e, delta=delta, trials=None if trials is None else int(trials),
                                        seed=seed, mutation=mut, confidence=confidence))
             bar.update(1)
     return out
