@@ -232,6 +232,15 @@ class Mechanism:
     summary: str
     used_by: str
     trials: int = DEFAULT_TRIALS  # the default per world and half: the measured table's (README)
+    #: (claimed strength, mutation) -> the family and strength of what the code really ran (default: the claim's
+    #: family at strength x noise x sensitivity)
+    actual: Callable[[float, Mutation], tuple[Family, float]] | None = None
+
+    def true_epsilon(self, s: float, mutation: Mutation, delta: float) -> float:
+        """The exact epsilon of the release the code makes under ``mutation`` (the claim's when shipped)."""
+        fam, strength = (self.actual(s, mutation) if self.actual is not None
+                         else (self.family, s * mutation.noise * mutation.sensitivity))
+        return fam.epsilon(strength, delta)
 
 
 def _unsupported(mech: str, mutation: Mutation, allowed: tuple[str, ...]) -> None:
@@ -268,7 +277,10 @@ def _nap_edge(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mu
     _unsupported("nap-edge", m, ("noise",))
     n = 2 * trials
     a = torch.arange(0, n, 2)
-    ei = torch.stack([torch.cat([a, a + 1]), torch.cat([a + 1, a])]) if world_in else torch.empty(2, 0, dtype=torch.long)
+    if world_in:
+        ei = torch.stack([torch.cat([a, a + 1]), torch.cat([a + 1, a])])
+    else:
+        ei = torch.empty(2, 0, dtype=torch.long)
     sigma = EDGE_SENSITIVITY / mu / m.noise
     return _nap_scores(ei, n, torch.stack([a, a + 1], 1), sigma, streams, None)
 
@@ -439,18 +451,23 @@ MECHANISMS: dict[str, Mechanism] = {
         "gap-edge, progap-edge"),
     "nap-node": Mechanism(
         "nap-node", GaussianFamily(), _nap_node_event(NAP_NODE_DEGREE), _nap_node(NAP_NODE_DEGREE),
-        ("noise", "sensitivity"), f"degree cut-off then NAP, one node of degree D = {NAP_NODE_DEGREE} (sensitivity sqrt D)",
-        "gap-node, progap-node"),
+        ("noise", "sensitivity"),
+        f"degree cut-off then NAP, one node of degree D = {NAP_NODE_DEGREE} (sensitivity sqrt D)",
+        "gap-node, progap-node",
+        actual=lambda mu, m: (GaussianFamily(), mu * m.noise * math.sqrt(
+            max(1, round(NAP_NODE_DEGREE * m.sensitivity ** 2)) / NAP_NODE_DEGREE))),
     "dpsgd-poisson": Mechanism(
         "dpsgd-poisson", PoissonGaussianFamily(DPSGD_RATE),
         lambda mu: PoissonGaussian(rate=DPSGD_RATE, noise_multiplier=1.0 / mu),
         _dpsgd_poisson(DPSGD_RATE), ("noise", "sensitivity", "rate"),
-        f"DPOptimizer step, Poisson rate {DPSGD_RATE}, a Dirac gradient clipped to C", "dp-mlp, gap/progap heads"),
+        f"DPOptimizer step, Poisson rate {DPSGD_RATE}, a Dirac gradient clipped to C", "dp-mlp, gap/progap heads",
+        actual=lambda mu, m: (PoissonGaussianFamily(min(1.0, DPSGD_RATE * m.rate)), mu * m.noise * m.sensitivity)),
     "pate-votes": Mechanism(
         "pate-votes", RandomizedResponseFamily(),
         lambda eps: Laplace(scale=2.0 / eps, sensitivity=1.0, unit="node", count=2),
         _pate_votes, ("noise", "sensitivity"), "PATE's noisy argmax of a vote histogram, one teacher's vote",
-        "pate-m, pate-g", trials=4_000_000),
+        "pate-m, pate-g", trials=4_000_000,
+        actual=lambda eps, m: (RandomizedResponseFamily(), eps * m.noise * round(m.sensitivity))),
     "edgerand-rr": Mechanism(
         "edgerand-rr", RandomizedResponseFamily(),
         lambda eps: RandomizedResponse(epsilon=eps, unit="edge"),
@@ -470,6 +487,7 @@ class MechanismAudit:
     mutation: str
     epsilon_claimed: float  # exact epsilon of the ledger event at delta
     epsilon_accounted: float  # what the ledger's default accountant reports for that event
+    epsilon_true: float  # the exact epsilon of what the code ran (= epsilon_claimed unless mutated)
     delta: float
     trials: int  # per world, in each half
     epsilon_lb_cp: float
@@ -584,7 +602,8 @@ def audit_mechanism(name: str, epsilon: float, *, delta: float = DEFAULT_DELTA, 
     eps_fdp = family.epsilon(s_lb, delta)
     violation = s_lb > s_claim * (1 + 1e-9) or eps_cp > epsilon * (1 + 1e-9)
     return MechanismAudit(
-        name, family.name, mutation.label(), float(epsilon), float(accounted), delta, trials, float(eps_cp),
+        name, family.name, mutation.label(), float(epsilon), float(accounted),
+        float(mech.true_epsilon(s_claim, mutation, delta)), delta, trials, float(eps_cp),
         float(eps_fdp), s_claim, s_lb, alpha_u, beta_u, threshold, direction, confidence,
         "VIOLATION" if violation else "ok", time.perf_counter() - start,
         {"kind": event.kind, **{k: v for k, v in asdict(event).items() if isinstance(v, (int, float, str))}})

@@ -117,3 +117,18 @@ def test_power_and_false_alarms_at_the_default_trials(name):
                   for s in seeds)
     false = sum(audit_mechanism(name, 1.0, seed=100 + s).verdict == "VIOLATION" for s in range(20))
     assert flagged >= 9 and false <= 1, (flagged, false)
+
+
+@pytest.mark.parametrize("name,mutation", CAUGHT + [(name, Mutation()) for name in MECHANISMS],
+                         ids=lambda x: x if isinstance(x, str) else x.label())
+def test_true_epsilon_is_the_claim_unless_mutated(name, mutation):
+    """The zoo's subtle mutants carry their true epsilon: what the code really released."""
+    mech = MECHANISMS[name]
+    s = mech.family.strength_for_epsilon(1.0, 1e-5)
+    true = mech.true_epsilon(s, mutation, 1e-5)
+    if mutation.shipped:
+        assert true == pytest.approx(1.0, rel=1e-6)
+    else:
+        assert true > 1.2
+    if name == "nap-edge" and not mutation.shipped:
+        assert true == pytest.approx(GaussianFamily().epsilon(s * mutation.noise, 1e-5))

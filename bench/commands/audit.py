@@ -106,15 +106,20 @@ def cmd_mechanism_audit(args: argparse.Namespace) -> int:
     results = api.audit_mechanisms(args.mechanism, epsilons, delta=1e-5 if args.delta is None else args.delta,
                                    trials=args.trials, seed=args.seed, mutation=_mutation(args.mutation),
                                    confidence=args.confidence, progress=not args.no_progress)
-    print(f"{'mechanism':14s} {'epsilon':>7s} {'accounted':>9s} {'lb (CP)':>8s} {'lb (f-DP)':>9s} {'lb/claim':>8s} "
-          f"{'seconds':>7s}  verdict")
+    mutated = not results[0].mutation == "shipped"
+    print(f"{'mechanism':14s} {'epsilon':>7s} {'accounted':>9s}" + (f" {'true':>7s}" if mutated else "")
+          + f" {'lb (CP)':>8s} {'lb (f-DP)':>9s} {'lb/claim':>8s} {'trials':>8s} {'seconds':>7s}  verdict")
     for r in results:
-        print(f"{r.mechanism:14s} {r.epsilon_claimed:7.3g} {r.epsilon_accounted:9.3f} {r.epsilon_lb_cp:8.3f} "
-              f"{r.epsilon_lb_fdp:9.3f} {r.ratio:8.2f} {r.seconds:7.1f}  {r.verdict}")
+        print(f"{r.mechanism:14s} {r.epsilon_claimed:7.3g} {r.epsilon_accounted:9.3f}"
+              + (f" {r.epsilon_true:7.3f}" if mutated else "")
+              + f" {r.epsilon_lb_cp:8.3f} {r.epsilon_lb_fdp:9.3f} {r.ratio:8.2f} {r.trials:8d} {r.seconds:7.1f}"
+              + f"  {r.verdict}")
     first = results[0]
-    print(f"# {first.trials} trials per world and half, delta {first.delta:.3g}, {first.confidence:.0%} confidence; "
-          f"code run: {first.mutation}; lb (f-DP) assumes the event's own family of tradeoff functions, lb (CP) "
-          "assumes nothing")
+    print(f"# epsilon: the ledger event's exact claim at delta {first.delta:.3g}; trials per world in each half; "
+          f"{first.confidence:.0%} confidence; code run: {first.mutation}"
+          + (" (true: the exact epsilon of what it ran)" if mutated else "")
+          + "; lb (f-DP) assumes the event's own family of tradeoff functions (inf: no member explains the trials), "
+          "lb (CP) assumes nothing")
     if args.output:
         write_json_atomic(args.output, [r.to_dict() for r in results])
     bad = [r for r in results if r.verdict == "VIOLATION"]
