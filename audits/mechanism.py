@@ -609,6 +609,22 @@ def audit_mechanism(name: str, epsilon: float, *, delta: float = DEFAULT_DELTA, 
         {"kind": event.kind, **{k: v for k, v in asdict(event).items() if isinstance(v, (int, float, str))}})
 
 
-__all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "GaussianFamily", "MECHANISMS", "Mechanism",
+def compose_gaussian(audit: MechanismAudit, count: int) -> dict:
+    """A whole-pipeline bound from one audited Gaussian release: ``count`` identical non-adaptive releases of a
+    mu-GDP mechanism are exactly sqrt(count) mu-GDP (Dong, Roth & Su 2022, Corollary 3.3), so the step's f-DP
+    strength bound composes the same way; e.g. GAP/ProGAP edge level, K NAP releases of one edge. Returns the
+    pipeline's lower bound, its exact claim and their ratio (f-DP estimator: it assumes the GDP shape)."""
+    if audit.family != GaussianFamily.name:
+        raise ConfigError(f"{audit.mechanism}: only a Gaussian release composes as GDP (this is {audit.family})")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ConfigError(f"count must be a positive integer (got {count!r})")
+    fam, k = GaussianFamily(), math.sqrt(count)
+    lb = fam.epsilon(audit.strength_lb * k, audit.delta)
+    claim = fam.epsilon(audit.strength_claimed * k, audit.delta)
+    return {"mechanism": audit.mechanism, "count": count, "epsilon_lb": lb, "epsilon_claimed": claim,
+            "ratio": lb / claim if claim > 0 else math.nan}
+
+
+__all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "compose_gaussian", "GaussianFamily", "MECHANISMS", "Mechanism",
            "MechanismAudit", "Mutation", "PoissonGaussianFamily", "RandomizedResponseFamily", "audit_mechanism",
            "validate_audit"]

@@ -132,3 +132,19 @@ def test_true_epsilon_is_the_claim_unless_mutated(name, mutation):
         assert true > 1.2
     if name == "nap-edge" and not mutation.shipped:
         assert true == pytest.approx(GaussianFamily().epsilon(s * mutation.noise, 1e-5))
+
+
+def test_a_gaussian_release_composes_as_gdp():
+    from audits.mechanism import compose_gaussian
+
+    fam = GaussianFamily()
+    per_hop = fam.epsilon(fam.strength_for_epsilon(4.0, 1e-5) / math.sqrt(2), 1e-5)  # 2 hops claiming 4 in all
+    r = audit_mechanism("nap-edge", per_hop, trials=QUICK, seed=5)
+    one, two = compose_gaussian(r, 1), compose_gaussian(r, 2)
+    assert one["epsilon_lb"] == pytest.approx(r.epsilon_lb_fdp, rel=1e-6)
+    assert two["epsilon_claimed"] == pytest.approx(4.0, rel=1e-6)
+    assert r.epsilon_lb_fdp < two["epsilon_lb"] <= 4.0 and two["ratio"] > 0.8
+    with pytest.raises(ConfigError, match="only a Gaussian release"):
+        compose_gaussian(audit_mechanism("edgerand-rr", 1.0, trials=QUICK), 2)
+    with pytest.raises(ConfigError, match="positive integer"):
+        compose_gaussian(r, 0)
