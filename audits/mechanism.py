@@ -46,7 +46,8 @@ from scipy import optimize, stats
 
 from audits.bounds import DEFAULT_CONFIDENCE, _check_confidence, epsilon_from_rates
 from methods.base import ConfigError
-from methods.privacy.events import Event, Gaussian, Laplace, PoissonGaussian, RandomizedResponse
+from methods.privacy.events import (Event, FixedSizeGaussian, Gaussian, Laplace, PoissonGaussian,
+                                     RandomizedResponse)
 from methods.streams import RunStreams
 
 DEFAULT_DELTA = 1e-5
@@ -162,6 +163,68 @@ class PoissonGaussianFamily(Family):
             if hi > 512:
                 return math.inf
         return float(optimize.brentq(lambda e: self.delta_of(s, e) - delta, 0.0, hi, xtol=1e-12))
+
+
+@dataclass
+class FixedSizeGaussianFamily(Family):
+    """One DP-SGD step on a fixed-size batch (m of n without replacement, ``rate`` = m / n), replace-one: the
+    replaced example's clipped gradient is +C in one world and -C in the other, so the released coordinate is
+    (1 - g) N(0, 1) + g N(mu, 1) against (1 - g) N(0, 1) + g N(-mu, 1), mu = C / sigma: dp-accounting's REPLACE_ONE
+    pair for a subsampled Gaussian. Its likelihood ratio increases in x, so f(alpha) is the threshold test's."""
+
+    rate: float = 0.5
+    name = "fixed-size subsampled Gaussian (replace-one)"
+    upper = 20.0
+
+    def _sf_out(self, t, s):
+        g = self.rate
+        return (1.0 - g) * stats.norm.sf(t) + g * stats.norm.sf(t + s)
+
+    def tradeoff(self, s, alpha):
+        s, alpha = np.broadcast_arrays(np.asarray(s, float), np.asarray(alpha, float))
+        lo, hi = np.full(alpha.shape, -60.0), np.full(alpha.shape, 60.0)
+        for _ in range(80):  # the threshold t with P_out[X >= t] = alpha (decreasing in t)
+            mid = (lo + hi) / 2.0
+            above = self._sf_out(mid, s) > alpha
+            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+        g = self.rate
+        return (1.0 - g) * stats.norm.cdf(hi) + g * stats.norm.cdf(hi - s)
+
+    def _log_tails(self, x: float, s: float) -> tuple[float, float]:
+        """ln P_in[X > x], ln P_out[X > x]."""
+        a, b = math.log1p(-self.rate) if self.rate < 1 else -math.inf, math.log(self.rate)
+        lsf = stats.norm.logsf
+        return float(np.logaddexp(a + lsf(x), b + lsf(x - s))), float(np.logaddexp(a + lsf(x), b + lsf(x + s)))
+
+    def epsilon(self, s, delta):
+        """delta(eps) = P_in[L > eps] - e^eps P_out[L > eps] with {L > eps} = {x > x_eps} (the pair is symmetric, so
+        one direction is the profile); x_eps and then eps by root finding."""
+        if s <= 0:
+            return 0.0
+        a, b = math.log1p(-self.rate) if self.rate < 1 else -math.inf, math.log(self.rate)
+        lpdf = stats.norm.logpdf
+
+        def loss(x: float) -> float:
+            return float(np.logaddexp(a + lpdf(x), b + lpdf(x - s)) - np.logaddexp(a + lpdf(x), b + lpdf(x + s)))
+
+        def profile(eps: float) -> float:
+            lo, hi = -1.0, 1.0
+            while loss(lo) > eps:
+                lo *= 2.0
+            while loss(hi) < eps:
+                hi *= 2.0
+            x = optimize.brentq(lambda v: loss(v) - eps, lo, hi, xtol=1e-12)
+            li, lo_ = self._log_tails(x, s)
+            return math.exp(li) - math.exp(eps + lo_)
+
+        if profile(0.0) <= delta:
+            return 0.0
+        hi = 1.0
+        while profile(hi) > delta:
+            hi *= 2.0
+            if hi > 512:
+                return math.inf
+        return float(optimize.brentq(lambda e: profile(e) - delta, 0.0, hi, xtol=1e-12))
 
 
 class RandomizedResponseFamily(Family):
@@ -360,6 +423,42 @@ def _dpsgd_poisson(rate: float, columns: int = 1000) -> Sampler:
     return sample
 
 
+def _dpsgd_fixed(rate: float, columns: int = 1000) -> Sampler:
+    def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
+        """Per step, ``columns`` trials, each its own sub-population of n = 1 / rate examples drawn by the methods'
+        :class:`~methods.dpsgd.FixedSizeSampler` (one of n: the canary or a zero-gradient stand-in). The canary
+        holds a large value in its own feature, so with the linear loss its gradient is a Dirac clipped to C --
+        +C in the world with the unit's data, -C in the world where it is replaced. The score is the released
+        noisy sum at the canary's coordinate / C. A rate mutation draws one of round(1 / (rate x factor))."""
+        import torch
+        from torch import nn
+
+        from methods.dpsgd import DPOptimizer, FixedSizeSampler, gradient_hook
+
+        _unsupported("dpsgd-fixed", m, ("noise", "sensitivity", "rate"))
+        clip = 1.0
+        n = max(1, int(round(1.0 / (rate * m.rate))))
+        model = nn.Linear(columns, 1, bias=False)
+        with torch.no_grad():
+            model.weight.zero_()
+        opt = DPOptimizer(model, torch.optim.SGD(model.parameters(), lr=0.0), clip=clip * m.sensitivity,
+                          loss_fn=lambda out, y: out[:, 0], generator=streams.torch("noise"))
+        sampler = FixedSizeSampler(n, 1, streams.torch("sampler"), unit="feature")
+        canaries = torch.eye(columns) * (1e3 if world_in else -1e3)
+        hook = _ReadReleased()
+        noise_std = clip / mu / m.noise
+        scores = []
+        with gradient_hook(hook):
+            for _ in range(-(-trials // columns)):
+                drawn = torch.cat([sampler.sample() for _ in range(columns)])  # 0: the canary's slot
+                batch = torch.cat([canaries[drawn == 0], torch.zeros(int((drawn != 0).sum()), columns)])
+                opt.step((batch,), torch.zeros(batch.size(0), dtype=torch.long), noise_std, float(columns))
+                scores.append(hook.released[0].numpy() / clip)
+        return np.concatenate(scores)[:trials]
+
+    return sample
+
+
 # ---- EdgeRand: asymmetric randomized response ------------------------------------------
 
 
@@ -462,6 +561,15 @@ MECHANISMS: dict[str, Mechanism] = {
         _dpsgd_poisson(DPSGD_RATE), ("noise", "sensitivity", "rate"),
         f"DPOptimizer step, Poisson rate {DPSGD_RATE}, a Dirac gradient clipped to C", "dp-mlp, gap/progap heads",
         actual=lambda mu, m: (PoissonGaussianFamily(min(1.0, DPSGD_RATE * m.rate)), mu * m.noise * m.sensitivity)),
+    "dpsgd-fixed": Mechanism(
+        "dpsgd-fixed", FixedSizeGaussianFamily(DPSGD_RATE),
+        lambda mu: FixedSizeGaussian(population=int(round(1 / DPSGD_RATE)), sample_size=1,
+                                     noise_multiplier=1.0 / (2.0 * mu), unit="feature"),
+        _dpsgd_fixed(DPSGD_RATE), ("noise", "sensitivity", "rate"),
+        "DPOptimizer step on a FixedSizeSampler batch (1 of 2), replace-one: a Dirac gradient +C or -C",
+        "drw, drw-r, drw-d, dp-mlp-feature",
+        actual=lambda mu, m: (FixedSizeGaussianFamily(1.0 / max(1, round(1.0 / (DPSGD_RATE * m.rate)))),
+                              mu * m.noise * m.sensitivity)),
     "pate-votes": Mechanism(
         "pate-votes", RandomizedResponseFamily(),
         lambda eps: Laplace(scale=2.0 / eps, sensitivity=1.0, unit="node", count=2),
@@ -625,6 +733,6 @@ def compose_gaussian(audit: MechanismAudit, count: int) -> dict:
             "ratio": lb / claim if claim > 0 else math.nan}
 
 
-__all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "compose_gaussian", "GaussianFamily", "MECHANISMS", "Mechanism",
-           "MechanismAudit", "Mutation", "PoissonGaussianFamily", "RandomizedResponseFamily", "audit_mechanism",
-           "validate_audit"]
+__all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "FixedSizeGaussianFamily", "GaussianFamily", "MECHANISMS",
+           "Mechanism", "MechanismAudit", "Mutation", "PoissonGaussianFamily", "RandomizedResponseFamily",
+           "audit_mechanism", "compose_gaussian", "validate_audit"]

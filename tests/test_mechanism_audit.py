@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.mechanism import (MECHANISMS, GaussianFamily, Mutation, PoissonGaussianFamily, RandomizedResponseFamily,
-                              audit_mechanism)
+from audits.mechanism import (MECHANISMS, FixedSizeGaussianFamily, GaussianFamily, Mutation, PoissonGaussianFamily,
+                              RandomizedResponseFamily, audit_mechanism)
 from methods.base import ConfigError
 
-FAMILIES = [GaussianFamily(), PoissonGaussianFamily(0.5), PoissonGaussianFamily(0.01), RandomizedResponseFamily()]
+FAMILIES = [GaussianFamily(), PoissonGaussianFamily(0.5), PoissonGaussianFamily(0.01), FixedSizeGaussianFamily(0.5),
+            FixedSizeGaussianFamily(0.05), RandomizedResponseFamily()]
 QUICK = 20_000  # trials per world and half in the default run (a few seconds per audit)
 
 
@@ -37,6 +38,18 @@ def test_subsampled_gaussian_epsilon_is_dp_accountings_pld(mu, q, delta):
 
     ref = PLD.from_gaussian_mechanism(standard_deviation=1.0 / mu, sampling_prob=q).get_epsilon_for_delta(delta)
     assert PoissonGaussianFamily(q).epsilon(mu, delta) == pytest.approx(max(0.0, ref), abs=2e-3, rel=2e-3)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.floats(0.1, 2.0), st.sampled_from([1.0, 0.5, 0.05]), st.sampled_from([1e-3, 1e-6]))
+def test_fixed_size_epsilon_is_dp_accountings_replace_one_pld(mu, q, delta):
+    """The replace-one pair of a fixed-size batch: +C or -C when the example is drawn (dp-accounting's REPLACE_ONE)."""
+    from dp_accounting import NeighboringRelation
+    from dp_accounting.pld import privacy_loss_distribution as PLD
+
+    ref = PLD.from_gaussian_mechanism(standard_deviation=1.0 / mu, sensitivity=1.0, sampling_prob=q,
+                                      neighboring_relation=NeighboringRelation.REPLACE_ONE).get_epsilon_for_delta(delta)
+    assert FixedSizeGaussianFamily(q).epsilon(mu, delta) == pytest.approx(max(0.0, ref), abs=2e-3, rel=2e-3)
 
 
 @settings(max_examples=60, deadline=None)
@@ -72,6 +85,8 @@ CAUGHT = [(name, Mutation(noise=2.0)) for name in MECHANISMS] + [
     ("nap-node", Mutation(sensitivity=2.0)),  # the degree cut-off at 4 D
     ("dpsgd-poisson", Mutation(sensitivity=2.0)),  # clipping at 2 C, noise for C
     ("dpsgd-poisson", Mutation(rate=2.0)),  # every example in every batch, accounted at rate 0.5
+    ("dpsgd-fixed", Mutation(sensitivity=2.0)),
+    ("dpsgd-fixed", Mutation(rate=2.0)),  # a batch of 1 of 1, accounted as 1 of 2
 ]
 
 
