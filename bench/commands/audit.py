@@ -30,8 +30,8 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--dataset", "-d", help="dataset name, e.g. csbm:nodes=2000,features=32 or cora; "
                                            "required unless --level mechanism")
     p.add_argument("--mechanism", nargs="+", metavar="NAME",
-                   help="--level mechanism: which (default: all of nap-edge, nap-node, dpsgd-poisson, dpsgd-fixed, pate-votes, "
-                        "edgerand-rr)")
+                   help="--level mechanism: which (default: all of nap-edge, nap-node, dpsgd-poisson, dpsgd-fixed, "
+                        "pate-votes, edgerand-rr)")
     p.add_argument("--mutation", action="append", default=[], metavar="KEY=FACTOR",
                    help="--level mechanism: run the code with noise 1/FACTOR (noise=1.25), a FACTOR-times "
                         "sensitivity (sensitivity=1.5) or sampling rate (rate=2) against the unchanged claim "
