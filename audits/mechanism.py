@@ -46,8 +46,8 @@ from scipy import optimize, stats
 
 from audits.bounds import DEFAULT_CONFIDENCE, _check_confidence, epsilon_from_rates
 from methods.base import ConfigError
-from methods.privacy.events import (Event, FixedSizeGaussian, Gaussian, Laplace, PoissonGaussian,
-                                     RandomizedResponse)
+from methods.privacy.events import (Event, FixedSizeGaussian, Gaussian, HypergeometricGaussian, Laplace,
+                                     PoissonGaussian, RandomizedResponse)
 from methods.streams import RunStreams
 
 DEFAULT_DELTA = 1e-5
@@ -165,47 +165,49 @@ class PoissonGaussianFamily(Family):
         return float(optimize.brentq(lambda e: self.delta_of(s, e) - delta, 0.0, hi, xtol=1e-12))
 
 
-@dataclass
-class FixedSizeGaussianFamily(Family):
-    """One DP-SGD step on a fixed-size batch (m of n without replacement, ``rate`` = m / n), replace-one: the
-    replaced example's clipped gradient is +C in one world and -C in the other, so the released coordinate is
-    (1 - g) N(0, 1) + g N(mu, 1) against (1 - g) N(0, 1) + g N(-mu, 1), mu = C / sigma: dp-accounting's REPLACE_ONE
-    pair for a subsampled Gaussian. Its likelihood ratio increases in x, so f(alpha) is the threshold test's."""
+class ShiftMixtureFamily(Family):
+    """Replace-one DP-SGD steps on fixed-size batches: k of the examples the unit changes are drawn (k ~ ``weights``),
+    each contributing +C in one world and -C in the other, so the released coordinate is sum_k w_k N(k mu, 1)
+    against sum_k w_k N(-k mu, 1), mu = C / sigma. The likelihood ratio increases in x (the numerator's terms
+    increase, the denominator's decrease), so f(alpha) is the threshold test's, and {L > eps} is a half-line."""
 
-    rate: float = 0.5
-    name = "fixed-size subsampled Gaussian (replace-one)"
+    name = "shift mixture"
     upper = 20.0
 
-    def _sf_out(self, t, s):
-        g = self.rate
-        return (1.0 - g) * stats.norm.sf(t) + g * stats.norm.sf(t + s)
+    def __init__(self, weights: np.ndarray) -> None:
+        w = np.asarray(weights, float)
+        if w.ndim != 1 or w.size < 2 or (w < 0).any() or not math.isclose(w.sum(), 1.0, rel_tol=1e-9):
+            raise ConfigError("a shift mixture needs probabilities of 0, 1, ... drawn examples")
+        self.k = np.arange(w.size, dtype=float)[w > 0]
+        self.logw = np.log(w[w > 0])
+
+    def _mix(self, fn, x, s, sign: int) -> np.ndarray:
+        """sum_k w_k fn(x - sign k s), vectorised over x and s."""
+        x, s = np.broadcast_arrays(np.asarray(x, float), np.asarray(s, float))
+        return np.sum(np.exp(self.logw)[:, None] * fn(x.reshape(1, -1) - sign * self.k[:, None] * s.reshape(1, -1)),
+                      axis=0).reshape(x.shape)
+
+    def _log_mix(self, logfn, x: float, s: float, sign: int) -> float:
+        return float(np.logaddexp.reduce(self.logw + logfn(x - sign * self.k * s)))
 
     def tradeoff(self, s, alpha):
         s, alpha = np.broadcast_arrays(np.asarray(s, float), np.asarray(alpha, float))
-        lo, hi = np.full(alpha.shape, -60.0), np.full(alpha.shape, 60.0)
+        lo, hi = np.full(alpha.shape, -80.0), np.full(alpha.shape, 80.0)
         for _ in range(80):  # the threshold t with P_out[X >= t] = alpha (decreasing in t)
             mid = (lo + hi) / 2.0
-            above = self._sf_out(mid, s) > alpha
+            above = self._mix(stats.norm.sf, mid, s, -1) > alpha
             lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        g = self.rate
-        return (1.0 - g) * stats.norm.cdf(hi) + g * stats.norm.cdf(hi - s)
-
-    def _log_tails(self, x: float, s: float) -> tuple[float, float]:
-        """ln P_in[X > x], ln P_out[X > x]."""
-        a, b = math.log1p(-self.rate) if self.rate < 1 else -math.inf, math.log(self.rate)
-        lsf = stats.norm.logsf
-        return float(np.logaddexp(a + lsf(x), b + lsf(x - s))), float(np.logaddexp(a + lsf(x), b + lsf(x + s)))
+        return self._mix(stats.norm.cdf, hi, s, +1)
 
     def epsilon(self, s, delta):
-        """delta(eps) = P_in[L > eps] - e^eps P_out[L > eps] with {L > eps} = {x > x_eps} (the pair is symmetric, so
-        one direction is the profile); x_eps and then eps by root finding."""
+        """delta(eps) = P_in[L > eps] - e^eps P_out[L > eps], {L > eps} = {x > x_eps} (the pair is symmetric, so one
+        direction is the whole profile); x_eps and then eps by root finding."""
         if s <= 0:
             return 0.0
-        a, b = math.log1p(-self.rate) if self.rate < 1 else -math.inf, math.log(self.rate)
-        lpdf = stats.norm.logpdf
+        lpdf, lsf = stats.norm.logpdf, stats.norm.logsf
 
         def loss(x: float) -> float:
-            return float(np.logaddexp(a + lpdf(x), b + lpdf(x - s)) - np.logaddexp(a + lpdf(x), b + lpdf(x + s)))
+            return self._log_mix(lpdf, x, s, +1) - self._log_mix(lpdf, x, s, -1)
 
         def profile(eps: float) -> float:
             lo, hi = -1.0, 1.0
@@ -214,8 +216,7 @@ class FixedSizeGaussianFamily(Family):
             while loss(hi) < eps:
                 hi *= 2.0
             x = optimize.brentq(lambda v: loss(v) - eps, lo, hi, xtol=1e-12)
-            li, lo_ = self._log_tails(x, s)
-            return math.exp(li) - math.exp(eps + lo_)
+            return math.exp(self._log_mix(lsf, x, s, +1)) - math.exp(eps + self._log_mix(lsf, x, s, -1))
 
         if profile(0.0) <= delta:
             return 0.0
@@ -225,6 +226,28 @@ class FixedSizeGaussianFamily(Family):
             if hi > 512:
                 return math.inf
         return float(optimize.brentq(lambda e: profile(e) - delta, 0.0, hi, xtol=1e-12))
+
+
+class FixedSizeGaussianFamily(ShiftMixtureFamily):
+    """One DP-SGD step on a fixed-size batch (m of n without replacement, ``rate`` = m / n), replace-one: the replaced
+    example is drawn with probability ``rate`` -- dp-accounting's REPLACE_ONE pair for a subsampled Gaussian."""
+
+    name = "fixed-size subsampled Gaussian (replace-one)"
+
+    def __init__(self, rate: float = 0.5) -> None:
+        self.rate = float(rate)
+        super().__init__(np.array([1.0 - self.rate, self.rate]))
+
+
+class HypergeometricGaussianFamily(ShiftMixtureFamily):
+    """One DP-GNN step (Daigavane et al. 2022): a batch of m of n subgraphs, ``occurrences`` of which hold the node,
+    so k ~ Hypergeometric(n, occurrences, m) of them are drawn, each +C or -C."""
+
+    name = "hypergeometric Gaussian (DP-GNN)"
+
+    def __init__(self, population: int, occurrences: int, batch: int) -> None:
+        self.population, self.occurrences, self.batch = int(population), int(occurrences), int(batch)
+        super().__init__(stats.hypergeom.pmf(np.arange(occurrences + 1), population, occurrences, batch))
 
 
 class RandomizedResponseFamily(Family):
@@ -459,6 +482,44 @@ def _dpsgd_fixed(rate: float, columns: int = 1000) -> Sampler:
     return sample
 
 
+def _dpgnn_step(population: int, occurrences: int, batch: int, columns: int = 500) -> Sampler:
+    def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
+        """DP-GNN's step: per trial, a population of ``population`` subgraphs of which the first ``occurrences``
+        hold the unit, a batch of ``batch`` drawn by the methods' :class:`~methods.dpsgd.FixedSizeSampler` (as
+        DP-GNN draws its batches), each drawn subgraph that holds the unit a Dirac gradient clipped to C on the
+        trial's coordinate: +C in one world, -C in the other. Noise 2 C N(K, r) lambda = C / mu, as DP-GNN adds it.
+        The score is the released noisy sum there / C. A rate mutation draws a batch ``factor`` times larger."""
+        import torch
+        from torch import nn
+
+        from methods.dpsgd import DPOptimizer, FixedSizeSampler, gradient_hook
+
+        _unsupported("dpgnn-step", m, ("noise", "sensitivity", "rate"))
+        clip = 1.0
+        size = min(population, max(1, int(round(batch * m.rate))))
+        model = nn.Linear(columns, 1, bias=False)
+        with torch.no_grad():
+            model.weight.zero_()
+        opt = DPOptimizer(model, torch.optim.SGD(model.parameters(), lr=0.0), clip=clip * m.sensitivity,
+                          loss_fn=lambda out, y: out[:, 0], generator=streams.torch("noise"))
+        sampler = FixedSizeSampler(population, size, streams.torch("sampler"), unit="node")
+        canaries = torch.eye(columns) * (1e3 if world_in else -1e3)
+        hook = _ReadReleased()
+        noise_std = clip / mu / m.noise
+        scores = []
+        with gradient_hook(hook):
+            for _ in range(-(-trials // columns)):
+                drawn = torch.tensor([int(np.count_nonzero(sampler.sample().numpy() < occurrences))
+                                      for _ in range(columns)])
+                rows = torch.repeat_interleave(torch.arange(columns), drawn)  # one row per drawn subgraph of the unit
+                batch_x = torch.cat([canaries[rows], torch.zeros(1, columns)])
+                opt.step((batch_x,), torch.zeros(batch_x.size(0), dtype=torch.long), noise_std, float(size))
+                scores.append(hook.released[0].numpy() / clip)
+        return np.concatenate(scores)[:trials]
+
+    return sample
+
+
 # ---- EdgeRand: asymmetric randomized response ------------------------------------------
 
 
@@ -541,6 +602,9 @@ def _nap_node_event(max_degree: int) -> Callable[[float], Event]:
 
 NAP_NODE_DEGREE = 10
 DPSGD_RATE = 0.5
+#: (subgraphs, subgraphs holding the node = N(K = 3, r = 1), batch): half the subgraphs per batch, so one step
+#: reaches epsilon 4 with noise a real run would use
+DPGNN_SHAPE = (8, 4, 4)
 
 MECHANISMS: dict[str, Mechanism] = {
     "nap-edge": Mechanism(
@@ -570,6 +634,17 @@ MECHANISMS: dict[str, Mechanism] = {
         "drw, drw-r, drw-d, dp-mlp-feature",
         actual=lambda mu, m: (FixedSizeGaussianFamily(1.0 / max(1, round(1.0 / (DPSGD_RATE * m.rate)))),
                               mu * m.noise * m.sensitivity)),
+    "dpgnn-step": Mechanism(
+        "dpgnn-step", HypergeometricGaussianFamily(*DPGNN_SHAPE),
+        lambda mu: HypergeometricGaussian(num_train=DPGNN_SHAPE[0], occurrence_bound=DPGNN_SHAPE[1],
+                                          batch_size=DPGNN_SHAPE[2],
+                                          noise_multiplier=1.0 / (2.0 * mu * DPGNN_SHAPE[1])),
+        _dpgnn_step(*DPGNN_SHAPE), ("noise", "sensitivity", "rate"),
+        f"DPOptimizer step on a FixedSizeSampler batch of {DPGNN_SHAPE[2]} of {DPGNN_SHAPE[0]} subgraphs, "
+        f"{DPGNN_SHAPE[1]} = N(3, 1) of them holding the node: Dirac gradients +C or -C", "dpgnn, dpgnn-adam",
+        actual=lambda mu, m: (HypergeometricGaussianFamily(
+            DPGNN_SHAPE[0], DPGNN_SHAPE[1], min(DPGNN_SHAPE[0], max(1, round(DPGNN_SHAPE[2] * m.rate)))),
+            mu * m.noise * m.sensitivity)),
     "pate-votes": Mechanism(
         "pate-votes", RandomizedResponseFamily(),
         lambda eps: Laplace(scale=2.0 / eps, sensitivity=1.0, unit="node", count=2),
@@ -733,6 +808,7 @@ def compose_gaussian(audit: MechanismAudit, count: int) -> dict:
             "ratio": lb / claim if claim > 0 else math.nan}
 
 
-__all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "FixedSizeGaussianFamily", "GaussianFamily", "MECHANISMS",
-           "Mechanism", "MechanismAudit", "Mutation", "PoissonGaussianFamily", "RandomizedResponseFamily",
-           "audit_mechanism", "compose_gaussian", "validate_audit"]
+__all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "FixedSizeGaussianFamily", "GaussianFamily",
+           "HypergeometricGaussianFamily", "MECHANISMS", "Mechanism", "MechanismAudit", "Mutation",
+           "PoissonGaussianFamily", "RandomizedResponseFamily", "ShiftMixtureFamily", "audit_mechanism",
+           "compose_gaussian", "validate_audit"]
