@@ -642,6 +642,7 @@ MECHANISMS: dict[str, Mechanism] = {
         _dpgnn_step(*DPGNN_SHAPE), ("noise", "sensitivity", "rate"),
         f"DPOptimizer step on a FixedSizeSampler batch of {DPGNN_SHAPE[2]} of {DPGNN_SHAPE[0]} subgraphs, "
         f"{DPGNN_SHAPE[1]} = N(3, 1) of them holding the node: Dirac gradients +C or -C", "dpgnn, dpgnn-adam",
+        trials=200_000,
         actual=lambda mu, m: (HypergeometricGaussianFamily(
             DPGNN_SHAPE[0], DPGNN_SHAPE[1], min(DPGNN_SHAPE[0], max(1, round(DPGNN_SHAPE[2] * m.rate)))),
             mu * m.noise * m.sensitivity)),

@@ -31,7 +31,7 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                                            "required unless --level mechanism")
     p.add_argument("--mechanism", nargs="+", metavar="NAME",
                    help="--level mechanism: which (default: all of nap-edge, nap-node, dpsgd-poisson, dpsgd-fixed, "
-                        "pate-votes, edgerand-rr)")
+                        "dpgnn-step, pate-votes, edgerand-rr)")
     p.add_argument("--mutation", action="append", default=[], metavar="KEY=FACTOR",
                    help="--level mechanism: run the code with noise 1/FACTOR (noise=1.25), a FACTOR-times "
                         "sensitivity (sensitivity=1.5) or sampling rate (rate=2) against the unchanged claim "
@@ -44,7 +44,7 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                         "T without one canary, Clopper-Pearson (default: %(default)s)")
     p.add_argument("--trials", type=int, default=None,
                    help="multi-run: models per world (default: 50); --level mechanism: trials per world in each of "
-                        "the selection and evaluation halves (default: 400000; pate-votes 4000000)")
+                        "the selection and evaluation halves (default: 400000; dpgnn-step 200000; pate-votes 4000000)")
     p.add_argument("--canaries", type=int, default=200, help="one-run: number of canaries m (default: %(default)s)")
     p.add_argument("--confidence", type=_float, default=0.95, help="confidence of the bound (default: %(default)s)")
     p.add_argument("--hops", type=int, default=2,
