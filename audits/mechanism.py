@@ -411,37 +411,50 @@ class _ReadReleased:
         self.released = noisy_sums[0].detach().double().clone()
 
 
+def _dirac_steps(columns: int, trials: int, mu: float, streams: RunStreams, m: Mutation,
+                 batch_rows: Callable[[], "torch.Tensor"]) -> np.ndarray:
+    """The methods' :class:`~methods.dpsgd.DPOptimizer` on a linear model over ``columns`` coordinates with the
+    linear loss ``W x``: an example whose only non-zero feature k is large has a Dirac gradient on W[0, k], clipped
+    to exactly C (C x ``m.sensitivity`` when mutated), and no other example touches that coordinate. Each step's
+    batch is ``batch_rows()`` (canary rows, +-large e_k, for the trials whose canary was drawn) plus one all-zero
+    example; the noise is C / mu (/ ``m.noise``). Returns the released noisy sums / C, ``columns`` trials a step."""
+    import torch
+    from torch import nn
+
+    from methods.dpsgd import DPOptimizer, gradient_hook
+
+    clip = 1.0
+    model = nn.Linear(columns, 1, bias=False)
+    with torch.no_grad():
+        model.weight.zero_()
+    opt = DPOptimizer(model, torch.optim.SGD(model.parameters(), lr=0.0), clip=clip * m.sensitivity,
+                      loss_fn=lambda out, y: out[:, 0], generator=streams.torch("noise"))
+    hook = _ReadReleased()
+    zero = torch.zeros(1, columns)
+    scores = []
+    with gradient_hook(hook):
+        for _ in range(-(-trials // columns)):
+            batch = torch.cat([batch_rows(), zero])
+            opt.step((batch,), torch.zeros(batch.size(0), dtype=torch.long), clip / mu / m.noise, 1.0)
+            scores.append(hook.released[0].numpy() / clip)
+    return np.concatenate(scores)[:trials]
+
+
 def _dpsgd_poisson(rate: float, columns: int = 1000) -> Sampler:
     def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
-        """Per step, ``columns`` canary examples, example k holding a large value in feature k only, with the
-        linear loss ``W x``: its gradient is a Dirac on W[0, k], clipped to exactly C, and no other example
-        touches that coordinate. The batch is the methods' Poisson sampler over the canaries (world with the
-        units) plus one all-zero example (both worlds); the score is the released noisy sum at W[0, k] / C."""
+        """Per step, ``columns`` canaries, canary k a Dirac gradient on its own coordinate (:func:`_dirac_steps`),
+        drawn by the methods' :class:`~methods.dpsgd.PoissonSampler` in the world with the units (none in the
+        other); the score is the released noisy sum at canary k's coordinate / C."""
         import torch
-        from torch import nn
 
-        from methods.dpsgd import DPOptimizer, PoissonSampler, gradient_hook
+        from methods.dpsgd import PoissonSampler
 
         _unsupported("dpsgd-poisson", m, ("noise", "sensitivity", "rate"))
-        clip = 1.0
-        actual_rate = min(1.0, rate * m.rate)
-        model = nn.Linear(columns, 1, bias=False)
-        with torch.no_grad():
-            model.weight.zero_()
-        opt = DPOptimizer(model, torch.optim.SGD(model.parameters(), lr=0.0), clip=clip * m.sensitivity,
-                          loss_fn=lambda out, y: out[:, 0], generator=streams.torch("noise"))
-        sampler = PoissonSampler(columns, actual_rate, streams.torch("sampler"))
+        sampler = PoissonSampler(columns, min(1.0, rate * m.rate), streams.torch("sampler"))
         canaries = torch.eye(columns) * 1e3
-        zero = torch.zeros(1, columns)
-        hook = _ReadReleased()
-        noise_std = clip / mu / m.noise
-        scores = []
-        with gradient_hook(hook):
-            for _ in range(-(-trials // columns)):
-                batch = torch.cat([canaries[sampler.sample()], zero]) if world_in else zero
-                opt.step((batch,), torch.zeros(batch.size(0), dtype=torch.long), noise_std, 1.0)
-                scores.append(hook.released[0].numpy() / clip)
-        return np.concatenate(scores)[:trials]
+        empty = torch.zeros(0, columns)
+        return _dirac_steps(columns, trials, mu, streams, m,
+                            lambda: canaries[sampler.sample()] if world_in else empty)
 
     return sample
 
@@ -449,35 +462,23 @@ def _dpsgd_poisson(rate: float, columns: int = 1000) -> Sampler:
 def _dpsgd_fixed(rate: float, columns: int = 1000) -> Sampler:
     def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
         """Per step, ``columns`` trials, each its own sub-population of n = 1 / rate examples drawn by the methods'
-        :class:`~methods.dpsgd.FixedSizeSampler` (one of n: the canary or a zero-gradient stand-in). The canary
-        holds a large value in its own feature, so with the linear loss its gradient is a Dirac clipped to C --
-        +C in the world with the unit's data, -C in the world where it is replaced. The score is the released
-        noisy sum at the canary's coordinate / C. A rate mutation draws one of round(1 / (rate x factor))."""
+        :class:`~methods.dpsgd.FixedSizeSampler` (one of n: the canary or a zero-gradient stand-in, which adds
+        nothing). The canary's Dirac gradient (:func:`_dirac_steps`) is +C in the world with the unit's data and
+        -C in the world where it is replaced. A rate mutation draws one of round(1 / (rate x factor))."""
         import torch
-        from torch import nn
 
-        from methods.dpsgd import DPOptimizer, FixedSizeSampler, gradient_hook
+        from methods.dpsgd import FixedSizeSampler
 
         _unsupported("dpsgd-fixed", m, ("noise", "sensitivity", "rate"))
-        clip = 1.0
         n = max(1, int(round(1.0 / (rate * m.rate))))
-        model = nn.Linear(columns, 1, bias=False)
-        with torch.no_grad():
-            model.weight.zero_()
-        opt = DPOptimizer(model, torch.optim.SGD(model.parameters(), lr=0.0), clip=clip * m.sensitivity,
-                          loss_fn=lambda out, y: out[:, 0], generator=streams.torch("noise"))
         sampler = FixedSizeSampler(n, 1, streams.torch("sampler"), unit="feature")
         canaries = torch.eye(columns) * (1e3 if world_in else -1e3)
-        hook = _ReadReleased()
-        noise_std = clip / mu / m.noise
-        scores = []
-        with gradient_hook(hook):
-            for _ in range(-(-trials // columns)):
-                drawn = torch.cat([sampler.sample() for _ in range(columns)])  # 0: the canary's slot
-                batch = torch.cat([canaries[drawn == 0], torch.zeros(int((drawn != 0).sum()), columns)])
-                opt.step((batch,), torch.zeros(batch.size(0), dtype=torch.long), noise_std, float(columns))
-                scores.append(hook.released[0].numpy() / clip)
-        return np.concatenate(scores)[:trials]
+
+        def rows():
+            drawn = torch.cat([sampler.sample() for _ in range(columns)])  # 0: the canary's slot
+            return canaries[drawn == 0]
+
+        return _dirac_steps(columns, trials, mu, streams, m, rows)
 
     return sample
 
@@ -485,37 +486,25 @@ def _dpsgd_fixed(rate: float, columns: int = 1000) -> Sampler:
 def _dpgnn_step(population: int, occurrences: int, batch: int, columns: int = 500) -> Sampler:
     def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
         """DP-GNN's step: per trial, a population of ``population`` subgraphs of which the first ``occurrences``
-        hold the unit, a batch of ``batch`` drawn by the methods' :class:`~methods.dpsgd.FixedSizeSampler` (as
-        DP-GNN draws its batches), each drawn subgraph that holds the unit a Dirac gradient clipped to C on the
-        trial's coordinate: +C in one world, -C in the other. Noise 2 C N(K, r) lambda = C / mu, as DP-GNN adds it.
-        The score is the released noisy sum there / C. A rate mutation draws a batch ``factor`` times larger."""
+        hold the unit and a batch of ``batch`` drawn by the methods' :class:`~methods.dpsgd.FixedSizeSampler` (as
+        DP-GNN draws its batches); each drawn subgraph that holds the unit is a Dirac gradient on the trial's
+        coordinate (:func:`_dirac_steps`): +C in one world, -C in the other. Noise 2 C N(K, r) lambda = C / mu, as
+        DP-GNN adds it. A rate mutation draws a batch ``factor`` times larger."""
         import torch
-        from torch import nn
 
-        from methods.dpsgd import DPOptimizer, FixedSizeSampler, gradient_hook
+        from methods.dpsgd import FixedSizeSampler
 
         _unsupported("dpgnn-step", m, ("noise", "sensitivity", "rate"))
-        clip = 1.0
         size = min(population, max(1, int(round(batch * m.rate))))
-        model = nn.Linear(columns, 1, bias=False)
-        with torch.no_grad():
-            model.weight.zero_()
-        opt = DPOptimizer(model, torch.optim.SGD(model.parameters(), lr=0.0), clip=clip * m.sensitivity,
-                          loss_fn=lambda out, y: out[:, 0], generator=streams.torch("noise"))
         sampler = FixedSizeSampler(population, size, streams.torch("sampler"), unit="node")
         canaries = torch.eye(columns) * (1e3 if world_in else -1e3)
-        hook = _ReadReleased()
-        noise_std = clip / mu / m.noise
-        scores = []
-        with gradient_hook(hook):
-            for _ in range(-(-trials // columns)):
-                drawn = torch.tensor([int(np.count_nonzero(sampler.sample().numpy() < occurrences))
-                                      for _ in range(columns)])
-                rows = torch.repeat_interleave(torch.arange(columns), drawn)  # one row per drawn subgraph of the unit
-                batch_x = torch.cat([canaries[rows], torch.zeros(1, columns)])
-                opt.step((batch_x,), torch.zeros(batch_x.size(0), dtype=torch.long), noise_std, float(size))
-                scores.append(hook.released[0].numpy() / clip)
-        return np.concatenate(scores)[:trials]
+
+        def rows():
+            drawn = torch.tensor([int(np.count_nonzero(sampler.sample().numpy() < occurrences))
+                                  for _ in range(columns)])
+            return canaries[torch.repeat_interleave(torch.arange(columns), drawn)]  # a row per drawn subgraph
+
+        return _dirac_steps(columns, trials, mu, streams, m, rows)
 
     return sample
 
