@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from scipy import optimize, stats
@@ -49,6 +49,9 @@ from methods.base import ConfigError
 from methods.privacy.events import (Event, FixedSizeGaussian, Gaussian, HypergeometricGaussian, Laplace,
                                      PoissonGaussian, RandomizedResponse)
 from methods.streams import RunStreams
+
+if TYPE_CHECKING:  # torch is imported where a mechanism runs, so the module loads without it
+    import torch
 
 DEFAULT_DELTA = 1e-5
 #: trials per world in each half (selection, evaluation) unless told otherwise
@@ -412,7 +415,7 @@ class _ReadReleased:
 
 
 def _dirac_steps(columns: int, trials: int, mu: float, streams: RunStreams, m: Mutation,
-                 batch_rows: Callable[[], "torch.Tensor"]) -> np.ndarray:
+                 batch_rows: Callable[[], torch.Tensor]) -> np.ndarray:
     """The methods' :class:`~methods.dpsgd.DPOptimizer` on a linear model over ``columns`` coordinates with the
     linear loss ``W x``: an example whose only non-zero feature k is large has a Dirac gradient on W[0, k], clipped
     to exactly C (C x ``m.sensitivity`` when mutated), and no other example touches that coordinate. Each step's
