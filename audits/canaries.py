@@ -73,10 +73,16 @@ class CanaryConfig:
     # (present in both worlds): examples whose only signal is the canary, for methods whose bug is how often
     # one node enters other nodes' examples
     fresh_anchors: bool = False
+    # white-box replace-one worst case (dedicated pattern only): the "out" world's feature-unit canary row is
+    # -f_k instead of zero, and fresh anchors carry -f_k; a gradient canary then gives +C to the examples
+    # holding +f_k and -C to those holding only -f_k (see audits.whitebox)
+    signed: bool = False
 
     def validate(self) -> None:
         if self.hops < 0:
             raise ConfigError(f"canary hops must be >= 0 (got {self.hops})")
+        if self.signed and self.pattern != "dedicated":
+            raise ConfigError("signed canaries need the dedicated canary pattern")
         if self.degree < 0:
             raise ConfigError(f"canary degree must be >= 0 (got {self.degree})")
         if not self.scale > 0:
@@ -168,10 +174,13 @@ class CanarySet:
                 canary_rows = self.features[kept]
             else:  # feature: every canary node exists; only its row differs
                 kept = torch.arange(m)
-                canary_rows = torch.where(inc.view(-1, 1), self.features, torch.zeros_like(self.features))
+                out_rows = -self.features if self.cfg.signed else torch.zeros_like(self.features)
+                canary_rows = torch.where(inc.view(-1, 1), self.features, out_rows)
             D = self.cfg.degree
-            fresh = m * D if self.cfg.fresh_anchors else 0  # new zero-row training anchors, both worlds
-            x = torch.cat([d.x.float(), probes, torch.zeros(fresh, F), canary_rows])
+            fresh = m * D if self.cfg.fresh_anchors else 0  # new training anchors (zero or -f_k rows), both worlds
+            anchor_rows = (-self.features.repeat_interleave(D, 0) if self.cfg.signed and fresh
+                           else torch.zeros(fresh, F))
+            x = torch.cat([d.x.float(), probes, anchor_rows, canary_rows])
             y = torch.cat([d.y, self.labels, self.labels.repeat_interleave(D) if fresh else self.labels[:0],
                            self.labels[kept]])
             first = n + m + fresh

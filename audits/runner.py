@@ -23,7 +23,7 @@ from methods.base import Budget, ConfigError, ContractViolation, Method, Task, f
 from methods.progress import progress_bar
 from methods.streams import RunStreams
 
-MODES = ("one-run", "multi-run")
+MODES = ("one-run", "multi-run", "pooled")
 #: a one-run audit falls back to as many hop-disjoint canaries as the graph holds, down to this many
 MIN_CANARIES = 20
 CANARY_TYPES = ("input", "gradient")
@@ -121,9 +121,17 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
     ``gradient`` (white box, DP-SGD methods: score = the released noisy gradient at the canary's coordinate).
     """
     if mode not in MODES:
-        raise ConfigError(f"unknown audit mode {mode!r} (choose {' or '.join(MODES)})")
+        raise ConfigError(f"unknown audit mode {mode!r} (choose {', '.join(MODES)})")
     if not 0 < confidence < 1:
         raise ConfigError(f"confidence must be in (0, 1) (got {confidence})")
+    if mode == "pooled":
+        from audits.pooled import pooled_audit
+
+        if canary_type != "gradient":
+            raise ConfigError("the pooled mode needs gradient canaries (white box): only their scores are "
+                              "independent trials")
+        return pooled_audit(make_method, task, budget, runs=trials, canaries=canaries, confidence=confidence,
+                            canary=canary, seed=seed, device=device, progress=progress)
     probe = make_method()
     unit = probe.privacy_unit
     canary = canary or CanaryConfig()

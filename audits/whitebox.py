@@ -64,6 +64,10 @@ class GradientCanaries:
         self.record_steps = record_steps
         self.trace: list[Tensor] = []
         self.noise_scale: list[float] = []
+        # per step (record_steps): the signed number of examples holding canary k that were drawn (the shift the
+        # auditor put in: +1 per example holding +f_k, -1 per example holding only -f_k)
+        self.shifts: list[Tensor] = []
+        self._shift: Tensor | None = None
         # lenient: steps of an optimiser whose examples do not read the raw features (GAP's classifier on
         # aggregates) pass through untouched instead of being an error
         self.lenient = lenient
@@ -100,6 +104,7 @@ class GradientCanaries:
     def split(self, opt, inputs: tuple[Tensor, ...], target: Tensor):
         x = inputs[0]
         self._active = False
+        self._shift = None
         if x.size(-1) != self.num_features:
             if self.lenient:
                 return inputs, target, None
@@ -112,13 +117,18 @@ class GradientCanaries:
         if b == 0:
             return inputs, target, None
         cols = self.columns.to(x.device)
-        present = (x.index_select(-1, cols) != 0).reshape(b, -1, cols.numel()).any(1)  # [B, m]
+        vals = x.index_select(-1, cols).reshape(b, -1, cols.numel())
+        pos, neg = (vals > 0).any(1), (vals < 0).any(1)  # [B, m]
+        present = pos | neg
         hit = present.any(1)
         if not bool(hit.any()):
             return inputs, target, None
+        # +1 for an example holding +f_k, -1 for one holding only -f_k (signed canaries: the replace-one pair)
+        sign = (pos.to(torch.float64) - (neg & ~pos).to(torch.float64))[hit]
         rows = present[hit].to(torch.float64)
-        per = rows / rows.sum(1, keepdim=True).sqrt()  # an example with j canaries: C / sqrt(j) on each
+        per = sign / rows.sum(1, keepdim=True).sqrt()  # an example with j canaries: C / sqrt(j) on each
         counts = present.sum(0).cpu()
+        self._shift = (pos.to(torch.int16) - (neg & ~pos).to(torch.int16)).sum(0).cpu()
         self.occurrences += counts
         self.max_per_step = torch.maximum(self.max_per_step, counts)
         params = opt.grads.params
@@ -139,6 +149,8 @@ class GradientCanaries:
         self.steps += 1
         if self.record_steps:
             self.trace.append(values)
+            shift, self._shift = self._shift, None
+            self.shifts.append(torch.zeros(values.numel(), dtype=torch.int16) if shift is None else shift)
 
     def observe_noise(self, opt, noise, noise_std: float) -> None:
         if self.record_steps and self._active:
@@ -159,6 +171,41 @@ class GradientCanaries:
         if q >= 1.0:
             return ((y - 0.5) / s2).sum(0)
         return torch.logaddexp(torch.full_like(y, math.log1p(-q)), math.log(q) + (y - 0.5) / s2).sum(0)
+
+    def shift_likelihood_scores(self, shifts_in: "Shifts", shifts_out: "Shifts") -> Tensor:
+        """The Neyman-Pearson statistic of "canary in" when a step's released value (in units of C) is
+        y_t ~ N(J, s_t^2) with the shift J drawn from ``shifts_in`` in the "in" world and from ``shifts_out`` in
+        the "out" world (each a :class:`Shifts`: the canary's examples drawn in one step, signed):
+        sum_t [log E_in exp((y_t J - J^2/2) / s_t^2) - log E_out exp(...)]. Any score gives a valid audit; this
+        one is the most powerful for the step model it is given. Needs ``record_steps``."""
+        if not self.trace:
+            raise ConfigError("gradient canaries: no step was recorded (record_steps=True and a fit first)")
+        y = torch.stack(self.trace).unsqueeze(-1)  # [T, m, 1]
+        s2 = torch.tensor(self.noise_scale, dtype=torch.float64).clamp(min=1e-12).view(-1, 1, 1) ** 2
+
+        def log_mean(sh: Shifts) -> Tensor:
+            v = torch.tensor(sh.values, dtype=torch.float64).view(1, 1, -1)
+            logp = torch.tensor(sh.probs, dtype=torch.float64).clamp(min=1e-300).log().view(1, 1, -1)
+            return torch.logsumexp(logp + (y * v - v * v / 2) / s2, dim=-1)
+
+        return (log_mean(shifts_in) - log_mean(shifts_out)).sum(0)
+
+
+class Shifts:
+    """The distribution of one step's canary shift (in units of C): ``values`` with ``probs``. The examples
+    holding the canary are drawn independently at rate ``q`` (Poisson; a binomial approximation of fixed-size
+    sampling, which only makes the score a little less than optimal): ``count`` of them, each ``sign``."""
+
+    def __init__(self, values, probs) -> None:
+        self.values = [float(v) for v in values]
+        self.probs = [float(p) for p in probs]
+
+    @classmethod
+    def binomial(cls, count: int, q: float, sign: float = 1.0) -> "Shifts":
+        from scipy import stats
+
+        j = list(range(count + 1))
+        return cls([sign * k for k in j], stats.binom.pmf(j, count, min(max(q, 0.0), 1.0)))
 
 
 def canary_columns(num_features: int, m: int) -> Tensor:

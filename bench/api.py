@@ -107,7 +107,9 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
           log: Callable[[str], None] | None = None):
     """Audit ``method``: train on neighbouring datasets with canaries, turn membership guesses into an epsilon
     lower bound at ``confidence`` and compare it with the ledger's claim. ``mode``: ``one-run`` (``canaries``
-    canaries in one training run) or ``multi-run`` (``trials`` models per world); the canary design: ``hops``,
+    canaries in one training run), ``multi-run`` (``trials`` models per world) or ``pooled`` (white box:
+    ``trials`` runs of ``canaries`` worst-case gradient canaries, each an independent trial,
+    :mod:`audits.pooled`); the canary design: ``hops``,
     ``canary_degree``, ``canary_scale``, ``canary_pattern``, ``canary_type`` (input: black box; gradient: white box
     for DP-SGD methods), ``fresh_anchors`` (new anchor nodes of the canary's own). Returns a
     :class:`bench.audit.AuditOutcome` (``verdict`` PASS or VIOLATION, ``result.epsilon_lb``,

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from methods.errors import ConfigError
 
-MODES = ("one-run", "multi-run")
+MODES = ("one-run", "multi-run", "pooled")
 
 
 @dataclass
@@ -51,9 +51,16 @@ class AuditSpec:
 
     def validate(self) -> None:
         if self.mode not in MODES:
-            raise ConfigError(f"unknown audit mode {self.mode!r} (choose {' or '.join(MODES)})")
+            raise ConfigError(f"unknown audit mode {self.mode!r} (choose {', '.join(MODES)})")
         if self.mode == "multi-run" and self.trials < 2:
             raise ConfigError(f"--trials must be >= 2 (got {self.trials})")
+        if self.mode == "pooled":
+            if self.canary_type != "gradient":
+                raise ConfigError("--mode pooled needs white-box gradient canaries (--level whitebox)")
+            if self.trials < 1:
+                raise ConfigError(f"--trials (runs) must be >= 1 (got {self.trials})")
+            if self.canaries < 4:
+                raise ConfigError(f"--canaries must be >= 4 (got {self.canaries})")
         if self.mode == "one-run" and self.canaries < 2:
             raise ConfigError(f"--canaries must be >= 2 (got {self.canaries})")
         if not 0 < self.confidence < 1:
@@ -115,8 +122,15 @@ def audit_one(spec: AuditSpec, log: Callable[[str], None] | None = None) -> Audi
         # a dry run of the canary design, so a graph too small for the canaries is an input error
         from audits.runner import MIN_CANARIES
 
+        if spec.mode == "pooled":
+            from audits.pooled import worst_case_design
+
+            if method.privacy_unit not in ("node", "feature"):
+                raise ConfigError(f"--mode pooled audits node- or feature-level DP-SGD, not "
+                                  f"{method.privacy_unit}-level {cls.name}")
+            canary = worst_case_design(method, canary)
         make_canaries(task, method.privacy_unit, 1 if spec.mode == "multi-run" else spec.canaries, canary,
-                      seed=spec.seed, allow_fewer=min(spec.canaries, MIN_CANARIES))
+                      seed=spec.seed, allow_fewer=None if spec.mode == "pooled" else min(spec.canaries, MIN_CANARIES))
     hparams = config_dict(method.config)
     identity = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "seed": spec.seed,
                 "epsilon": str(budget.epsilon), "delta": budget.delta, "hparams": hparams}
@@ -124,13 +138,14 @@ def audit_one(spec: AuditSpec, log: Callable[[str], None] | None = None) -> Audi
     tags = {**spec.tags, "kind": "audit", "method": cls.name, "dataset": p.dataset.name, "split": p.split,
             "audit_mode": spec.mode, "canary_type": spec.canary_type, "config_hash": config_hash}
     params = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "seed": spec.seed,
-              "trials": spec.trials if spec.mode == "multi-run" else 1,
-              "canaries": spec.canaries if spec.mode == "one-run" else 1,
+              "trials": spec.trials if spec.mode != "one-run" else 1,
+              "canaries": spec.canaries if spec.mode != "multi-run" else 1,
               "target_epsilon": str(budget.epsilon), "delta": budget.delta, "confidence": spec.confidence,
               "privacy_unit": cls.privacy_unit, "config_hash": config_hash, "split_hash": task.split_hash(),
               "canary.hops": canary.hops, "canary.degree": canary.degree, "canary.scale": canary.scale,
               "canary.pattern": canary.pattern, "canary.type": spec.canary_type,
               **({"canary.fresh_anchors": True} if canary.fresh_anchors else {}),
+              **({"canary.signed": True} if canary.signed else {}),
               **{f"hp.{k}": v for k, v in hparams.items()}}
     if log:
         log(f"# auditing {cls.name} (unit: {cls.privacy_unit}) on {p.dataset.name}/{p.split}, {spec.mode}, target "

@@ -21,8 +21,9 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                                    "predict_proba only), turn membership guesses into an epsilon lower bound, and "
                                    "compare it with the claimed (ledger) epsilon. Exit 3 on VIOLATION.")
     p.add_argument("--level", choices=LEVELS, default=None,
-                   help="blackbox: canaries in the data, the released model only (the default); whitebox: the same "
-                        "with gradient canaries (= --canary-type gradient); mechanism: one release of each "
+                   help="blackbox: canaries in the data, the released model only (the default); whitebox: gradient "
+                        "canaries in every DP-SGD step, all steps observed (--canary-type gradient; default mode "
+                        "pooled: worst-case signed canaries, each an independent trial); mechanism: one release of each "
                         "mechanism through the methods' code on a worst-case pair, many trials, no training "
                         "(--mechanism, --epsilon, --trials, --mutation; no --method or --dataset)")
     p.add_argument("--method", "-m", help="method name (plugins via `bench --plugin FILE audit ...`); "
@@ -39,13 +40,17 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--split", "-s", help="split name (default as in bench run)")
     p.add_argument("--epsilon", "-e", type=_float, help="target epsilon ('inf' for non-private methods)")
     p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
-    p.add_argument("--mode", choices=["one-run", "multi-run"], default="one-run",
+    p.add_argument("--mode", choices=["one-run", "multi-run", "pooled"], default=None,
                    help="one-run: m canaries in one training run (Steinke et al. 2023); multi-run: T models with and "
-                        "T without one canary, Clopper-Pearson (default: %(default)s)")
+                        "T without one canary, Clopper-Pearson; pooled (white box only): R runs of m gradient "
+                        "canaries, every canary an independent trial, Clopper-Pearson and GDP bounds (default: "
+                        "pooled with --level whitebox, else one-run)")
     p.add_argument("--trials", type=int, default=None,
-                   help="multi-run: models per world (default: 50); --level mechanism: trials per world in each of "
-                        "the selection and evaluation halves (default: 400000; dpgnn-step 200000; pate-votes 4000000)")
-    p.add_argument("--canaries", type=int, default=200, help="one-run: number of canaries m (default: %(default)s)")
+                   help="multi-run: models per world (default: 50); pooled: runs (default: 8); --level mechanism: "
+                        "trials per world in each of the selection and evaluation halves (default: 400000; "
+                        "dpgnn-step 200000; pate-votes 4000000)")
+    p.add_argument("--canaries", type=int, default=None,
+                   help="one-run: number of canaries m (default: 200); pooled: canaries per run (default: 1000)")
     p.add_argument("--confidence", type=_float, default=0.95, help="confidence of the bound (default: %(default)s)")
     p.add_argument("--hops", type=int, default=2,
                    help="receptive field the canaries are made hop-disjoint for (0 = anchors only distinct; "
@@ -74,6 +79,7 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
 
 
 LEVELS = ("blackbox", "whitebox", "mechanism")
+POOLED_RUNS, POOLED_CANARIES = 8, 1000
 MECHANISM_EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
 
@@ -148,9 +154,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if args.canary_type != "input" and args.canary_type != wanted:
             raise ConfigError(f"--level {args.level} contradicts --canary-type {args.canary_type}")
         args.canary_type = wanted
+    if args.mode is None:
+        args.mode = "pooled" if args.level == "whitebox" else "one-run"
+    if args.mode == "pooled" and args.canary_type != "gradient":
+        raise ConfigError("--mode pooled needs white-box gradient canaries (--level whitebox)")
+    trials = args.trials if args.trials is not None else POOLED_RUNS if args.mode == "pooled" else 50
+    canaries = args.canaries if args.canaries is not None else POOLED_CANARIES if args.mode == "pooled" else 200
     check_output_file(args.output)
     out = api.audit(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
-                    mode=args.mode, trials=50 if args.trials is None else args.trials, canaries=args.canaries,
+                    mode=args.mode, trials=trials, canaries=canaries,
                     confidence=args.confidence,
                     hops=args.hops, canary_degree=args.canary_degree, canary_scale=args.canary_scale,
                     canary_pattern=args.canary_pattern, canary_type=args.canary_type,
@@ -160,11 +172,20 @@ def cmd_audit(args: argparse.Namespace) -> int:
                     threads=args.threads, log=stderr)
     r, budget = out.result, out.budget
     print(f"method          {out.method} ({out.privacy_unit}-level)")
-    print(f"mode            {args.mode} ({r.trials} model(s), {r.canaries} canary(ies), "
+    print(f"mode            {args.mode} ({r.trials} model(s), {r.canaries} canary(ies)"
+          f"{' per model' if args.mode == 'pooled' else ''}, "
           f"{'white-box gradient' if args.canary_type == 'gradient' else 'black-box input'} canaries)")
     print(f"target epsilon  {fmt_eps(budget.epsilon)}  delta {budget.delta:.3g}")
     print(f"claimed epsilon {fmt_eps(r.claimed_epsilon)}  (max over trained models of the ledger's epsilon)")
-    print(f"epsilon_lb      {fmt_eps(r.epsilon_lb)}  at {args.confidence:.0%} confidence")
+    if args.mode == "pooled" and r.trials:
+        b = r.details["bound"]
+        print(f"pair epsilon    {r.details['pair_epsilon']:.4g}  (exact epsilon of the audited pair over the run: "
+              f"the most any audit of this design can show)")
+        print(f"epsilon_lb      {fmt_eps(r.epsilon_lb)} (Clopper-Pearson, assumes nothing), "
+              f"{b['epsilon_lb_fdp']:.4g} (f-DP: GDP estimator), at {args.confidence:.0%} confidence; "
+              f"{b['evaluation'][0]} + {b['evaluation'][1]} evaluation canaries, AUC {b['auc']:.3f}")
+    else:
+        print(f"epsilon_lb      {fmt_eps(r.epsilon_lb)}  at {args.confidence:.0%} confidence")
     if r.note:
         print(f"note            {r.note}")
     print(f"time            {r.seconds:.1f}s")

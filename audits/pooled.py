@@ -1,0 +1,248 @@
+"""White-box end-to-end DP-SGD audit in which every gradient canary is one independent trial (``mode="pooled"``).
+
+The threat model is the one DP-SGD's accountant is proven in: the adversary chooses the clipped gradient of
+the examples holding its canary and sees every step's noisy gradient sum (Nasr et al. 2023, "Tight Auditing
+of Differentially Private Machine Learning", Section 5: Dirac canaries, all iterates observed). With the
+gradient canaries of :mod:`audits.whitebox`, canary k owns a coordinate that no other example touches, so what
+the released sums say about canary k is a function of its own inclusion, the sampler's draws of its examples
+and fresh Gaussian noise: the canaries of one run are independent trials of the same pair of worlds (exactly
+so under Poisson sampling; fixed-size sampling couples the draws of different canaries only through the
+batch size, a dependence of order 1/population), and so are those of independent runs. This turns R runs of
+m canaries into about R m / 2 trials per world, where the multi-run audit gets one trial per model.
+
+Per canary (coins: in with probability 1/2):
+
+* the worst-case pair of the method's relation (``CanaryConfig(signed=True)``): add/remove (node unit, one
+  example at +C in one world, absent in the other) or replace-one (feature unit: the same example at +C in
+  one world and -C in the other, the 2C of Wang, Balle & Kasiviswanathan 2019); DP-GNN's node in N(K, 1)
+  trees (``degree = K`` fresh anchors, which hold -f_k: their trees are at -C without the canary);
+* the score is the likelihood ratio of the whole trace of released values (y_t, in units of C, noise
+  s_t) under the per-step shift distributions of the two worlds, which are estimated from the SELECTION
+  canaries' own drawn counts (what the auditor put in), so the score is the Neyman-Pearson test of the
+  model it fits (:meth:`audits.whitebox.GradientCanaries.shift_likelihood_scores`);
+* the canaries are split at random into a selection half (the shift model, the threshold and its direction)
+  and an evaluation half, on which Clopper-Pearson upper bounds on FPR and FNR (Bonferroni) give
+
+  - ``epsilon_lb_cp``: ``ln((1 - delta - FPR) / FNR)`` and its mirror: assumes nothing (the verdict uses it);
+  - ``epsilon_lb_fdp``: the GDP estimator of Nasr et al. (2023): the largest mu that the point rules out for
+    a mu-GDP mechanism, converted to epsilon at delta (Balle & Wang 2018). A composition of many subsampled
+    Gaussian steps is close to GDP (Dong, Roth & Su 2022, Theorem 3.5), but this assumes that shape.
+
+The claim is what the ledger's accountant reports for what ran (the largest over the runs).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from audits.bounds import DEFAULT_CONFIDENCE, epsilon_from_rates, errors_at, multi_run_bound, select_threshold
+from audits.canaries import CanaryConfig, make_canaries
+from methods.base import Budget, ConfigError, ContractViolation, Method, Task, fit_method
+from methods.progress import progress_bar
+from methods.streams import RunStreams
+
+
+@dataclass
+class PooledBound:
+    """Both lower bounds of one pooled audit, with the tests they come from."""
+
+    epsilon_lb_cp: float
+    epsilon_lb_fdp: float
+    mu_lb: float  # the GDP strength the f-DP point rules out
+    fpr_upper_fdp: float
+    fnr_upper_fdp: float
+    threshold_fdp: float
+    direction_fdp: int
+    threshold_cp: float
+    direction_cp: int
+    selection: tuple[int, int]  # canaries (in, out) that chose the tests
+    evaluation: tuple[int, int]  # canaries (in, out) the bounds count on
+    auc: float  # the score's AUC on the evaluation canaries
+    confidence: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def empirical_shifts(shifts: np.ndarray):
+    """The per-step shift distribution observed in ``shifts`` (any shape, signed counts)."""
+    from audits.whitebox import Shifts
+
+    values, counts = np.unique(np.asarray(shifts).ravel(), return_counts=True)
+    if values.size == 0:
+        return Shifts([0.0], [1.0])
+    return Shifts(values.tolist(), (counts / counts.sum()).tolist())
+
+
+def _auc(scores_in: np.ndarray, scores_out: np.ndarray) -> float:
+    from scipy import stats
+
+    if scores_in.size == 0 or scores_out.size == 0:
+        return math.nan
+    u = stats.mannwhitneyu(scores_in, scores_out, alternative="two-sided").statistic
+    return float(u / (scores_in.size * scores_out.size))
+
+
+def pooled_bound(sel_in: np.ndarray, sel_out: np.ndarray, ev_in: np.ndarray, ev_out: np.ndarray, delta: float,
+                 confidence: float = DEFAULT_CONFIDENCE) -> PooledBound:
+    """The two lower bounds from scores of selection and evaluation canaries of each world: the tests are
+    chosen on the selection scores only, the rates counted on the evaluation scores only."""
+    from audits.mechanism import GaussianFamily, _rates, _select, _upper
+
+    arrays = [np.asarray(a, float) for a in (sel_in, sel_out, ev_in, ev_out)]
+    if min(a.size for a in arrays) < 1:
+        raise ConfigError("a pooled audit needs selection and evaluation canaries in both worlds "
+                          "(more canaries or runs)")
+    sel_in, sel_out, ev_in, ev_out = arrays
+    per = 1.0 - (1.0 - confidence) / 2.0  # the two rates at once (Bonferroni)
+    fam = GaussianFamily()
+    t, d = _select(fam, sel_in, sel_out, per)
+    fp, fn = _rates(ev_in, ev_out, np.array([t]), d)
+    alpha_u, beta_u = float(_upper(fp, ev_out.size, per)[0]), float(_upper(fn, ev_in.size, per)[0])
+    mu = float(fam.strength_bound(np.array([alpha_u]), np.array([beta_u]))[0])
+    t_cp, d_cp = select_threshold(sel_in, sel_out, delta, confidence)
+    fp_cp, fn_cp = errors_at(d_cp * ev_in, d_cp * ev_out, d_cp * t_cp)
+    cp = multi_run_bound(fp_cp, ev_out.size, fn_cp, ev_in.size, delta, confidence, threshold=t_cp)
+    return PooledBound(cp.epsilon_lb, fam.epsilon(mu, delta), mu, alpha_u, beta_u, float(t), int(d), float(t_cp),
+                       int(d_cp), (sel_in.size, sel_out.size), (ev_in.size, ev_out.size), _auc(ev_in, ev_out),
+                       confidence)
+
+
+def worst_case_design(method: Method, canary: CanaryConfig | None = None) -> CanaryConfig:
+    """The canary design of a pooled audit: dedicated signed columns, isolated canaries, and for a node-level
+    method whose examples hold neighbours (a ``max_degree`` K in its config: DP-GNN) K fresh anchors, so the
+    canary sits in its own tree and its K anchors' (N(K, 1) examples)."""
+    base = canary or CanaryConfig(hops=0, degree=0)
+    k = int(getattr(getattr(method, "config", None), "max_degree", 0) or 0)
+    degree = k if method.privacy_unit == "node" and k > 0 else 0
+    return CanaryConfig(hops=0, degree=degree, scale=base.scale, pattern="dedicated", fresh_anchors=degree > 0,
+                        signed=True)
+
+
+def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, *, runs: int = 4,
+                 canaries: int = 1000, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
+                 seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False):
+    """Audit a DP-SGD method white-box with ``runs`` fits of ``canaries`` gradient canaries each (see the
+    module docstring). Returns an :class:`audits.runner.AuditResult` (``epsilon_lb``: the Clopper-Pearson bound,
+    which the verdict uses; ``details["bound"]``: both bounds)."""
+    from audits.runner import PASS, AuditResult, check_canary_type, inclusion_coins, verdict
+    from audits.whitebox import GradientCanaries, canary_columns
+    from methods.dpsgd import gradient_hook
+
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ConfigError(f"a pooled audit needs --trials (runs) >= 1 (got {runs})")
+    if canaries < 4:
+        raise ConfigError(f"a pooled audit needs --canaries >= 4 (got {canaries})")
+    probe = make_method()
+    unit = probe.privacy_unit
+    design = worst_case_design(probe, canary)
+    check_canary_type(probe, "gradient", design)
+    t0 = time.perf_counter()
+    if unit == "none" or not budget.is_private:
+        return AuditResult(probe.name, unit, "pooled", budget.epsilon, budget.delta, math.inf, 0.0, confidence,
+                           PASS, 0, 0, time.perf_counter() - t0,
+                           note="not private (claimed epsilon = inf): every lower bound passes; nothing trained")
+    if unit not in ("node", "feature"):
+        raise ConfigError(f"gradient canaries audit node- or feature-level DP-SGD, not {unit}-level {probe.name}")
+    streams = RunStreams.of(seed)
+    cs = make_canaries(task, unit, canaries, design, seed=streams)
+    m = cs.m
+    claimed, steps = 0.0, []
+    fits: list[tuple[np.ndarray, np.ndarray, Any]] = []  # (coins, selection mask, hook) per run
+    bar = progress_bar(runs, f"audit {probe.name} white-box pooled", progress)
+    for r in range(runs):
+        s = streams.child("run", r)
+        include = inclusion_coins(s, m)
+        select = s.numpy("split").random(m) < 0.5
+        world = cs.world(include)
+        method = make_method()
+        method.check_task(world)
+        hook = GradientCanaries(canary_columns(world.num_features, m), world.num_features, record_steps=True)
+        with gradient_hook(hook):
+            fitted = fit_method(method, world, budget, s.child("fit"), device=device)
+        if hook.steps == 0 or not hook.noise_scale:
+            raise ContractViolation(f"gradient canaries: {method.name} took no DP-SGD step through the hook")
+        claimed = max(claimed, float(fitted.epsilon(budget.delta)))
+        steps.append(hook.steps)
+        fits.append((include, select, hook))
+        bar.update(1)
+    bar.close()
+    # the score model: per-step shifts of the selection canaries of each world
+    sel_shift = {w: np.concatenate([h_shifts(h)[:, sel & (inc == w)].ravel() for inc, sel, h in fits]) for w in (True, False)}
+    model_in, model_out = empirical_shifts(sel_shift[True]), empirical_shifts(sel_shift[False])
+    pools: dict[tuple[bool, bool], list[np.ndarray]] = {(a, b): [] for a in (True, False) for b in (True, False)}
+    for inc, sel, h in fits:
+        sc = h.shift_likelihood_scores(model_in, model_out).numpy()
+        for a in (True, False):
+            for b in (True, False):
+                pools[a, b].append(sc[(sel == a) & (inc == b)])
+    pool = {k: np.concatenate(v) for k, v in pools.items()}
+    bound = pooled_bound(pool[True, True], pool[True, False], pool[False, True], pool[False, False], budget.delta,
+                         confidence)
+    occ_in = np.concatenate([h_occurrences(h)[inc] for inc, _, h in fits])
+    # the exact epsilon of the audited pair over the run, from the shifts of all canaries (a reference only)
+    all_shift = {w: np.concatenate([h_shifts(h)[:, inc == w].ravel() for inc, _, h in fits]) for w in (True, False)}
+    widest = max(fits, key=lambda f: f[2].steps)[2]
+    exact = pair_epsilon(empirical_shifts(all_shift[True]), empirical_shifts(all_shift[False]), widest.noise_scale,
+                         budget.delta)
+    details = {"canary_type": "gradient", "bound": bound.to_dict(), "runs": runs, "steps": steps,
+               "pair_epsilon": exact,
+               "shift_model": {"in": [model_in.values, model_in.probs], "out": [model_out.values, model_out.probs]},
+               "mean_drawn_in": float(occ_in.mean()) if occ_in.size else 0.0,
+               "design": {"signed": True, "anchors": design.degree, "fresh_anchors": design.fresh_anchors}}
+    return AuditResult(probe.name, unit, "pooled", budget.epsilon, budget.delta, claimed, bound.epsilon_lb_cp,
+                       confidence, verdict(claimed, bound.epsilon_lb_cp), runs, m, time.perf_counter() - t0, details,
+                       f"f-DP (GDP) estimate {bound.epsilon_lb_fdp:.3g}; the audited pair's exact epsilon {exact:.3g}; "
+                       f"{runs} run(s) x {m} canaries")
+
+
+def h_shifts(hook) -> np.ndarray:
+    import torch
+
+    return torch.stack(hook.shifts).numpy()
+
+
+def h_occurrences(hook) -> np.ndarray:
+    return hook.occurrences.numpy()
+
+
+def pair_epsilon(model_in, model_out, noise_scales, delta: float, bins_per_sd: int = 100) -> float:
+    """The exact epsilon at ``delta`` of the audited pair composed over the run: step t releases N(J, s_t^2) with
+    J ~ ``model_in`` in one world and ``model_out`` in the other (the shifts the auditor put in, in units of C).
+    The most any test of this design can show, whatever the accountant claims. dp-accounting's PLD of the pair
+    with y discretised into ``bins_per_sd`` bins per noise standard deviation (a post-processing: the value is
+    at most the pair's, within the PLD's own discretisation), both directions, composed over the steps."""
+    from collections import Counter
+
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    from scipy import stats
+
+    vin, pin = np.asarray(model_in.values, float), np.asarray(model_in.probs, float)
+    vout, pout = np.asarray(model_out.values, float), np.asarray(model_out.probs, float)
+    worst = 0.0
+    for upper, lower in (((vin, pin), (vout, pout)), ((vout, pout), (vin, pin))):
+        total = None
+        for s, count in Counter(round(float(x), 9) for x in noise_scales).items():
+            lo = min(vin.min(), vout.min()) - 12 * s
+            hi = max(vin.max(), vout.max()) + 12 * s
+            edges = np.linspace(lo, hi, int((hi - lo) / s * bins_per_sd) + 2)
+            edges[0], edges[-1] = -np.inf, np.inf
+
+            def masses(v, p):
+                cdf = stats.norm.cdf((edges[None, :] - v[:, None]) / s)
+                return (p[:, None] * np.diff(cdf, axis=1)).sum(0)
+
+            mu, ml = masses(*upper), masses(*lower)
+            keep = (mu > 0) & (ml > 0)
+            one = pld_lib.from_two_probability_mass_functions(
+                {i: math.log(x) for i, x in enumerate(ml[keep])}, {i: math.log(x) for i, x in enumerate(mu[keep])},
+                pessimistic_estimate=False, value_discretization_interval=1e-4)
+            part = one.self_compose(count) if count > 1 else one
+            total = part if total is None else total.compose(part)
+        worst = max(worst, float(total.get_epsilon_for_delta(delta)))
+    return max(worst, 0.0)

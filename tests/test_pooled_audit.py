@@ -1,0 +1,171 @@
+"""The pooled white-box audit (audits/pooled.py): signed worst-case canaries, the trace likelihood ratio, the
+exact epsilon of the audited pair, and the bounds, on small fits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from audits.canaries import CanaryConfig, make_canaries
+from audits.pooled import empirical_shifts, pair_epsilon, pooled_bound, worst_case_design
+from audits.runner import PASS, VIOLATION, audit
+from audits.whitebox import GradientCanaries, Shifts, canary_columns
+from methods.base import Budget, ConfigError, get_method
+from methods.dpsgd import DPOptimizer, gradient_hook
+from methods.privacy.accountant import pld_epsilon
+from methods.privacy.events import PoissonGaussian
+
+MUTANTS = str(Path(__file__).resolve().parent / "plugins" / "mutants.py")
+GRAPH = "csbm:nodes=300,classes=2,features=8,degree=4"
+
+
+def test_pair_epsilon_of_a_poisson_pair_is_the_pld_accountants():
+    for sigma, steps in ((1.5, 200), (4.0, 50)):
+        mine = pair_epsilon(Shifts([0, 1], [0.9, 0.1]), Shifts([0], [1]), [sigma] * steps, 1e-5)
+        ref = pld_epsilon([PoissonGaussian(rate=0.1, noise_multiplier=sigma, count=steps)], 1e-5)
+        assert mine == pytest.approx(ref, rel=0.02)
+        assert mine <= ref * 1.001  # optimistic discretisation: never above the exact value
+
+
+def test_pair_epsilon_of_one_replace_one_step_is_the_mechanism_families():
+    from audits.mechanism import FixedSizeGaussianFamily
+
+    q, s = 0.3, 2.0
+    mine = pair_epsilon(Shifts([0, 1], [1 - q, q]), Shifts([-1, 0], [q, 1 - q]), [s], 1e-5)
+    assert mine == pytest.approx(FixedSizeGaussianFamily(q).epsilon(1 / s, 1e-5), rel=0.01)
+
+
+def test_pair_epsilon_grows_with_steps_and_shrinks_with_noise():
+    pin, pout = Shifts([0, 1], [0.8, 0.2]), Shifts([0], [1])
+    a = pair_epsilon(pin, pout, [3.0] * 50, 1e-5)
+    assert pair_epsilon(pin, pout, [3.0] * 100, 1e-5) > a > pair_epsilon(pin, pout, [6.0] * 50, 1e-5)
+    assert pair_epsilon(pout, pout, [3.0] * 50, 1e-5) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_empirical_shifts_are_the_observed_frequencies():
+    sh = empirical_shifts(np.array([[0, 1, 0], [0, -1, 0]]))
+    assert sh.values == [-1.0, 0.0, 1.0]
+    assert sh.probs == pytest.approx([1 / 6, 4 / 6, 1 / 6])
+
+
+def _trace_hook(values: np.ndarray, scale: list[float]) -> GradientCanaries:
+    hook = GradientCanaries(torch.tensor([0, 1, 2]), 3, record_steps=True)
+    hook.trace = [torch.tensor(v, dtype=torch.float64) for v in values]
+    hook.noise_scale = scale
+    return hook
+
+
+def test_shift_likelihood_reduces_to_the_poisson_likelihood():
+    rng = np.random.default_rng(0)
+    hook = _trace_hook(rng.normal(size=(20, 3)), [1.5] * 20)
+    q = 0.3
+    general = hook.shift_likelihood_scores(Shifts.binomial(1, q), Shifts([0.0], [1.0]))
+    assert torch.allclose(general, hook.likelihood_scores(q), atol=1e-10)
+
+
+def test_shift_likelihood_orders_a_replace_one_trace():
+    hook = _trace_hook(np.array([[1.0, -1.0, 0.0]] * 10), [1.0] * 10)
+    s = hook.shift_likelihood_scores(Shifts.binomial(1, 0.5), Shifts.binomial(1, 0.5, sign=-1.0))
+    assert s[0] > s[2] > s[1]
+    assert float(s[2]) == pytest.approx(0.0, abs=1e-12)  # symmetric pair: a zero trace is uninformative
+
+
+def test_signed_canaries_give_minus_c_to_the_out_worlds_examples():
+    """Feature unit: the out world's canary row is -f_k, and the hook gives its example -C (replace-one)."""
+    from bench.run import RunSpec, make_task, prepare
+
+    p = prepare(RunSpec(methods=["dp-mlp-feature"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False))
+    task = make_task(p.dataset, p.split, 0)
+    cs = make_canaries(task, "feature", 6, CanaryConfig(hops=0, degree=0, signed=True), seed=0)
+    include = np.array([True, False, True, False, True, False])
+    world = cs.world(include)
+    cols = canary_columns(world.num_features, 6)
+    rows = world.data.x[-6:][:, cols]
+    assert torch.equal(torch.sign(rows.diagonal()), torch.tensor([1.0, -1, 1, -1, 1, -1]))
+    # the hook on one full batch of those rows
+    x = torch.cat([torch.zeros(3, world.num_features), world.data.x[-6:]])
+    y = torch.zeros(9, dtype=torch.long)
+    model = nn.Sequential(nn.Linear(world.num_features, 4), nn.ReLU(), nn.Linear(4, 2))
+    opt = DPOptimizer(model, torch.optim.SGD(model.parameters(), lr=0.1), clip=1.0,
+                      generator=torch.Generator().manual_seed(0))
+    hook = GradientCanaries(cols, world.num_features, record_steps=True)
+    with gradient_hook(hook):
+        opt.step((x,), y, noise_std=0.0, denominator=9.0)
+    assert hook.shifts[0].tolist() == [1, -1, 1, -1, 1, -1]
+    assert hook.trace[0].tolist() == pytest.approx([1, -1, 1, -1, 1, -1])
+
+
+def test_worst_case_design_gives_dpgnn_its_occurrence_bound():
+    dpgnn = get_method("dpgnn")(max_degree=3)
+    d = worst_case_design(dpgnn)
+    assert (d.degree, d.fresh_anchors, d.signed, d.hops) == (3, True, True, 0)
+    d = worst_case_design(get_method("dp-mlp")())
+    assert (d.degree, d.fresh_anchors, d.signed) == (0, False, True)
+    assert worst_case_design(get_method("drw")()).degree == 0  # feature unit: one example per node
+
+
+def test_dpgnn_anchors_hold_minus_f_and_put_the_canary_in_its_trees():
+    from bench.run import RunSpec, make_task, prepare
+
+    p = prepare(RunSpec(methods=["dpgnn"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False))
+    task = make_task(p.dataset, p.split, 0)
+    cs = make_canaries(task, "node", 3, CanaryConfig(hops=0, degree=2, fresh_anchors=True, signed=True), seed=0)
+    world = cs.world(np.array([True, False, True]))
+    cols = canary_columns(world.num_features, 3)
+    x = world.data.x
+    n = task.num_nodes
+    anchors = x[n + 3: n + 9][:, cols]  # 3 canaries x 2 anchors, both worlds
+    assert (anchors.sum(1) < 0).all() and ((anchors != 0).sum(1) == 1).all()
+
+
+def test_pooled_bound_recovers_a_gaussian_shift_and_stays_below_it():
+    from audits.mechanism import GaussianFamily
+
+    rng = np.random.default_rng(1)
+    mu, n = 1.0, 4000
+    b = pooled_bound(rng.normal(mu, 1, n), rng.normal(0, 1, n), rng.normal(mu, 1, n), rng.normal(0, 1, n), 1e-5)
+    assert 0.8 * mu < b.mu_lb < mu
+    assert b.epsilon_lb_fdp < GaussianFamily().epsilon(mu, 1e-5)
+    assert 0 < b.epsilon_lb_cp < b.epsilon_lb_fdp
+    same = pooled_bound(*(rng.normal(0, 1, n) for _ in range(4)), 1e-5)
+    assert same.epsilon_lb_cp < 0.2 and same.mu_lb < 0.15
+    with pytest.raises(ConfigError, match="selection and evaluation canaries"):
+        pooled_bound(np.array([]), np.ones(3), np.ones(3), np.ones(3), 1e-5)
+
+
+def _dp_mlp_audit(cls, runs=2, canaries=200, eps=4.0):
+    from bench.run import RunSpec, make_task, prepare
+
+    p = prepare(RunSpec(methods=["dp-mlp"], dataset=GRAPH, seeds=[0], epsilon=eps, track=False))
+    task = make_task(p.dataset, p.split, 0)
+    return audit(lambda: cls(epochs=5, batch_size=64), task, Budget(eps, 1e-3), "pooled", trials=runs,
+                 canaries=canaries, canary_type="gradient", seed=3)
+
+
+def test_pooled_audit_passes_dp_mlp_and_measures_a_positive_bound():
+    r = _dp_mlp_audit(get_method("dp-mlp"))
+    assert r.verdict == PASS and r.mode == "pooled" and r.trials == 2 and r.canaries == 200
+    b = r.details["bound"]
+    assert 0 < b["epsilon_lb_fdp"] <= r.details["pair_epsilon"] <= r.claimed_epsilon * 1.001
+    assert r.epsilon_lb == b["epsilon_lb_cp"] <= r.claimed_epsilon
+    assert sum(b["selection"]) + sum(b["evaluation"]) == 400
+    assert r.details["shift_model"]["out"][0] == [0.0]  # add/remove: the out world's canary is absent
+
+
+def test_pooled_audit_catches_dp_mlp_with_a_hundredth_of_its_noise():
+    import sys
+
+    sys.path.insert(0, str(Path(MUTANTS).parent))
+    import mutants  # noqa: F401  (registers the mutants; the same module object as the other audit tests')
+
+    r = _dp_mlp_audit(get_method("mutant-dp-mlp-noise"), eps=1.0)
+    assert r.verdict == VIOLATION and r.epsilon_lb > r.claimed_epsilon
+
+
+def test_pooled_mode_needs_gradient_canaries():
+    with pytest.raises(ConfigError, match="gradient canaries"):
+        audit(lambda: get_method("dp-mlp")(), None, Budget(1.0, 1e-5), "pooled", canary_type="input")
