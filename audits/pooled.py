@@ -14,8 +14,9 @@ Per canary (coins: in with probability 1/2):
 
 * the worst-case pair of the method's relation (``CanaryConfig(signed=True)``): add/remove (node unit, one
   example at +C in one world, absent in the other) or replace-one (feature unit: the same example at +C in
-  one world and -C in the other, the 2C of Wang, Balle & Kasiviswanathan 2019); DP-GNN's node in N(K, 1)
-  trees (``degree = K`` fresh anchors, which hold -f_k: their trees are at -C without the canary);
+  one world and -C in the other, the 2C of Wang, Balle & Kasiviswanathan 2019); DP-GNN's node in 1 + floor(K/2)
+  trees (``floor(K/2)`` fresh anchors, which hold -f_k: their trees are at -C without the canary;
+  :func:`worst_case_design`);
 * the score is the likelihood ratio of the whole trace of released values (y_t, in units of C, noise
   s_t) under the per-step shift distributions of the two worlds, which are estimated from the SELECTION
   canaries' own drawn counts (what the auditor put in), so the score is the Neyman-Pearson test of the
@@ -115,11 +116,14 @@ def pooled_bound(sel_in: np.ndarray, sel_out: np.ndarray, ev_in: np.ndarray, ev_
 
 def worst_case_design(method: Method, canary: CanaryConfig | None = None) -> CanaryConfig:
     """The canary design of a pooled audit: dedicated signed columns, isolated canaries, and for a node-level
-    method whose examples hold neighbours (a ``max_degree`` K in its config: DP-GNN) K fresh anchors, so the
-    canary sits in its own tree and its K anchors' (N(K, 1) examples)."""
+    method whose examples hold neighbours (a ``max_degree`` K in its config: DP-GNN) floor(K/2) fresh anchors.
+    DP-GNN's Algorithm 1 keeps each of v's incoming edges with probability K / (2 |RE_v|), so with at most K/2
+    anchors every anchor's tree holds v (1 + floor(K/2) examples at +C, floor(K/2) at -C without it); more
+    anchors add trees that lack v in both worlds (-C either way: noise, no signal). Lemma 1's N(K, 1) = K + 1
+    is what the ledger pays for; the sampler lets about half of it happen."""
     base = canary or CanaryConfig(hops=0, degree=0)
     k = int(getattr(getattr(method, "config", None), "max_degree", 0) or 0)
-    degree = k if method.privacy_unit == "node" and k > 0 else 0
+    degree = max(1, k // 2) if method.privacy_unit == "node" and k > 0 else 0
     return CanaryConfig(hops=0, degree=degree, scale=base.scale, pattern="dedicated", fresh_anchors=degree > 0,
                         signed=True)
 

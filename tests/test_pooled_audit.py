@@ -100,9 +100,9 @@ def test_signed_canaries_give_minus_c_to_the_out_worlds_examples():
 
 
 def test_worst_case_design_gives_dpgnn_its_occurrence_bound():
-    dpgnn = get_method("dpgnn")(max_degree=3)
+    dpgnn = get_method("dpgnn")(max_degree=10)
     d = worst_case_design(dpgnn)
-    assert (d.degree, d.fresh_anchors, d.signed, d.hops) == (3, True, True, 0)
+    assert (d.degree, d.fresh_anchors, d.signed, d.hops) == (5, True, True, 0)
     d = worst_case_design(get_method("dp-mlp")())
     assert (d.degree, d.fresh_anchors, d.signed) == (0, False, True)
     assert worst_case_design(get_method("drw")()).degree == 0  # feature unit: one example per node
@@ -169,3 +169,25 @@ def test_pooled_audit_catches_dp_mlp_with_a_hundredth_of_its_noise():
 def test_pooled_mode_needs_gradient_canaries():
     with pytest.raises(ConfigError, match="gradient canaries"):
         audit(lambda: get_method("dp-mlp")(), None, Budget(1.0, 1e-5), "pooled", canary_type="input")
+
+
+def test_dpgnn_canary_sits_in_all_its_anchors_trees_with_the_worst_case_design():
+    """With floor(K/2) anchors DP-GNN's sampler keeps every anchor edge, so an included canary is +C in 1 + K/2
+    trees and an excluded one -C in K/2 (full batches: every tree drawn at every step)."""
+    from bench.run import RunSpec, make_task, prepare, resolve_budget
+    from methods.base import fit_method
+    from methods.streams import RunStreams
+
+    p = prepare(RunSpec(methods=["dpgnn"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False))
+    task = make_task(p.dataset, p.split, 0)
+    method = get_method("dpgnn")(max_degree=4, epochs=1, batch_size=10_000)
+    design = worst_case_design(method)
+    m = 10
+    cs = make_canaries(task, "node", m, design, seed=0)
+    include = np.arange(m) % 2 == 0
+    world = cs.world(include)
+    hook = GradientCanaries(canary_columns(world.num_features, m), world.num_features, record_steps=True)
+    with gradient_hook(hook):
+        fit_method(method, world, resolve_budget(4.0, None, method, world), RunStreams(1))
+    shifts = torch.stack(hook.shifts)
+    assert (shifts[:, include] == 3).all() and (shifts[:, ~include] == -2).all()
