@@ -47,7 +47,7 @@ from scipy import optimize, stats
 from audits.bounds import DEFAULT_CONFIDENCE, _check_confidence, epsilon_from_rates
 from methods.base import ConfigError
 from methods.privacy.events import (Event, FixedSizeGaussian, Gaussian, HypergeometricGaussian, Laplace,
-                                     PoissonGaussian, RandomizedResponse)
+                                     PoissonGaussian, PoissonLaplace, RandomizedResponse)
 from methods.streams import RunStreams
 
 if TYPE_CHECKING:  # torch is imported where a mechanism runs, so the module loads without it
@@ -275,6 +275,48 @@ class RandomizedResponseFamily(Family):
         return float(s)
 
 
+class SubsampledPureFamily(Family):
+    """A pure s-DP mechanism whose unit is in its input with probability ``rate`` (Poisson subsampling,
+    add/remove): the tradeoff is C_q(f) = min(f_q, f_q^-1)** with f_q = (1 - q)(1 - alpha) + q f_s(alpha) and f_s
+    the s-RR tradeoff (Dong, Roth & Su 2022, Theorem 4.2), computed on a grid; epsilon = ln(1 + q (e^s - 1)),
+    the amplified pure epsilon (delta plays no part). PrivGNN's per-query Laplace release."""
+
+    name = "Poisson-subsampled pure DP"
+    upper = 40.0
+    GRID = np.linspace(0.0, 1.0, 4001)
+
+    def __init__(self, rate: float) -> None:
+        self.rate = float(rate)
+
+    def _hull(self, s: float) -> tuple[np.ndarray, np.ndarray]:
+        g, q = self.GRID, self.rate
+        fq = (1.0 - q) * (1.0 - g) + q * RandomizedResponseFamily().tradeoff(s, g)
+        inverse = np.interp(g, fq[::-1], g[::-1])  # f_q is strictly decreasing
+        y = np.minimum(fq, inverse)
+        hull: list[int] = []  # lower convex hull (monotone chain)
+        for i in range(g.size):
+            while len(hull) >= 2:
+                a, b = hull[-2], hull[-1]
+                if (y[b] - y[a]) * (g[i] - g[a]) >= (y[i] - y[a]) * (g[b] - g[a]):
+                    hull.pop()
+                else:
+                    break
+            hull.append(i)
+        return g[hull], y[hull]
+
+    def tradeoff(self, s, alpha):
+        s, alpha = np.broadcast_arrays(np.asarray(s, float), np.asarray(alpha, float))
+        out = np.empty(alpha.shape)
+        for v in np.unique(s):
+            hx, hy = self._hull(float(v))
+            sel = s == v
+            out[sel] = np.interp(alpha[sel], hx, hy)
+        return out
+
+    def epsilon(self, s, delta):
+        return float(math.log1p(self.rate * math.expm1(s))) if s > 0 else 0.0
+
+
 # --------------------------------------------------------------------------------------
 # What the code runs with
 # --------------------------------------------------------------------------------------
@@ -324,9 +366,15 @@ class Mechanism:
     #: (claimed strength, mutation) -> the family and strength of what the code really ran (default: the claim's
     #: family at strength x noise x sensitivity)
     actual: Callable[[float, Mutation], tuple[Family, float]] | None = None
+    #: (claimed strength, mutation) -> the exact epsilon of what the code RELEASES, where that is a
+    #: post-processing (an argmax) whose epsilon lies below the event's: the most an audit can show
+    release: Callable[[float, Mutation], float] | None = None
 
     def true_epsilon(self, s: float, mutation: Mutation, delta: float) -> float:
-        """The exact epsilon of the release the code makes under ``mutation`` (the claim's when shipped)."""
+        """The exact epsilon of the release the code makes under ``mutation`` (the claim's when shipped and
+        the release is the event's whole output)."""
+        if self.release is not None:
+            return self.release(s, mutation)
         fam, strength = (self.actual(s, mutation) if self.actual is not None
                          else (self.family, s * mutation.noise * mutation.sensitivity))
         return fam.epsilon(strength, delta)
@@ -588,6 +636,61 @@ def _pate_votes(eps: float, world_in: bool, trials: int, streams: RunStreams, m:
     return out.double().numpy()
 
 
+# ---- EdgeRand: the Laplace edge count -----------------------------------------------
+
+
+def _edgerand_count(eps: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
+    """EdgeRand's noisy edge count (the density its q comes from) through
+    :func:`methods.gap.edgerand.asymmetric_rr`, once per trial on two nodes with or without their edge
+    (sensitivity 1, Laplace(1 / eps)); the score is the released count."""
+    import torch
+
+    from methods.gap.edgerand import asymmetric_rr
+
+    _unsupported("edgerand-count", m, ("noise",))
+    ei = torch.tensor([[0, 1], [1, 0]]) if world_in else torch.empty(2, 0, dtype=torch.long)
+    rng = streams.numpy("noise")
+    return np.array([asymmetric_rr(ei, 2, 1.0, eps * m.noise, rng)[1]["noisy_edge_count"] for _ in range(trials)])
+
+
+# ---- PrivGNN: a Laplace-noisy teacher posterior on a Poisson subsample -------------------
+
+
+PRIVGNN_RATE = 0.3
+
+
+def _privgnn_posterior(rate: float) -> Sampler:
+    def sample(s: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
+        """Trial i: the teacher's two-class posterior is (1, 0) when the unit is in its Poisson(``rate``)
+        subsample (only in the "in" world) and (0, 1) otherwise -- an L1 change of 2, the ledger's sensitivity --
+        through the methods' :func:`~methods.privgnn.common.noisy_argmax` with Laplace(1 / lambda) per
+        coordinate, 2 lambda = the base epsilon ``s``; the score is the released label."""
+        import torch
+
+        from methods.privgnn.common import noisy_argmax
+
+        _unsupported("privgnn-posterior", m, ("noise", "rate"))
+        lam = s / 2.0
+        drawn = streams.numpy("sampler").random(trials) < min(1.0, rate * m.rate) if world_in else np.zeros(trials, bool)
+        post = torch.zeros(trials, 2, dtype=torch.float64)
+        post[torch.from_numpy(drawn), 0] = 1.0
+        post[torch.from_numpy(~drawn), 1] = 1.0
+        out = noisy_argmax(post, lam * m.noise, streams.torch("noise"), domain="simplex")
+        return (out == 0).double().numpy()
+
+    return sample
+
+
+def privgnn_argmax_epsilon(s: float, m: Mutation, rate: float = PRIVGNN_RATE) -> float:
+    """The exact (pure) epsilon of the released label of :func:`_privgnn_posterior`'s pair: P[label 0] is
+    q a + (1 - q) c with the unit and c without it, c = P[L_0 - L_1 > 1] for Laplace(1 / lambda), a = 1 - c."""
+    lam = s / 2.0 * m.noise
+    q = min(1.0, rate * m.rate)
+    c = float(laplace_difference_sf(1.0, 1.0 / lam))
+    p_in = q * (1.0 - c) + (1.0 - q) * c
+    return max(math.log(p_in / c), math.log((1.0 - c) / (1.0 - p_in)))
+
+
 def _nap_node_event(max_degree: int) -> Callable[[float], Event]:
     return lambda mu: Gaussian(sensitivity=math.sqrt(max_degree), sigma=math.sqrt(max_degree) / mu, unit="node")
 
@@ -644,6 +747,16 @@ MECHANISMS: dict[str, Mechanism] = {
         _pate_votes, ("noise", "sensitivity"), "PATE's noisy argmax of a vote histogram, one teacher's vote",
         "pate-m, pate-g", trials=4_000_000,
         actual=lambda eps, m: (RandomizedResponseFamily(), eps * m.noise * round(m.sensitivity))),
+    "edgerand-count": Mechanism(
+        "edgerand-count", RandomizedResponseFamily(),
+        lambda eps: Laplace(scale=1.0 / eps, sensitivity=1.0, unit="edge"),
+        _edgerand_count, ("noise",), "EdgeRand's Laplace edge count, one edge", "edgerand", trials=25_000),
+    "privgnn-posterior": Mechanism(
+        "privgnn-posterior", SubsampledPureFamily(PRIVGNN_RATE),
+        lambda s: PoissonLaplace(rate=PRIVGNN_RATE, scale=2.0 / s, sensitivity=2.0),
+        _privgnn_posterior(PRIVGNN_RATE), ("noise", "rate"),
+        f"PrivGNN's Laplace-noisy teacher posterior, Poisson rate {PRIVGNN_RATE}, one node moving it by 2 (L1)",
+        "privgnn", trials=1_000_000, release=privgnn_argmax_epsilon),
     "edgerand-rr": Mechanism(
         "edgerand-rr", RandomizedResponseFamily(),
         lambda eps: RandomizedResponse(epsilon=eps, unit="edge"),
@@ -803,5 +916,6 @@ def compose_gaussian(audit: MechanismAudit, count: int) -> dict:
 
 __all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "FixedSizeGaussianFamily", "GaussianFamily",
            "HypergeometricGaussianFamily", "MECHANISMS", "Mechanism", "MechanismAudit", "Mutation",
-           "PoissonGaussianFamily", "RandomizedResponseFamily", "ShiftMixtureFamily", "audit_mechanism",
+           "PoissonGaussianFamily", "RandomizedResponseFamily", "ShiftMixtureFamily", "SubsampledPureFamily",
+           "audit_mechanism",
            "compose_gaussian", "validate_audit"]

@@ -107,12 +107,17 @@ def test_the_shipped_code_is_audited_close_to_its_claim(name):
     r = audit_mechanism(name, 2.0, trials=QUICK, seed=3)
     assert r.verdict == "ok", r
     assert r.epsilon_lb_cp <= r.epsilon_claimed and r.epsilon_lb_fdp <= r.epsilon_claimed * 1.001
-    assert r.ratio >= 0.6, r  # 400k trials (the default) give >= 0.88 at epsilon 0.5-4 (README table)
+    # 400k trials (the default) give >= 0.83 at epsilon 0.5-4 (README table); an argmax release (privgnn-posterior)
+    # can show only its own epsilon, below the event's
+    release = MECHANISMS[name].true_epsilon(MECHANISMS[name].family.strength_for_epsilon(2.0, 1e-5), Mutation(), 1e-5)
+    assert max(r.epsilon_lb_cp, r.epsilon_lb_fdp) >= 0.6 * release, r
+    assert release <= r.epsilon_claimed * 1.001
     assert r.epsilon_accounted >= r.epsilon_claimed * 0.999  # the ledger's accountant is never below the exact value
     json.dumps(r.to_dict())
 
 
-CAUGHT = [(name, Mutation(noise=2.0)) for name in MECHANISMS] + [
+CAUGHT = [(name, Mutation(noise=2.0)) for name in MECHANISMS if name != "privgnn-posterior"] + [
+    ("privgnn-posterior", Mutation(noise=4.0)),  # at noise 1/2 the argmax still releases less than the claim
     ("nap-node", Mutation(sensitivity=2.0)),  # the degree cut-off at 4 D
     ("dpsgd-poisson", Mutation(sensitivity=2.0)),  # clipping at 2 C, noise for C
     ("dpsgd-poisson", Mutation(rate=2.0)),  # every example in every batch, accounted at rate 0.5
@@ -160,6 +165,9 @@ def test_cli_prints_a_table_and_exits_3_on_a_violation(capsys, tmp_path):
 @pytest.mark.parametrize("name", list(MECHANISMS))
 def test_power_and_false_alarms_at_the_default_trials(name):
     """The issue's power target: noise 1/1.25 flagged in >= 90% of seeds; the shipped code in <= 5%."""
+    mech = MECHANISMS[name]
+    if mech.true_epsilon(mech.family.strength_for_epsilon(1.0, 1e-5), Mutation(noise=1.25), 1e-5) <= 1.0:
+        pytest.skip(f"{name}: with 1/1.25 of its noise the release still meets the claim (an argmax)")
     seeds = range(10)
     flagged = sum(audit_mechanism(name, 1.0, seed=s, mutation=Mutation(noise=1.25)).verdict == "VIOLATION"
                   for s in seeds)
@@ -174,7 +182,9 @@ def test_true_epsilon_is_the_claim_unless_mutated(name, mutation):
     mech = MECHANISMS[name]
     s = mech.family.strength_for_epsilon(1.0, 1e-5)
     true = mech.true_epsilon(s, mutation, 1e-5)
-    if mutation.shipped:
+    if mutation.shipped and mech.release is not None:
+        assert true < 1.0  # an argmax releases less than its event claims
+    elif mutation.shipped:
         assert true == pytest.approx(1.0, rel=1e-6)
     else:
         assert true > 1.2
