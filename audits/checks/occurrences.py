@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from audits.checks.base import (DPSGD_KINDS, PASS, TOLERANCE, VIOLATION, Check, allowance, chernoff_sf, skipped,
                                 torch_bool)
-from audits.checks.gradient_canaries import NO_DPSGD, RAW_FEATURES, canary_fit
+from audits.checks._canary_fit import NO_DPSGD, RAW_FEATURES, canary_fit
 from audits.checks.registry import register
 
 
