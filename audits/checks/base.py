@@ -6,15 +6,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from methods.base import Budget, Method, Task, fit_method
 from methods.streams import RunStreams
-
-if TYPE_CHECKING:  # the orchestrator's config; the checks read its fields only
-    from audits.verify import VerifyConfig
 
 PASS, VIOLATION, SKIPPED = "PASS", "VIOLATION", "SKIPPED"
 DPSGD_KINDS = ("poisson_gaussian", "fixed_size_gaussian", "hypergeometric_gaussian")
@@ -114,9 +111,10 @@ def timed(fn):
 class Battery:
     """The state one seed's checks share, computed once on first use: the base fit (``base``), the probe fit
     (``probe_fit``, with its DP-SGD step probe, generator seeds, Poisson batches and observed releases), and
-    whatever a check leaves for another (``shared``)."""
+    whatever a check leaves for another (``shared``). ``cfg`` is the orchestrator's
+    :class:`audits.verify.VerifyConfig` (read, never imported: the checks sit below the orchestrator)."""
 
-    def __init__(self, make_method: Callable[[], Method], task: Task, budget: Budget, cfg: "VerifyConfig",
+    def __init__(self, make_method: Callable[[], Method], task: Task, budget: Budget, cfg: Any,
                  seed: int, alpha: float) -> None:
         self.make, self.task, self.budget, self.cfg, self.seed, self.alpha = make_method, task, budget, cfg, seed, alpha
         self.streams = RunStreams(seed)

@@ -5,13 +5,10 @@ is reported SKIPPED, or is left out; so a check added by a plugin obeys the same
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import Any, Callable, Literal
 
 from methods.base import ConfigError
 from methods.privacy.events import EVENT_TYPES
-
-if TYPE_CHECKING:
-    from audits.checks.base import Battery, Check
 
 UNITS = frozenset({"edge", "node", "feature"})
 EVENT_KINDS = frozenset(EVENT_TYPES)
@@ -22,11 +19,12 @@ GROUPS = ("structural", "white-box", "black-box", "mechanism")
 
 @dataclass(frozen=True)
 class CheckSpec:
-    """A registered check. ``run(battery, alpha)`` returns its :class:`~audits.checks.base.Check`; ``alpha`` is
-    its share of the error budget (``statistical`` checks only; exact ones get it and ignore it)."""
+    """A registered check. ``run(battery, alpha)`` (an :class:`audits.checks.base.Battery`, below this module: not
+    imported) returns its :class:`~audits.checks.base.Check`; ``alpha`` is its share of the error budget
+    (``statistical`` checks only; exact ones get it and ignore it)."""
 
     name: str
-    run: Callable[["Battery", float], "Check"]
+    run: Callable[[Any, float], Any]
     units: frozenset[str]
     kinds: frozenset[str] | Literal["any"]
     statistical: bool
