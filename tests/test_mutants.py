@@ -442,6 +442,19 @@ def probe_nap_noise(expected: float):
     return probe
 
 
+def probe_nap_fanout(fit, method, e, tasks):
+    """Some node's row enters more NAP sums than the degree bound D of the ledger's sensitivity sqrt(D)."""
+    from methods.mechanisms import observing
+
+    cls = get_method(method)
+    cfg = {**cls.smoke_config, **e.smoke}
+    with observing() as releases:
+        cls(**cfg).fit(tasks[e.split], SMOKE_BUDGET, seed=0)
+    fanout = max(r.facts["max_fanout_sq"] for r in releases if r.source == "nap")
+    assert fanout >= 1
+    return fanout > cfg["max_degree"]
+
+
 def probe_rr_budget(fit, method, e, tasks):
     """The keep probability the run used is above what the ledger's randomized-response epsilon allows."""
     run = fit(method, e)
@@ -530,6 +543,7 @@ PROBES = {
     "mutant-gap-edge-noise125": probe_nap_noise(0.8),
     "mutant-dp-mlp-clip15": probe_clip_after_noise,  # one example's clipped gradient has norm 1.5 C > C
     "mutant-dp-mlp-rate2": probe_poisson_draws,
+    "mutant-gap-node-degree15": probe_nap_fanout,
 }
 
 

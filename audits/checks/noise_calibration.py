@@ -4,7 +4,8 @@ DP-SGD: the noise at every step has at least the std the ledger's noise multipli
 threshold C (chi-square test on every draw), and a single example's clipped gradient, read off a released sum, has
 norm <= C; an adaptive clipping count's noise keeps the joint multiplier the ledger records. Every other release
 (:mod:`methods.mechanisms`) draws at least the noise its ledger event states (Gaussian: chi-square, Laplace: gamma
-test), on a query that meets its sensitivity's precondition (unit rows, probability vectors, vote counts);
+test), on a query that meets its sensitivity's precondition (unit rows, probability vectors, vote counts; at node
+level no row in more NAP sums than the degree bound the ledger's sqrt(D) assumes);
 randomized response keeps a likelihood ratio <= e^epsilon of the ledger's event."""
 
 from __future__ import annotations
@@ -71,6 +72,14 @@ def release_calibration(b, alpha: float) -> tuple[list[str], str]:
                     "noisy_argmax": f"scores that are not {r.facts.get('domain')}"}.get(r.source, "its query")
             problems.append(f"{r.source} noised {what}: the ledger's sensitivity does not hold")
             break
+    node_gauss = [e for e in gauss if e.unit == "node"]
+    fanout = max((r.facts.get("max_fanout_sq", 0.0) for r in releases if r.source == "nap"), default=0.0)
+    if node_gauss and fanout > 0:  # node level: one node's row may enter at most D sums (sensitivity sqrt(D))
+        sens = min(e.sensitivity for e in node_gauss)
+        stats_txt.append(f"NAP fan-out sqrt {math.sqrt(fanout):.3g} vs sensitivity {sens:.3g}")
+        if math.sqrt(fanout) > sens * (1 + 1e-6):
+            problems.append(f"nap sums one node's row into aggregates of total weight sqrt({fanout:.4g}) = "
+                            f"{math.sqrt(fanout):.4g} > the ledger's node-level sensitivity {sens:.4g}")
     for r in releases:
         if r.kind != "randomized_response" or not rr:
             continue

@@ -793,6 +793,29 @@ class MutantDPMLPClip15(DPMLP):
             return super()._fit(ctx)
 
 
+def _loose_cutoff(real):
+    def bound_out_degree(edge_index, num_nodes, max_degree, generator):
+        return real(edge_index, num_nodes, int(round(SUBTLE_SENSITIVITY * max_degree)), generator)  # BUG
+
+    return bound_out_degree
+
+
+@register("mutant-gap-node-degree15")
+class MutantGAPNodeDegree15(GAPNode):
+    """The out-degree cut-off keeps 1.5 D edges per node while the ledger's NAP sensitivity (and sigma_AP =
+    z sqrt(D)) assume D.
+
+    True epsilon: the GAP node ledger with the NAP events' sensitivity sqrt(1.5 D) at the same sigma_AP."""
+
+    description = "MUTANT: GAP node-level whose degree cut-off keeps 1.5 D out-edges, accounted as D"
+
+    def _fit(self, ctx: FitContext):
+        import methods.gap.common as common
+
+        with _patched("methods.gap.common", "bound_out_degree", _loose_cutoff(common.bound_out_degree)):
+            return super()._fit(ctx)
+
+
 class _DoubleRatePoissonSampler(PoissonSampler):
     """Reports (and is accounted with) rate q, draws at rate 2q."""
 
@@ -860,6 +883,7 @@ TRUE_NOISE125, CLAIMED_NOISE125 = 1.2848, 0.99970
 TRUE_GAPEDGE125, CLAIMED_GAPEDGE125 = 1.2831, 0.99971
 TRUE_CLIP15, CLAIMED_CLIP15 = 1.5786, 0.99970
 TRUE_RATE2, CLAIMED_RATE2 = 2.1768, 0.99970
+TRUE_DEGREE15, CLAIMED_DEGREE15 = 1.1784, 0.99969
 #: the canary designs of scripts/audit_table.py, which flag the original mutants (tests/test_audit.py, slow)
 _AUDIT_TABLE = "scripts/audit_table.py's canary design"
 
@@ -1088,6 +1112,15 @@ def _entries() -> list[ZooEntry]:
                  ("noise-calibration",),
                  {"clip": 0.1}, "the DP-MLP ledger (same rate and steps) at noise multiplier z / 1.5",
                  note="noise-calibration reads one example's clipped gradient off a released sum: norm 1.5 C > C"),
+        ZooEntry("mutant-gap-node-degree15", "gap-node", "gap", "node",
+                 "the out-degree cut-off keeps 1.5 D edges per node; the ledger's NAP sensitivity is sqrt(D)",
+                 TRUE_DEGREE15, CLAIMED_DEGREE15, TRUE_DEGREE15 / CLAIMED_DEGREE15,
+                 ("noise-calibration",),
+                 {"batch_size": 64, "encoder_epochs": 5, "epochs": 5, "max_degree": 4},
+                 "the GAP node ledger with the K NAP events' sensitivity sqrt(1.5 D), same sigma_AP = z sqrt(D)",
+                 note="noise-calibration compares NAP's largest fan-out (methods.mechanisms: the squared column "
+                      "sums of the aggregation matrix) with the ledger's node-level sensitivity sqrt(D)",
+                 smoke={"max_degree": 2}),
         ZooEntry("mutant-dp-mlp-rate2", "dp-mlp", "dp-mlp", "node",
                  "Poisson batches at rate 2q while the ledger (and the calibration of z) accounts q",
                  TRUE_RATE2, CLAIMED_RATE2, TRUE_RATE2 / CLAIMED_RATE2,
@@ -1175,6 +1208,10 @@ def _true_epsilon(name: str, fitted, task, budget: Budget) -> float:
         return _map_events(led, _scale_gaussian(1.0 / SUBTLE_NOISE)).epsilon(delta)
     if name == "mutant-dp-mlp-clip15":
         return _map_events(led, _scale_dpsgd(1.0 / SUBTLE_SENSITIVITY)).epsilon(delta)
+    if name == "mutant-gap-node-degree15":
+        d = int(round(SUBTLE_SENSITIVITY * kw["max_degree"]))
+        return _map_events(led, lambda e: dataclasses.replace(e, sensitivity=math.sqrt(d))
+                           if e.kind == "gaussian" else e).epsilon(delta)
     if name == "mutant-dp-mlp-rate2":
         return _rebuild(led, batch_size=int(SUBTLE_RATE * kw["batch_size"])).epsilon(delta)
     raise KeyError(f"no derivation for {name}")
