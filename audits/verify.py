@@ -54,7 +54,7 @@ statistical (black-box, any method)
     ``multi-run``          a multi-run audit (``trials`` > 0).
 statistical (mechanism-level, every mechanism the ledger holds)
     ``mechanism``          the mechanism-level audit of :mod:`audits.mechanism` for each mechanism kind of the
-                           ledger, at a tenth of its default trials and confidence >= 0.999.
+                           ledger, at 1/20 of its default trials (quick: 1/40) and confidence >= 0.999.
 
 One-run audits follow Steinke, Nasr & Jagielski (2023); the bound is compared with the ledger's epsilon of the
 canary world's fit (never the target).

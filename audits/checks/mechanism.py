@@ -3,7 +3,8 @@
 2023), so a regression in a shared mechanism (NAP, a DP-SGD step, the PATE argmax, EdgeRand's randomized
 response) fails the verification of every method that uses it.
 
-The audits run at 1/10 of each mechanism's default trials (seconds each), at the run's target epsilon clamped to
+The audits run at 1/20 of each mechanism's default trials (1/40 with ``quick``; seconds each: 0.4-10 s on a shared
+2-core machine), at the run's target epsilon clamped to
 [0.5, 4] (the range the audits are measured over, docs/audits.md), and at a confidence of at least 0.999 each:
 the check spends at most ``MAX_ALPHA`` of its error budget share, split over the mechanisms it audits (the shipped
 mechanisms were flagged 1/140 times at 0.95). Ledger kinds meet mechanism names in one place:
@@ -19,8 +20,8 @@ from audits.mechanism import AUDITED_KINDS
 
 #: the most error budget the check spends (its share may be larger): confidence >= 0.999 over its audits
 MAX_ALPHA = 1e-3
-#: trials per world and half: the mechanism's default (docs/audits.md) divided by this
-TRIALS_DIVISOR = 10
+#: trials per world and half: the mechanism's default (docs/audits.md) divided by this (quick: by QUICK_DIVISOR)
+TRIALS_DIVISOR, QUICK_DIVISOR = 20, 40
 EPSILON_RANGE = (0.5, 4.0)
 
 
@@ -48,7 +49,7 @@ def mechanism(b, alpha: float) -> Check:
     results, problems = [], []
     for name in names:
         seed = b.streams.int_seed("mechanism", name) % (1 << 31)
-        trials = max(100, MECHANISMS[name].trials // TRIALS_DIVISOR)
+        trials = max(100, MECHANISMS[name].trials // (QUICK_DIVISOR if b.cfg.quick else TRIALS_DIVISOR))
         a = audit_mechanism(name, epsilon, delta=b.budget.delta, trials=trials, seed=seed, confidence=confidence)
         results.append(a)
         if a.verdict == VIOLATION:
