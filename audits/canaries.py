@@ -223,6 +223,12 @@ class CanarySet:
         return (pc.log() - rest.log()).numpy()
 
 
+def inclusion_coins(streams: RunStreams, m: int) -> np.ndarray:
+    """The audits' fair coins: canary k is in the training data iff ``coins[k]``. Drawn from the ``coins`` stream
+    alone, so they are independent of the canaries' design (features, labels, anchors)."""
+    return streams.numpy("coins").random(m) < 0.5
+
+
 def make_canaries(task: Task, unit: str, m: int, cfg: CanaryConfig | None = None,
                   seed: int | RunStreams = 0, allow_fewer: int | None = None) -> CanarySet:
     """Design m hop-disjoint canaries for ``unit`` on ``task`` (see the module docstring), from the ``canaries``

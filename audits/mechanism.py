@@ -764,6 +764,21 @@ MECHANISMS: dict[str, Mechanism] = {
 }
 
 
+def mechanism_for(event: Event) -> str | None:
+    """The mechanism-level audit of a ledger event: the mechanism of :data:`MECHANISMS` whose own event has the
+    same kind and privacy unit (a Gaussian is NAP's at edge or node level, a Laplace PATE's vote count at node
+    level and EdgeRand's edge count at edge level), or None. The one place ledger kinds meet mechanism names."""
+    return _BY_EVENT.get((event.kind, event.unit))
+
+
+_BY_EVENT: dict[tuple[str, str], str] = {}
+for _name, _mech in MECHANISMS.items():
+    _ev = _mech.event(1.0)
+    _BY_EVENT.setdefault((_ev.kind, _ev.unit), _name)
+#: the ledger event kinds some mechanism-level audit covers
+AUDITED_KINDS = frozenset(k for k, _ in _BY_EVENT)
+
+
 # --------------------------------------------------------------------------------------
 # The audit
 # --------------------------------------------------------------------------------------
@@ -917,5 +932,4 @@ def compose_gaussian(audit: MechanismAudit, count: int) -> dict:
 __all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "FixedSizeGaussianFamily", "GaussianFamily",
            "HypergeometricGaussianFamily", "MECHANISMS", "Mechanism", "MechanismAudit", "Mutation",
            "PoissonGaussianFamily", "RandomizedResponseFamily", "ShiftMixtureFamily", "SubsampledPureFamily",
-           "audit_mechanism",
-           "compose_gaussian", "validate_audit"]
+           "AUDITED_KINDS", "audit_mechanism", "compose_gaussian", "mechanism_for", "validate_audit"]

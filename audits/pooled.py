@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from audits.bounds import DEFAULT_CONFIDENCE, epsilon_from_rates, errors_at, multi_run_bound, select_threshold
-from audits.canaries import CanaryConfig, make_canaries
+from audits.canaries import CanaryConfig, inclusion_coins, make_canaries
 from methods.base import Budget, ConfigError, ContractViolation, Method, Task, fit_method
 from methods.progress import progress_bar
 from methods.streams import RunStreams
@@ -128,13 +128,22 @@ def worst_case_design(method: Method, canary: CanaryConfig | None = None) -> Can
                         signed=True)
 
 
+@dataclass
+class PooledOutcome:
+    """What :func:`pooled_audit` measured; :func:`audits.runner.audit` turns it into an ``AuditResult``."""
+
+    claimed: float  # the largest ledger epsilon over the runs
+    bound: PooledBound
+    canaries: int  # per run
+    details: dict
+    note: str
+
+
 def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, *, runs: int = 4,
                  canaries: int = 1000, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
-                 seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False):
-    """Audit a DP-SGD method white-box with ``runs`` fits of ``canaries`` gradient canaries each (see the
-    module docstring). Returns an :class:`audits.runner.AuditResult` (``epsilon_lb``: the Clopper-Pearson bound,
-    which the verdict uses; ``details["bound"]``: both bounds)."""
-    from audits.runner import PASS, AuditResult, check_canary_type, inclusion_coins, verdict
+                 seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False) -> PooledOutcome:
+    """Audit a private DP-SGD method white-box with ``runs`` fits of ``canaries`` gradient canaries each (see the
+    module docstring); the entry point is :func:`audits.runner.audit` with ``mode="pooled"``."""
     from audits.whitebox import GradientCanaries, canary_columns
     from methods.dpsgd import gradient_hook
 
@@ -144,15 +153,9 @@ def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, 
         raise ConfigError(f"a pooled audit needs --canaries >= 4 (got {canaries})")
     probe = make_method()
     unit = probe.privacy_unit
-    design = worst_case_design(probe, canary)
-    check_canary_type(probe, "gradient", design)
-    t0 = time.perf_counter()
-    if unit == "none" or not budget.is_private:
-        return AuditResult(probe.name, unit, "pooled", budget.epsilon, budget.delta, math.inf, 0.0, confidence,
-                           PASS, 0, 0, time.perf_counter() - t0,
-                           note="not private (claimed epsilon = inf): every lower bound passes; nothing trained")
     if unit not in ("node", "feature"):
         raise ConfigError(f"gradient canaries audit node- or feature-level DP-SGD, not {unit}-level {probe.name}")
+    design = worst_case_design(probe, canary)
     streams = RunStreams.of(seed)
     cs = make_canaries(task, unit, canaries, design, seed=streams)
     m = cs.m
@@ -176,8 +179,9 @@ def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, 
         fits.append((include, select, hook))
         bar.update(1)
     bar.close()
-    # the score model: per-step shifts of the selection canaries of each world
-    sel_shift = {w: np.concatenate([h_shifts(h)[:, sel & (inc == w)].ravel() for inc, sel, h in fits]) for w in (True, False)}
+    # the score model: the per-step shifts of the selection canaries of each world
+    sel_shift = {w: np.concatenate([_shifts(h)[:, sel & (inc == w)].ravel() for inc, sel, h in fits])
+                 for w in (True, False)}
     model_in, model_out = empirical_shifts(sel_shift[True]), empirical_shifts(sel_shift[False])
     pools: dict[tuple[bool, bool], list[np.ndarray]] = {(a, b): [] for a in (True, False) for b in (True, False)}
     for inc, sel, h in fits:
@@ -188,31 +192,26 @@ def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, 
     pool = {k: np.concatenate(v) for k, v in pools.items()}
     bound = pooled_bound(pool[True, True], pool[True, False], pool[False, True], pool[False, False], budget.delta,
                          confidence)
-    occ_in = np.concatenate([h_occurrences(h)[inc] for inc, _, h in fits])
     # the exact epsilon of the audited pair over the run, from the shifts of all canaries (a reference only)
-    all_shift = {w: np.concatenate([h_shifts(h)[:, inc == w].ravel() for inc, _, h in fits]) for w in (True, False)}
-    widest = max(fits, key=lambda f: f[2].steps)[2]
-    exact = pair_epsilon(empirical_shifts(all_shift[True]), empirical_shifts(all_shift[False]), widest.noise_scale,
+    all_shift = {w: np.concatenate([_shifts(h)[:, inc == w].ravel() for inc, _, h in fits]) for w in (True, False)}
+    longest = max(fits, key=lambda f: f[2].steps)[2]
+    exact = pair_epsilon(empirical_shifts(all_shift[True]), empirical_shifts(all_shift[False]), longest.noise_scale,
                          budget.delta)
+    drawn = np.concatenate([h.occurrences.numpy()[inc] for inc, _, h in fits])
     details = {"canary_type": "gradient", "bound": bound.to_dict(), "runs": runs, "steps": steps,
                "pair_epsilon": exact,
                "shift_model": {"in": [model_in.values, model_in.probs], "out": [model_out.values, model_out.probs]},
-               "mean_drawn_in": float(occ_in.mean()) if occ_in.size else 0.0,
+               "mean_drawn_in": float(drawn.mean()) if drawn.size else 0.0,
                "design": {"signed": True, "anchors": design.degree, "fresh_anchors": design.fresh_anchors}}
-    return AuditResult(probe.name, unit, "pooled", budget.epsilon, budget.delta, claimed, bound.epsilon_lb_cp,
-                       confidence, verdict(claimed, bound.epsilon_lb_cp), runs, m, time.perf_counter() - t0, details,
-                       f"f-DP (GDP) estimate {bound.epsilon_lb_fdp:.3g}; the audited pair's exact epsilon {exact:.3g}; "
-                       f"{runs} run(s) x {m} canaries")
+    note = (f"f-DP (GDP) estimate {bound.epsilon_lb_fdp:.3g}; the audited pair's exact epsilon {exact:.3g}; "
+            f"{runs} run(s) x {m} canaries")
+    return PooledOutcome(claimed, bound, m, details, note)
 
 
-def h_shifts(hook) -> np.ndarray:
+def _shifts(hook) -> np.ndarray:
     import torch
 
     return torch.stack(hook.shifts).numpy()
-
-
-def h_occurrences(hook) -> np.ndarray:
-    return hook.occurrences.numpy()
 
 
 def pair_epsilon(model_in, model_out, noise_scales, delta: float, bins_per_sd: int = 100) -> float:

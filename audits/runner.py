@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from audits.bounds import DEFAULT_CONFIDENCE, multi_run_audit, one_run_audit
-from audits.canaries import CanaryConfig, CanarySet, make_canaries
+from audits.canaries import CanaryConfig, CanarySet, inclusion_coins, make_canaries
 from methods.base import Budget, ConfigError, ContractViolation, Method, Task, fit_method
 from methods.progress import progress_bar
 from methods.streams import RunStreams
@@ -86,12 +86,6 @@ def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include:
     return scores, float(eps)
 
 
-def inclusion_coins(streams: RunStreams, m: int) -> np.ndarray:
-    """The one-run audit's fair coins: canary k is in the training data iff ``coins[k]``. Drawn from the
-    ``coins`` stream alone, so they are independent of the canaries' design (features, labels, anchors)."""
-    return streams.numpy("coins").random(m) < 0.5
-
-
 def check_canary_type(method: Method, canary_type: str, canary: CanaryConfig) -> None:
     """A clear error when ``canary_type`` does not apply to ``method`` or the canary design."""
     if canary_type not in CANARY_TYPES:
@@ -124,14 +118,9 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
         raise ConfigError(f"unknown audit mode {mode!r} (choose {', '.join(MODES)})")
     if not 0 < confidence < 1:
         raise ConfigError(f"confidence must be in (0, 1) (got {confidence})")
-    if mode == "pooled":
-        from audits.pooled import pooled_audit
-
-        if canary_type != "gradient":
-            raise ConfigError("the pooled mode needs gradient canaries (white box): only their scores are "
-                              "independent trials")
-        return pooled_audit(make_method, task, budget, runs=trials, canaries=canaries, confidence=confidence,
-                            canary=canary, seed=seed, device=device, progress=progress)
+    if mode == "pooled" and canary_type != "gradient":
+        raise ConfigError("the pooled mode needs gradient canaries (white box): only their scores are "
+                          "independent trials")
     probe = make_method()
     unit = probe.privacy_unit
     canary = canary or CanaryConfig()
@@ -142,6 +131,14 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
                            0, 0, time.perf_counter() - t0,
                            note="not private (claimed epsilon = inf): every lower bound passes; nothing trained")
     streams = RunStreams.of(seed)
+    if mode == "pooled":
+        from audits.pooled import pooled_audit
+
+        p = pooled_audit(make_method, task, budget, runs=trials, canaries=canaries, confidence=confidence,
+                         canary=canary, seed=streams, device=device, progress=progress)
+        return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, p.claimed, p.bound.epsilon_lb_cp,
+                           confidence, verdict(p.claimed, p.bound.epsilon_lb_cp), trials, p.canaries,
+                           time.perf_counter() - t0, p.details, p.note)
     if mode == "multi-run":
         if trials < 2:
             raise ConfigError(f"multi-run needs --trials >= 2 (got {trials})")

@@ -408,6 +408,53 @@ def probe_poisson_population(fit, method, e, tasks):
     return accounted < rate * (1 - 1e-9)
 
 
+def probe_poisson_draws(fit, method, e, tasks):
+    """The Poisson batches hold about twice the examples the ledger's rate allows over the training nodes."""
+    run = fit(method, e)
+    (rate,) = {ev.rate for ev in run.fitted.ledger.events if ev.kind == "poisson_gaussian"}
+    n = int(run.task.train_mask.sum())
+    sizes = [s["batch"] for s in run.recorder.steps]
+    observed = sum(sizes) / (len(sizes) * n)
+    if observed < 1.25 * rate:
+        assert observed > 0.75 * rate, f"{method}: drew at {observed:.3g} where the ledger accounts {rate:.3g}"
+        return False
+    assert math.isclose(observed, 2 * rate, rel_tol=0.2), (observed, rate)
+    return True
+
+
+def probe_nap_noise(expected: float):
+    """The NAP noise drawn (methods.mechanisms) is ``expected`` x the ledger's Gaussian sigma (correct: 1)."""
+    def probe(fit, method, e, tasks):
+        from methods.mechanisms import observing
+
+        cls = get_method(method)
+        with observing() as releases:
+            fitted = cls(**{**cls.smoke_config, **e.smoke}).fit(tasks[e.split], SMOKE_BUDGET, seed=0)
+        sigma = min(ev.sigma for ev in fitted.ledger.events if ev.kind == "gaussian")
+        nap = [r for r in releases if r.source == "nap" and r.draws]
+        assert nap, "no NAP release was observed"
+        r = math.sqrt(sum(x.draws * x.drawn_scale ** 2 for x in nap) / sum(x.draws for x in nap)) / sigma
+        if r > 0.9:
+            assert r < 1.1, f"{method}: NAP noise {r:.3g} x the ledger's sigma"
+            return False
+        assert math.isclose(r, expected, rel_tol=0.05), (r, expected)
+        return True
+    return probe
+
+
+def probe_nap_fanout(fit, method, e, tasks):
+    """Some node's row enters more NAP sums than the degree bound D of the ledger's sensitivity sqrt(D)."""
+    from methods.mechanisms import observing
+
+    cls = get_method(method)
+    cfg = {**cls.smoke_config, **e.smoke}
+    with observing() as releases:
+        cls(**cfg).fit(tasks[e.split], SMOKE_BUDGET, seed=0)
+    fanout = max(r.facts["max_fanout_sq"] for r in releases if r.source == "nap")
+    assert fanout >= 1
+    return fanout > cfg["max_degree"]
+
+
 def probe_rr_budget(fit, method, e, tasks):
     """The keep probability the run used is above what the ledger's randomized-response epsilon allows."""
     run = fit(method, e)
@@ -492,6 +539,11 @@ PROBES = {
     "mutant-privgnn-logposterior": probe_log_posteriors,
     "mutant-pate-g-privateedges": probe_private_edges,
     "mutant-pate-m-halfcount": probe_recipe_mismatch,
+    "mutant-dp-mlp-noise125": _with_tasks(probe_noise(0.8)),
+    "mutant-gap-edge-noise125": probe_nap_noise(0.8),
+    "mutant-dp-mlp-clip15": probe_clip_after_noise,  # one example's clipped gradient has norm 1.5 C > C
+    "mutant-dp-mlp-rate2": probe_poisson_draws,
+    "mutant-gap-node-degree15": probe_nap_fanout,
 }
 
 

@@ -327,8 +327,8 @@ def test_verification_under_the_cache_retrains_its_determinism_fit_and_so_checks
 
     def battery():
         b = _Battery(make, pp_task, budget, VerifyConfig(quick=True, seeds=[0]), 0, 0.05)
-        b.epsilon_accounted()
-        return b, b.determinism_and_probe()
+        b.run("epsilon-accounted")
+        return b, b.run("determinism")
 
     with teacher_cache(str(tmp_path)) as cache:
         make().fit(pp_task, budget, seed=0)

@@ -32,7 +32,7 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                                            "required unless --level mechanism")
     p.add_argument("--mechanism", nargs="+", metavar="NAME",
                    help="--level mechanism: which (default: all of nap-edge, nap-node, dpsgd-poisson, dpsgd-fixed, "
-                        "dpgnn-step, pate-votes, edgerand-rr)")
+                        "dpgnn-step, pate-votes, edgerand-count, privgnn-posterior, edgerand-rr)")
     p.add_argument("--mutation", action="append", default=[], metavar="KEY=FACTOR",
                    help="--level mechanism: run the code with noise 1/FACTOR (noise=1.25), a FACTOR-times "
                         "sensitivity (sensitivity=1.5) or sampling rate (rate=2) against the unchanged claim "
@@ -48,7 +48,7 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--trials", type=int, default=None,
                    help="multi-run: models per world (default: 50); pooled: runs (default: 8); --level mechanism: "
                         "trials per world in each of the selection and evaluation halves (default: 400000; "
-                        "dpgnn-step 200000; pate-votes 4000000)")
+                        "dpgnn-step 200000; pate-votes 4000000; edgerand-count 25000; privgnn-posterior 1000000)")
     p.add_argument("--canaries", type=int, default=None,
                    help="one-run: number of canaries m (default: 200); pooled: canaries per run (default: 1000)")
     p.add_argument("--confidence", type=_float, default=0.95, help="confidence of the bound (default: %(default)s)")

@@ -94,6 +94,22 @@ def normalize_rows(x: Tensor) -> Tensor:
     return torch.nn.functional.normalize(x, p=2.0, dim=-1)
 
 
+def max_fanout_sq(adj_t: Tensor) -> float:
+    """max_j sum_i A^T[i, j]^2: the squared L2 norm of the change one unit row makes to the aggregate (D for a
+    0/1 matrix whose sources keep at most D out-edges)."""
+    if adj_t.layout == torch.sparse_csr:
+        cols, vals = adj_t.col_indices(), adj_t.values()
+    elif adj_t.is_sparse:
+        a = adj_t.coalesce()
+        cols, vals = a.indices()[1], a.values()
+    else:
+        cols = adj_t.nonzero()[:, 1]
+        vals = adj_t[adj_t != 0]
+    if cols.numel() == 0:
+        return 0.0
+    return float(torch.bincount(cols.cpu(), weights=vals.detach().double().cpu() ** 2).max())
+
+
 def nap(adj_t: Tensor, x: Tensor, sigma: float, generator: torch.Generator | None) -> Tensor:
     """One NAP release: normalise rows, sum over in-neighbours, add N(0, sigma^2) to every entry.
 
@@ -108,9 +124,11 @@ def nap(adj_t: Tensor, x: Tensor, sigma: float, generator: torch.Generator | Non
         if sigma > 0:
             noise = sigma * torch.randn(out.shape, generator=generator, device=out.device, dtype=out.dtype)
             out = out + noise
-            if mechanisms.active():  # the sensitivity sqrt(2) / sqrt(D) assumes unit rows
+            if mechanisms.active():  # the sensitivity sqrt(2) / sqrt(D) assumes unit rows (and, node level,
+                # that no row enters more than D sums: the largest squared column sum of A^T, reported for it)
                 norm = float(rows.norm(dim=-1).max()) if rows.numel() else 0.0
                 mechanisms.release("gaussian", source="nap", declared={"sigma": float(sigma)}, noise=noise,
-                                   precondition=norm <= 1 + 1e-4, max_row_norm=norm)
+                                   precondition=norm <= 1 + 1e-4, max_row_norm=norm,
+                                   max_fanout_sq=max_fanout_sq(adj_t))
     return out
 

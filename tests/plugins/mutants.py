@@ -44,7 +44,7 @@ import torch
 from methods.base import Budget, FitContext, register
 from methods.dp_mlp import DPMLP
 from methods.dpgnn import DPGNNAdam, DPGNNSGD
-from methods.dpsgd import DPOptimizer, FixedSizeSampler, PerExampleGradients
+from methods.dpsgd import DPOptimizer, FixedSizeSampler, PerExampleGradients, PoissonSampler
 from methods.drw import DRW, DRWD, DRWR, WalkSet
 from methods.gap.edgerand import EdgeRand
 from methods.gap.gap import GAPEdge, GAPNode
@@ -65,7 +65,8 @@ SMOKE_DATASET = "csbm:nodes=200,classes=3,features=8,degree=6"
 
 #: the checks of ``audits.verify`` (its names)
 CHECK_NAMES = ("epsilon-accounted", "determinism", "noise-independence", "private-inference", "label-use", "ledger-counts",
-               "noise-calibration", "occurrences", "gradient-canaries", "input-canaries", "edge-canaries", "multi-run")
+               "noise-calibration", "occurrences", "gradient-canaries", "input-canaries", "edge-canaries", "multi-run",
+               "mechanism")
 
 
 @contextlib.contextmanager
@@ -724,6 +725,119 @@ class MutantPATEMHalfCount(PATEM):
 
 
 # ======================================================================================
+# Subtle mutants: the right mechanism, a little off (the power requirement, issue 31 section 2)
+# ======================================================================================
+
+#: noise 1 / SUBTLE_NOISE of what the ledger states; sensitivity SUBTLE_SENSITIVITY x; sampling rate SUBTLE_RATE x
+SUBTLE_NOISE, SUBTLE_SENSITIVITY, SUBTLE_RATE = 1.25, 1.5, 2.0
+
+
+@register("mutant-dp-mlp-noise125")
+class MutantDPMLPNoise125(DPMLP):
+    """DP-SGD noise 1/1.25 of what the ledger accounts for (std 0.8 z C).
+
+    True epsilon: the DP-MLP ledger (same rate and steps) at noise multiplier 0.8 z."""
+
+    description = "MUTANT: DP-MLP with 1/1.25 of the accounted noise"
+
+    def _fit(self, ctx: FitContext):
+        with _patched("methods.dp_mlp", "DPOptimizer", _scaled_noise(1.0 / SUBTLE_NOISE)):  # BUG
+            return super()._fit(ctx)
+
+
+def _weak_nap(real):
+    def nap(adj_t, x, sigma, generator):
+        return real(adj_t, x, sigma / SUBTLE_NOISE, generator)  # BUG
+
+    return nap
+
+
+@register("mutant-gap-edge-noise125")
+class MutantGAPEdgeNoise125(GAPEdge):
+    """NAP noise std sigma / 1.25 where the ledger's K Gaussian events state sigma.
+
+    True epsilon: the GAP edge-level ledger with every Gaussian event's sigma x 0.8."""
+
+    description = "MUTANT: GAP edge-level whose NAP draws 1/1.25 of the accounted noise"
+
+    def _fit(self, ctx: FitContext):
+        import methods.gap.gap as gap
+
+        with _patched("methods.gap.gap", "nap", _weak_nap(gap.nap)):
+            return super()._fit(ctx)
+
+
+class _LooseClipDPOptimizer(DPOptimizer):
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        real = self.grads.norms_and_sum
+
+        def norms_and_sum(inputs, target, clip, per_layer=False):  # BUG: clipped at 1.5 C, noise for C
+            loose = ([c * SUBTLE_SENSITIVITY for c in clip] if isinstance(clip, (list, tuple))
+                     else clip * SUBTLE_SENSITIVITY)
+            return real(inputs, target, loose, per_layer)
+
+        self.grads.norms_and_sum = norms_and_sum
+
+
+@register("mutant-dp-mlp-clip15")
+class MutantDPMLPClip15(DPMLP):
+    """Per-example gradients clipped at 1.5 C while the noise (z C) and the ledger assume C: sensitivity 1.5x.
+
+    True epsilon: the DP-MLP ledger (same rate and steps) at noise multiplier z / 1.5."""
+
+    description = "MUTANT: DP-MLP clipping at 1.5 C while accounting C"
+
+    def _fit(self, ctx: FitContext):
+        with _patched("methods.dp_mlp", "DPOptimizer", _LooseClipDPOptimizer):
+            return super()._fit(ctx)
+
+
+def _loose_cutoff(real):
+    def bound_out_degree(edge_index, num_nodes, max_degree, generator):
+        return real(edge_index, num_nodes, int(round(SUBTLE_SENSITIVITY * max_degree)), generator)  # BUG
+
+    return bound_out_degree
+
+
+@register("mutant-gap-node-degree15")
+class MutantGAPNodeDegree15(GAPNode):
+    """The out-degree cut-off keeps 1.5 D edges per node while the ledger's NAP sensitivity (and sigma_AP =
+    z sqrt(D)) assume D.
+
+    True epsilon: the GAP node ledger with the NAP events' sensitivity sqrt(1.5 D) at the same sigma_AP."""
+
+    description = "MUTANT: GAP node-level whose degree cut-off keeps 1.5 D out-edges, accounted as D"
+
+    def _fit(self, ctx: FitContext):
+        import methods.gap.common as common
+
+        with _patched("methods.gap.common", "bound_out_degree", _loose_cutoff(common.bound_out_degree)):
+            return super()._fit(ctx)
+
+
+class _DoubleRatePoissonSampler(PoissonSampler):
+    """Reports (and is accounted with) rate q, draws at rate 2q."""
+
+    def sample(self):
+        return (torch.rand(self.n, generator=self.gen) < min(1.0, SUBTLE_RATE * self.rate)).nonzero().view(-1)  # BUG
+
+
+@register("mutant-dp-mlp-rate2")
+class MutantDPMLPRate2(DPMLP):
+    """Poisson batches drawn at rate 2q while the sampler reports, and the ledger (and the calibration of z)
+    accounts, q = B / n.
+
+    True epsilon: the DP-MLP ledger at batch size 2B (rate 2q; same z and steps)."""
+
+    description = "MUTANT: DP-MLP sampling at twice the accounted Poisson rate"
+
+    def _fit(self, ctx: FitContext):
+        with _patched("methods.dp_mlp", "PoissonSampler", _DoubleRatePoissonSampler):
+            return super()._fit(ctx)
+
+
+# ======================================================================================
 # The record
 # ======================================================================================
 
@@ -764,6 +878,12 @@ class ZooEntry:
 
 
 INF = math.inf
+#: the subtle mutants' true and claimed epsilons (derive(name), seed 0, at their configurations)
+TRUE_NOISE125, CLAIMED_NOISE125 = 1.2848, 0.99970
+TRUE_GAPEDGE125, CLAIMED_GAPEDGE125 = 1.2831, 0.99971
+TRUE_CLIP15, CLAIMED_CLIP15 = 1.5786, 0.99970
+TRUE_RATE2, CLAIMED_RATE2 = 2.1768, 0.99970
+TRUE_DEGREE15, CLAIMED_DEGREE15 = 1.1784, 0.99969
 #: the canary designs of scripts/audit_table.py, which flag the original mutants (tests/test_audit.py, slow)
 _AUDIT_TABLE = "scripts/audit_table.py's canary design"
 
@@ -970,6 +1090,44 @@ def _entries() -> list[ZooEntry]:
                  ("epsilon-accounted",),
                  pate, "the pate ledger rebuilt from the run's recipe: 2|Q| Laplace(1/lambda) events",
                  also_checks=("input-canaries", "multi-run"), split=pp),
+        # ---- subtle: noise 1/1.25, sensitivity 1.5x, sampling rate 2x, each claiming the full guarantee ----
+        ZooEntry("mutant-dp-mlp-noise125", "dp-mlp", "dp-mlp", "node",
+                 "DP-SGD noise 1/1.25 of what the ledger accounts for",
+                 TRUE_NOISE125, CLAIMED_NOISE125, TRUE_NOISE125 / CLAIMED_NOISE125,
+                 ("noise-calibration",),
+                 {}, "the DP-MLP ledger (same rate and steps) at noise multiplier z / 1.25",
+                 note="noise-calibration's chi-square test over every DP-SGD noise draw sees 0.8x the required std "
+                      "(its tolerance is 0.95x); the canary audits have no power at true epsilon ~1.2"),
+        ZooEntry("mutant-gap-edge-noise125", "gap-edge", "gap", "edge",
+                 "NAP noise std sigma / 1.25 where the ledger's Gaussian events state sigma",
+                 TRUE_GAPEDGE125, CLAIMED_GAPEDGE125, TRUE_GAPEDGE125 / CLAIMED_GAPEDGE125,
+                 ("noise-calibration",),
+                 {}, "the GAP edge-level ledger with every Gaussian event's sigma x 0.8",
+                 note="noise-calibration compares the NAP noise drawn (methods.mechanisms) with the ledger's sigma: "
+                      "0.8x against its 0.95x tolerance; the mechanism check audits the shipped nap, which this "
+                      "mutant bypasses with a patched call"),
+        ZooEntry("mutant-dp-mlp-clip15", "dp-mlp", "dp-mlp", "node",
+                 "per-example gradients clipped at 1.5 C while the noise and the ledger assume C",
+                 TRUE_CLIP15, CLAIMED_CLIP15, TRUE_CLIP15 / CLAIMED_CLIP15,
+                 ("noise-calibration",),
+                 {"clip": 0.1}, "the DP-MLP ledger (same rate and steps) at noise multiplier z / 1.5",
+                 note="noise-calibration reads one example's clipped gradient off a released sum: norm 1.5 C > C"),
+        ZooEntry("mutant-gap-node-degree15", "gap-node", "gap", "node",
+                 "the out-degree cut-off keeps 1.5 D edges per node; the ledger's NAP sensitivity is sqrt(D)",
+                 TRUE_DEGREE15, CLAIMED_DEGREE15, TRUE_DEGREE15 / CLAIMED_DEGREE15,
+                 ("noise-calibration",),
+                 {"batch_size": 64, "encoder_epochs": 5, "epochs": 5, "max_degree": 4},
+                 "the GAP node ledger with the K NAP events' sensitivity sqrt(1.5 D), same sigma_AP = z sqrt(D)",
+                 note="noise-calibration compares NAP's largest fan-out (methods.mechanisms: the squared column "
+                      "sums of the aggregation matrix) with the ledger's node-level sensitivity sqrt(D)",
+                 smoke={"max_degree": 2}),
+        ZooEntry("mutant-dp-mlp-rate2", "dp-mlp", "dp-mlp", "node",
+                 "Poisson batches at rate 2q while the ledger (and the calibration of z) accounts q",
+                 TRUE_RATE2, CLAIMED_RATE2, TRUE_RATE2 / CLAIMED_RATE2,
+                 ("ledger-counts", "occurrences"),
+                 {}, "the DP-MLP ledger at batch size 2B (Poisson rate 2q), same z and steps",
+                 note="ledger-counts' binomial test on the batch sizes, occurrences' Chernoff bound on a canary's "
+                      "draws: both see twice the accounted rate against a 1.05x tolerance"),
     ]
 
 
@@ -1006,6 +1164,12 @@ def _scale_dpsgd(factor: float) -> Callable:
     return fn
 
 
+def _scale_gaussian(factor: float) -> Callable:
+    def fn(e):
+        return dataclasses.replace(e, sigma=e.sigma * factor) if e.kind == "gaussian" else e
+    return fn
+
+
 def _true_epsilon(name: str, fitted, task, budget: Budget) -> float:
     """The true epsilon of ``fitted`` (a fit of mutant ``name``) at ``budget.delta``; inf where unbounded."""
     led, delta, info = fitted.ledger, budget.delta, fitted.info
@@ -1038,6 +1202,18 @@ def _true_epsilon(name: str, fitted, task, budget: Budget) -> float:
         return _map_events(led, _scale_dpsgd(1.0 / (2 * info["occurrence_bound"]))).epsilon(delta)
     if name == "mutant-drw-r-halfsens":
         return _map_events(led, _scale_dpsgd(0.5)).epsilon(delta)
+    if name == "mutant-dp-mlp-noise125":
+        return _map_events(led, _scale_dpsgd(1.0 / SUBTLE_NOISE)).epsilon(delta)
+    if name == "mutant-gap-edge-noise125":
+        return _map_events(led, _scale_gaussian(1.0 / SUBTLE_NOISE)).epsilon(delta)
+    if name == "mutant-dp-mlp-clip15":
+        return _map_events(led, _scale_dpsgd(1.0 / SUBTLE_SENSITIVITY)).epsilon(delta)
+    if name == "mutant-gap-node-degree15":
+        d = int(round(SUBTLE_SENSITIVITY * kw["max_degree"]))
+        return _map_events(led, lambda e: dataclasses.replace(e, sensitivity=math.sqrt(d))
+                           if e.kind == "gaussian" else e).epsilon(delta)
+    if name == "mutant-dp-mlp-rate2":
+        return _rebuild(led, batch_size=int(SUBTLE_RATE * kw["batch_size"])).epsilon(delta)
     raise KeyError(f"no derivation for {name}")
 
 

@@ -1,0 +1,198 @@
+"""What the checks of ``bench verify`` share: the :class:`Check` outcome, the per-seed :class:`Battery` state (the
+base fit, the probe fit the white-box checks read) and the arithmetic of the DP-SGD ledger events."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from methods.base import Budget, Method, Task, fit_method
+from methods.streams import RunStreams
+
+PASS, VIOLATION, SKIPPED = "PASS", "VIOLATION", "SKIPPED"
+DPSGD_KINDS = ("poisson_gaussian", "fixed_size_gaussian", "hypergeometric_gaussian")
+#: the statistical white-box checks test against a claim relaxed by this much (noise 5% below what the ledger
+#: requires, a sampling rate 5% above it): rejecting the relaxed claim still refutes the real one, and a correct
+#: method, whose noise and rate are exactly the ledger's, is then (practically) never flagged by them
+TOLERANCE = 0.05
+
+
+@dataclass
+class Check:
+    """One check's outcome: a statistic against a threshold, and a verdict."""
+
+    name: str
+    seed: int
+    verdict: str
+    statistic: str
+    threshold: str
+    detail: str = ""
+    alpha: float = 0.0  # the share of the error budget this check spent (0: exact)
+    seconds: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def skipped(name: str, seed: int, why: str) -> Check:
+    return Check(name, seed, SKIPPED, "-", "-", why)
+
+
+def torch_bool(x):
+    import torch
+
+    return torch.as_tensor(np.asarray(x, dtype=bool))
+
+
+def dpsgd_events(ledger) -> list:
+    return [e for e in ledger.events if e.kind in DPSGD_KINDS]
+
+
+def sensitivity_factor(event) -> float:
+    """Per-example sensitivity of the noisy sum in units of the clipping threshold C, under the event's
+    relation: C (add/remove, Poisson), 2C (replace-one, fixed size), 2C N(K, r) (DP-GNN Theorem 1)."""
+    if event.kind == "poisson_gaussian":
+        return 1.0
+    if event.kind == "fixed_size_gaussian":
+        return 2.0
+    return 2.0 * event.occurrence_bound
+
+
+def allowance(events) -> tuple[float, int]:
+    """(per-step inclusion probability of one example, examples one unit may occupy) under the ledger's sampling
+    model; the largest over the DP-SGD events (the most the ledger allows)."""
+    out = []
+    for e in events:
+        if e.kind == "poisson_gaussian":
+            out.append((float(e.rate), 1))
+        elif e.kind == "fixed_size_gaussian":
+            out.append((e.sample_size / e.population, 1))
+        else:
+            out.append((e.batch_size / e.num_train, int(e.occurrence_bound)))
+    return max(p for p, _ in out), max(k for _, k in out)
+
+
+def inclusion_rate(events) -> float:
+    e = events[0]
+    if e.kind == "poisson_gaussian":
+        return float(e.rate)
+    if e.kind == "fixed_size_gaussian":
+        return e.sample_size / e.population
+    return min(1.0, e.batch_size * e.occurrence_bound / e.num_train)
+
+
+def chernoff_sf(s: float, n: float, p: float) -> float:
+    """P[S >= s] <= exp(-n KL(s/n || p)) for S a sum of n Bernoulli(p) draws, independent or negatively associated
+    (sampling without replacement; Hoeffding 1963): a valid p-value for "more draws than rate p allows"."""
+    if n <= 0 or s <= n * p:
+        return 1.0
+    a = min(s / n, 1.0)
+    if a >= 1.0:
+        return p ** n if p > 0 else 0.0
+    kl = a * math.log(a / p) + (1 - a) * math.log((1 - a) / (1 - p)) if 0 < p < 1 else math.inf
+    return math.exp(-n * kl)
+
+
+def statistics_mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+class Battery:
+    """The state one seed's checks share, computed once on first use: the base fit (``base``), the probe fit
+    (``probe_fit``, with its DP-SGD step probe, generator seeds, Poisson batches and observed releases), and
+    whatever a check leaves for another (``shared``). ``cfg`` is the orchestrator's
+    :class:`audits.verify.VerifyConfig` (read, never imported: the checks sit below the orchestrator)."""
+
+    def __init__(self, make_method: Callable[[], Method], task: Task, budget: Budget, cfg: Any,
+                 seed: int, alpha: float) -> None:
+        self.make, self.task, self.budget, self.cfg, self.seed, self.alpha = make_method, task, budget, cfg, seed, alpha
+        self.streams = RunStreams(seed)
+        self.unit = make_method().privacy_unit
+        self.shared: dict[str, Any] = {}
+        self._base = None
+        self._probe_fit = None
+
+    def fit(self, task: Task | None = None, streams: RunStreams | None = None, hook=None):
+        from methods.dpsgd import gradient_hook
+
+        def go():
+            return fit_method(self.make(), task or self.task, self.budget, streams or self.streams,
+                              device=self.cfg.device, progress=False)
+
+        if hook is None:
+            return go()
+        with gradient_hook(hook):
+            return go()
+
+    def run(self, name: str) -> Check:
+        """Run the registered check ``name`` on this battery at its error budget share."""
+        from audits.checks.registry import REGISTRY
+
+        return REGISTRY[name].run(self, self.alpha)
+
+    @property
+    def base(self):
+        """The fit every check compares with (the run as ``bench run`` makes it)."""
+        if self._base is None:
+            self._base, self.base_seconds = timed(self.fit)
+        return self._base
+
+    @property
+    def probe_fit(self):
+        """A second fit, recomputing what a cache may have served the first (:func:`methods.reuse.fresh`), with
+        its first DP-SGD steps probed, its generator seeds and Poisson batches recorded and its releases
+        (:mod:`methods.mechanisms`) observed."""
+        if self._probe_fit is None:
+            from audits.structural import StepOneProbe, record_poisson_batches, record_seeds
+            from methods.mechanisms import observing
+            from methods.reuse import fresh
+
+            probe = StepOneProbe()
+            t0 = time.perf_counter()
+            with record_seeds() as seeds, record_poisson_batches() as batches, observing() as releases, fresh():
+                fitted = self.fit(hook=probe)
+            self.probe_seconds = time.perf_counter() - t0
+            self.probe, self.seeds, self.batches, self.releases = probe, seeds, batches, releases
+            self._probe_fit = fitted
+        return self._probe_fit
+
+    def dpsgd(self) -> bool:
+        """Whether a noisy DP-SGD step ran through :mod:`methods.dpsgd` under a DP-SGD ledger event."""
+        fitted = self.probe_fit
+        return bool(self.probe.records and dpsgd_events(fitted.ledger))
+
+    def mechanisms(self) -> set[str]:
+        """The ledger event kinds of what ran (DP-SGD kinds only where a DP-SGD step was seen)."""
+        kinds = {e.kind for e in self.probe_fit.ledger.events}
+        return kinds if self.dpsgd() else kinds - set(DPSGD_KINDS)
+
+    def other_releases(self) -> list:
+        self.probe_fit
+        return [r for r in self.releases if r.kind != "count"]
+
+    def occurrence_bound(self) -> int:
+        """The most examples the ledger lets one unit occupy (DP-GNN's N(K, r); 1 otherwise)."""
+        events = dpsgd_events(self.base.ledger)
+        return allowance(events)[1] if events else 1
+
+    def measured_multiplier(self) -> float | None:
+        """The DP-SGD noise measured at the probe fit's steps, as a multiplier of the per-example sensitivity
+        (2 C N(K, r) for DP-GNN events): the smallest over steps."""
+        events = dpsgd_events(self.probe_fit.ledger)
+        if not events or not self.probe.records:
+            return None
+        sens = min(sensitivity_factor(e) for e in events)
+        vals = [math.sqrt(r.noise_sq_sum / r.noise_entries) / (sens * r.clip) for r in self.probe.records
+                if r.noise_entries and r.clip > 0]
+        return min(vals) if vals else None

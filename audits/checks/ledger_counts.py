@@ -1,0 +1,71 @@
+"""``ledger-counts``: the ledger counts what ran. Noisy DP-SGD steps seen through the optimiser <= the steps the
+ledger composes, fixed-size batches of the accounted size, Poisson batches no larger than the ledger's rate allows
+over the training population (one-sided binomial test); every other mechanism that released something
+(:mod:`methods.mechanisms`) has an event of its kind in the ledger."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from audits.checks.base import PASS, TOLERANCE, VIOLATION, Check, dpsgd_events, skipped
+from audits.checks.registry import ANY, UNITS, register
+
+#: a release of this kind (methods.mechanisms) is accounted by a ledger event of one of these kinds
+ACCOUNTED_BY = {"gaussian": {"gaussian"}, "laplace": {"laplace", "poisson_laplace"},
+                "randomized_response": {"randomized_response"}}
+
+
+def unaccounted_releases(b) -> list[str]:
+    kinds = {e.kind for e in b.probe_fit.ledger.events}
+    out = []
+    for kind in sorted({r.kind for r in b.other_releases()}):
+        if not ACCOUNTED_BY.get(kind, {kind}) & kinds:
+            srcs = sorted({r.source for r in b.other_releases() if r.kind == kind})
+            out.append(f"a {kind} release ({', '.join(srcs)}) has no {kind} event in the ledger")
+    return out
+
+
+@register("ledger-counts", units=UNITS, kinds=ANY, statistical=True, group="white-box")
+def ledger_counts(b, alpha: float) -> Check:
+    if not b.dpsgd():
+        if not b.other_releases():
+            return skipped("ledger-counts", b.seed, "no DP-SGD step and no other release seen")
+        problems = unaccounted_releases(b)
+        kinds = sorted({r.kind for r in b.other_releases()})
+        return Check("ledger-counts", b.seed, VIOLATION if problems else PASS,
+                     f"{len(b.other_releases())} release(s): {', '.join(kinds)}",
+                     "every release kind has a ledger event", "; ".join(problems))
+    return _dpsgd_counts(b, alpha)
+
+
+def _dpsgd_counts(b, alpha: float) -> Check:
+    from scipy import stats
+
+    probe, led = b.probe, b.probe_fit.ledger
+    events = dpsgd_events(led)
+    ran = len(probe.records)
+    accounted = sum(e.count for e in events)
+    problems, p_value = unaccounted_releases(b), 1.0
+    if ran > accounted:
+        problems.append(f"{ran} noisy DP-SGD steps ran, the ledger composes {accounted}")
+    fixed = {e.sample_size for e in events if e.kind == "fixed_size_gaussian"}
+    sizes = [r.batch_size for r in probe.records]
+    if fixed and events and all(e.kind == "fixed_size_gaussian" for e in events):
+        off = sorted({s for s in sizes if s not in fixed})
+        if off:
+            problems.append(f"fixed-size batches of {off[:5]} where the ledger accounts {sorted(fixed)}")
+    poisson = [e for e in events if e.kind == "poisson_gaussian"]
+    if poisson and len(poisson) == len(events):
+        rate = max(e.rate for e in poisson)
+        n_train = int(b.task.train_mask.sum()) if b.task.setting != "private-public" else None
+        if n_train and rate < 1:
+            # every example carries a training label: at most n_train examples can be drawn per step
+            drawn = int(sum(sizes))
+            p_value = float(stats.binom.sf(drawn - 1, ran * n_train, min(1.0, rate * (1 + TOLERANCE))))
+            if p_value < alpha:
+                problems.append(f"{drawn} examples drawn in {ran} steps: more than Poisson rate {rate:.4g} over "
+                                f"{n_train} training nodes allows (p = {p_value:.2g} < {alpha:.2g})")
+    return Check("ledger-counts", b.seed, VIOLATION if problems else PASS,
+                 f"ran {ran} steps, accounted {accounted}; mean batch {np.mean(sizes):.1f}",
+                 "ran <= accounted; batches within the accounted sampling", "; ".join(problems),
+                 alpha=alpha, data={"ran": ran, "accounted": accounted, "p_value": p_value})
