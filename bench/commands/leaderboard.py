@@ -119,6 +119,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         config, planned, done = args.run or args.config, None, None
         if config:
             recs, planned, done = config_records(config, recs)
+        recs = recs + records.load_attacks(args.site)  # joined to the rows of the runs they refit
         rows = collect_records(recs)
         if not rows:
             raise LeaderboardError(f"no FINISHED runs with test accuracy in {export}"
