@@ -159,6 +159,13 @@ class Row:
         b = self.strongest(unit)
         return b.name, b.auc, b.tpr, b.candidates, b.held_out
 
+    def references(self, unit: str | None = None) -> dict[str, float]:
+        """The model-free reference variants (``ref-*``: e.g. link stealing on raw features) on ``unit``, each with
+        its mean AUC over seeds: what the data alone give the attack's game, shown beside the strongest attack."""
+        return {v: statistics.fmean(a.values()) for v, a in sorted(self.attack_auc.items())
+                if a and any(part.startswith(REFERENCE_PREFIXES) for part in v.split(".")[1:])
+                and (unit is None or attack_infers(v) == unit)}
+
     def shown_attack(self) -> "Strongest":
         """The attack a one-column summary shows: the strongest on the unit the claim protects when the row has one,
         else the strongest on any unit (then marked outside the claim where it is)."""
@@ -458,7 +465,9 @@ def attack_cell(r: Row, b: Strongest) -> str:
     """``AUC (attack.variant; held-out choice of N)`` with the outside-claim mark, or ``-``."""
     if not b.name:
         return "-"
+    refs = r.references(b.unit) if b.unit else {}
     return (f"{_num(b.auc, '.3f')} ({b.name}; {'held-out choice' if b.held_out else 'max'} of {b.candidates})"
+            + "".join(f"; reference {v} (no model): {_num(a, '.3f')}" for v, a in refs.items())
             + attack_unit_note(r, b))
 
 
@@ -556,7 +565,9 @@ COLUMN_NOTES = [
     "edge-level sections: link stealing and LinkTeller on held-out edges and non-edges of the refit released model, "
     "scripts/edge_attacks; node membership elsewhere), per seed the variant with the best mean AUC on the other "
     "seeds (held out), its AUC and TPR at 1% FPR on this seed, averaged; model-free references (ref-*) are never "
-    "candidates; 'of N' = candidates; '-': no attack on that unit ran for the row.",
+    "candidates but are shown beside it ('reference ... (no model)': link stealing on raw features, what feature "
+    "homophily alone gives the edge game; an edge attack near it finds little the model adds); 'of N' = candidates; "
+    "'-': no attack on that unit ran for the row.",
     "implied eps (attack): ln((TPR - delta) / FPR) (or the TNR/FNR side) at the attack's 1%-FPR point with one-sided "
     "Clopper-Pearson bounds on its counts, mean over seeds; a heuristic indication, not an audit: the edge game's "
     "members and non-members are many pairs of one trained model, not one unit's neighbouring datasets. '-' where "
@@ -588,7 +599,7 @@ CSV_COLUMNS = ["dataset", "privacy_unit", "unit_label", "method", "split", "targ
                "strongest_attack_outside_claim", "node_membership_attack", "node_membership_auc",
                "node_membership_tpr_at_1pct_fpr", "node_membership_implied_epsilon", "edge_membership_attack",
                "edge_membership_auc", "edge_membership_tpr_at_1pct_fpr", "edge_membership_implied_epsilon",
-               "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as", "previous_setting"]
+               "edge_membership_reference", "edge_membership_reference_auc", "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as", "previous_setting"]
 
 
 def to_csv(rows: list[Row]) -> str:
@@ -605,11 +616,12 @@ def to_csv(rows: list[Row]) -> str:
     for r in rows:
         b = r.strongest(r.claim_unit)
         outside = strongest_attack_unit(r, b)[1]
+        refs = r.references("edge membership")
         w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max, r.delta,
                     r.inference_private, r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
                     len(r.accs), r.claim_unit, *nums(b), b.candidates, b.held_out, outside,
                     *nums(r.strongest("node membership")), *nums(r.strongest("edge membership")),
-                    max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
+                    "; ".join(refs), "; ".join(str(a) for a in refs.values()), max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
                     "; ".join(f"{o}: {w}" if w else o for o, w in r.same_as), r.previous])
     return buf.getvalue()
 

@@ -199,7 +199,8 @@ def site_attacks(site: str | os.PathLike) -> Path:
 
 
 def load_attacks(site: str | os.PathLike) -> list[dict[str, Any]]:
-    """The records of :func:`site_attacks` (empty when the site has none)."""
+    """The records of :func:`site_attacks` (empty when the site has none); ``site``: the folder that holds the
+    export (``runs/`` or ``runs.jsonl``)."""
     d = site_attacks(site)
     return load(f"{d}/") if d.is_dir() else []
 

@@ -328,12 +328,15 @@ def test_edge_rows_show_the_strongest_edge_attack_and_keep_node_membership_secon
     header, cells = header_for("edge"), row_cells(row, "edge")
     assert len(cells) == len(header) and header[10] == "strongest attack on edge membership (AUC)"
     assert cells[10].startswith("0.705 (link-stealing.cosine; held-out choice of 2)") and "outside" not in cells[10]
+    assert "reference link-stealing.ref-features-cosine (no model): 0.900" in cells[10]
     assert cells[12] == "1.50" and "[node membership: outside the edge-level claim]" in cells[13]
     assert len(row_cells(row, "node")) == len(header_for("node")) == len(header) - 1
     line = dict(zip(CSV_COLUMNS, next(csv.reader(io.StringIO(to_csv([row]).splitlines()[1])))))
     assert line["strongest_attack_unit"] == "edge membership" and line["strongest_attack"] == "link-stealing.cosine"
     assert line["node_membership_attack"] == "lira.online" and line["strongest_attack_outside_claim"] == ""
     assert float(line["edge_membership_implied_epsilon"]) == pytest.approx(1.5)
+    assert line["edge_membership_reference"] == "link-stealing.ref-features-cosine"
+    assert float(line["edge_membership_reference_auc"]) == pytest.approx(0.9)
     # without edge records the unit-matched column says so instead of showing a node attack in its place
     (bare,) = collect_records([run(0), run(1)])
     assert row_cells(bare, "edge")[10] == "-" and "lira.online" in row_cells(bare, "edge")[13]
