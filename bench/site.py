@@ -190,8 +190,9 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
         paras.append(f"Edge attacks: {len(attacks)} refits of the edge-level and reference runs of the attack seeds, "
                      "each attacked with link stealing and LinkTeller on held-out edges and non-edges "
                      f"(`python -m scripts.edge_attacks`, records in `attacks/edge.jsonl`); {same} of them release "
-                     f"exactly the recorded run's test predictions (the others do not: the code or machine "
-                     "differs from the recorded run's, and their attack numbers are of the refit); {_hours(secs)} of refits and attacks; code "
+                     "exactly the recorded run's test predictions (the others do not: the code or machine "
+                     "differs from the recorded run's, and their attack numbers are of the refit); "
+                     f"{_hours(secs)} of refits and attacks; code "
                      f"{', '.join(sorted({(r.get('git_commit') or '?')[:10] for r in attacks}))}.")
     sources: dict[str, int] = {}
     for r in runs:
