@@ -254,9 +254,11 @@ class EdgeView(_View):
         released model cannot answer such queries and the attack is not applicable."""
         fn = getattr(self._target.fitted, "predict_proba_features", None)
         if not callable(fn):
+            why = getattr(self._target.method, "feature_query_note", "")
             raise NotApplicable(
                 f"{self.method_name}'s released model serves posteriors only for its own features "
-                "(no Fitted.predict_proba_features(x, nodes)), so feature-perturbation queries are impossible")
+                f"(no Fitted.predict_proba_features(x, nodes){': ' + why if why else ''}), so feature-perturbation "
+                "queries are impossible")
         t = self._target
         p = torch.as_tensor(fn(x, nodes)).detach().to("cpu", torch.float64)
         rows = t.task.num_nodes if nodes is None else int(torch.as_tensor(nodes).numel())

@@ -15,12 +15,17 @@ AUC that feature homophily alone gives uniform non-edges. Posterior similarity a
 model adds; below it the model's posteriors are less informative than the features they came from.
 
 ``linkteller`` (in the spirit of Wu et al. 2022, LinkTeller): influence analysis. For every node u of
-a pair, the attacker re-queries the model with u's feature row scaled by (1 + delta) and measures how
-much the posterior of its partner v moves, ||P'(v) - P(v)||_2 / delta; the pair's score is the mean of
-the two directions. A message-passing model moves only nodes within its receptive field. This
-needs a released model that answers queries on attacker-supplied features over its own graph: an
-optional ``Fitted.predict_proba_features(x, nodes)``. No built-in Fitted serves that today, so the
-attack reports "not applicable" for them rather than pretending.
+a pair, the attacker re-queries the model with u's feature row perturbed and measures how much the
+posterior of its partner v moves, ||P'(v) - P(v)||_2 / delta; the pair's score is the mean of the two
+directions. A message-passing model moves only nodes within its receptive field. The perturbation:
+``add`` (default) adds delta times the row's mean absolute entry (1 for an all-zero row) to every
+entry of u's row; ``scale`` multiplies the row by (1 + delta), the paper's, which a model that
+row-normalises its features (GCN on Cora/CiteSeer) cancels exactly. This needs a released model that
+answers queries on attacker-supplied features over its own graph: an optional
+``Fitted.predict_proba_features(x, nodes)``. The non-private baselines and EdgeRand serve it (their
+served graph is public to the claim or a DP release); GAP/ProGAP do not (a query on new features would
+be a fresh noisy aggregation of the private graph the ledger does not cover), and the attack reports
+"not applicable" with that reason (``Method.feature_query_note``).
 """
 
 from __future__ import annotations
@@ -100,11 +105,15 @@ class LinkStealing(Attack):
 class LinkTellerConfig(EdgeAttackConfig):
     pairs: int = 500
     delta: float = 0.01  # relative perturbation of one node's feature row
+    # add: + delta * mean |row| on every entry (survives row normalisation); scale: * (1 + delta), the paper's
+    perturbation: str = "add"
 
     def validate(self) -> None:
         super().validate()
         if not self.delta > 0:
             raise ConfigError(f"delta must be > 0 (got {self.delta})")
+        if self.perturbation not in ("add", "scale"):
+            raise ConfigError(f"perturbation must be add or scale (got {self.perturbation!r})")
 
 
 @register_attack("linkteller")
@@ -131,7 +140,11 @@ class LinkTeller(Attack):
         bar = progress_bar(len(partners), f"{self.name} queries", view.progress)
         for node, others in partners.items():
             xp = x.clone()
-            xp[node] = xp[node] * (1.0 + delta)
+            if self.config.perturbation == "scale":
+                xp[node] = xp[node] * (1.0 + delta)
+            else:
+                size = float(xp[node].abs().mean())
+                xp[node] = xp[node] + delta * (size if size > 0 else 1.0)
             targets = torch.tensor(sorted(others))
             moved = view.feature_query(xp, targets)
             change = (moved - base[targets]).norm(dim=1) / delta

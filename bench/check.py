@@ -11,6 +11,8 @@ Each line of an export (a file or a directory of per-dataset files, :mod:`bench.
 * delta: at most the rule's value, the largest power of ten below 1 / #privacy units (the count a run logs as
   ``privacy_units``; for records older than that parameter, counted on the dataset when it can be loaded);
 * rates: attack AUCs and TPRs lie in [0, 1]; verification and audit lower bounds are >= 0, their alphas in [0, 1];
+* edge attacks (``edge-attack`` records of ``scripts.edge_attacks``, e.g. ``docs/leaderboard/attacks``): rates in
+  [0, 1], the TPR its counts give, at most 1% FPR, and the implied epsilon recomputed from the counts;
 * commit: the record names a commit of this repository's history (an ancestor of HEAD) without ``-dirty``.
   Records started before :data:`DIRTY_CUTOFF` that name a dirty commit are counted, not failed: they are
   regenerated when the whole leaderboard is next rebuilt. A newer one fails.
@@ -159,6 +161,9 @@ def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _U
                     v = _float((vals or {}).get(k))
                     if (vals or {}).get(k) is not None and not 0.0 <= v <= 1.0:
                         problems.append(f"attack {name}.{variant} {k} = {v} is not a rate in [0, 1]")
+    elif kind == "edge-attack":
+        problems += [f"no params.{k}" for k in RUN_PARAMS if params.get(k) in (None, "")]
+        problems += _check_edge_attacks(rec, params)
     elif kind == "verify":
         ver = rec.get("verify") or {}
         if ver.get("verdict") not in ("PASS", "VIOLATION"):
@@ -212,6 +217,37 @@ def _check_ledger(rec: dict, metrics: dict, params: dict, units: _Units | None,
                 report.delta_unchecked[ds] = report.delta_unchecked.get(ds, 0) + 1
         elif not delta <= default_delta(n) * (1 + RTOL):
             problems.append(f"delta {delta:g} is above the rule's {default_delta(n):g} for {n} privacy units")
+    return problems
+
+
+def _check_edge_attacks(rec: dict, params: dict) -> list[str]:
+    """An ``edge-attack`` record (``scripts.edge_attacks``): rates in [0, 1], the TPR and FPR its counts give, FPR
+    at most 1%, and the implied epsilon recomputed from the counts at the run's delta."""
+    from attacks.metrics import MetricError, epsilon_from_counts
+
+    problems = []
+    if not rec.get("target_config_hash") and not params.get("config_hash"):
+        problems.append("no target_config_hash: the run it attacks is not named")
+    delta = _float(params.get("delta") or 0.0)
+    for name, variants in (rec.get("attacks") or {}).items():
+        for variant, vals in (variants or {}).items():
+            vals, what = vals or {}, f"attack {name}.{variant}"
+            for k in ("auc", "tpr_at_1pct_fpr"):
+                v = _float(vals.get(k))
+                if not 0.0 <= v <= 1.0:
+                    problems.append(f"{what} {k} = {v} is not a rate in [0, 1]")
+            try:
+                tp, pos, fp, neg = (int(vals[k]) for k in ("tp", "members", "fp", "non_members"))
+                eps = epsilon_from_counts(tp, pos, fp, neg, delta if delta < 1 else 0.0)
+            except (KeyError, TypeError, ValueError, MetricError) as e:
+                problems.append(f"{what}: counts missing or out of range ({e})")
+                continue
+            if not _close(tp / pos, _float(vals.get("tpr_at_1pct_fpr"))):
+                problems.append(f"{what}: tpr_at_1pct_fpr {vals.get('tpr_at_1pct_fpr')} but the counts give {tp}/{pos}")
+            if fp > 0.01 * neg + 1e-9:
+                problems.append(f"{what}: {fp} false positives of {neg} is above 1% FPR")
+            if not _close(eps, _float(vals.get("implied_epsilon"))):
+                problems.append(f"{what}: implied_epsilon {vals.get('implied_epsilon')} but the counts give {eps:.6g}")
     return problems
 
 

@@ -8,10 +8,13 @@ file, so a published leaderboard rebuilds without the MLflow store. Per dataset 
 * spent epsilon: the max over seeds of what the accountant computed from each run's ledger (never the target),
   with the run's delta; the unit and neighbouring relation the epsilon holds for (the method's ``unit_label``,
   e.g. ``node (in-edges)``, footnoted); whether inference is private;
-* the strongest membership attack, chosen on held-out data: for each seed, the attack variant with the best mean
-  AUC on the OTHER seeds is taken and its AUC and TPR at 1% FPR on this seed reported (averaged over seeds), so
-  the choice is never made on the numbers it reports. Model-free reference variants (``ref-*``) are never
-  candidates; the row says how many variants were. With one seed the maximum is reported and marked as such;
+* the strongest attack on the unit the claim protects (edge membership for edge-level rows, from the
+  ``edge-attack`` records of ``scripts.edge_attacks``; node membership elsewhere), chosen on held-out data: for
+  each seed, the attack variant with the best mean AUC on the OTHER seeds is taken and its AUC, TPR at 1% FPR and
+  implied epsilon (``attacks.metrics.epsilon_from_counts``, where the record gives counts) on this seed reported
+  (averaged over seeds), so the choice is never made on the numbers it reports. Model-free reference variants
+  (``ref-*``) are never candidates; the row says how many variants were. With one seed the maximum is reported and
+  marked as such. Edge-level sections keep the strongest node-membership attack as a secondary column;
 * verification: the verdict of ``bench verify`` runs (and of ``bench audit`` runs) of the configuration, and the
   largest empirical epsilon lower bound among their checks.
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import functools
 import html
 import io
 import math
@@ -67,6 +71,8 @@ class Row:
     #: attack variant ("attack.variant") -> seed -> AUC / TPR at 1% FPR
     attack_auc: dict[str, dict[int, float]] = field(default_factory=dict)
     attack_tpr: dict[str, dict[int, float]] = field(default_factory=dict)
+    #: attack variant -> seed -> the epsilon its 1%-FPR point implies (records that give the counts)
+    attack_eps: dict[str, dict[int, float]] = field(default_factory=dict)
     audit_lb: list[float] = field(default_factory=list)
     audit_verdicts: list[str] = field(default_factory=list)
     audit_modes: set = field(default_factory=set)
@@ -98,24 +104,39 @@ class Row:
     def spent_max(self) -> float:
         return max(self.spent) if self.spent else math.nan
 
-    def candidates(self) -> list[str]:
-        """Attack variants eligible as "the strongest attack": every variant but the model-free references."""
-        return sorted(v for v in self.attack_auc
-                      if not any(part.startswith(REFERENCE_PREFIXES) for part in v.split(".")[1:]))
+    @property
+    def claim_unit(self) -> str:
+        """What the row's privacy claim protects, as attacks name it: ``edge membership`` for an edge-level row,
+        else ``node membership`` (node-level rows; feature-level and non-private rows have no attack on their
+        unit and keep node membership, the former marked outside the claim)."""
+        return "edge membership" if self.unit == "edge" else "node membership"
 
-    def strongest_attack(self) -> tuple[str, float, float, int, bool]:
-        """(name, AUC, TPR at 1% FPR, candidates, held_out): the strongest attack chosen on held-out seeds (see
-        the module docstring); held_out is False when only one seed has attack results (then: the max)."""
-        cands = self.candidates()
+    def candidates(self, unit: str | None = None) -> list[str]:
+        """Attack variants eligible as "the strongest attack" (on ``unit``, e.g. ``edge membership``; None = any):
+        every variant but the model-free references."""
+        return sorted(v for v in self.attack_auc
+                      if not any(part.startswith(REFERENCE_PREFIXES) for part in v.split(".")[1:])
+                      and (unit is None or attack_infers(v) == unit))
+
+    def strongest(self, unit: str | None = None) -> "Strongest":
+        """The strongest attack on ``unit`` (None: any), chosen on held-out seeds (see the module docstring): its
+        AUC, TPR at 1% FPR and implied epsilon on each seed, averaged; ``held_out`` is False when only one seed has
+        attack results (then: the max)."""
+        cands = self.candidates(unit)
         if not cands:
-            return "", math.nan, math.nan, 0, False
+            return Strongest(unit or "")
         seeds = sorted({s for v in cands for s in self.attack_auc[v]})
+
+        def mean(d: dict[int, float] | None, ss: list[int]) -> float:
+            xs = [d[s] for s in ss if d and s in d]
+            return statistics.fmean(xs) if xs else math.nan
+
         if len(seeds) < 2:
             best = max(cands, key=lambda v: statistics.fmean(self.attack_auc[v].values()))
-            return (best, statistics.fmean(self.attack_auc[best].values()),
-                    statistics.fmean(self.attack_tpr.get(best, {}).values()) if self.attack_tpr.get(best) else math.nan,
-                    len(cands), False)
-        aucs, tprs, chosen = [], [], []
+            return Strongest(unit or attack_infers(best), best, mean(self.attack_auc[best], seeds),
+                             mean(self.attack_tpr.get(best), seeds), mean(self.attack_eps.get(best), seeds),
+                             len(cands), False)
+        aucs, tprs, epss, chosen = [], [], [], []
         for s in seeds:
             others = {v: [a for t, a in self.attack_auc[v].items() if t != s] for v in cands}
             pick = max((v for v in cands if others[v] and s in self.attack_auc[v]),
@@ -126,10 +147,30 @@ class Row:
             aucs.append(self.attack_auc[pick][s])
             if s in self.attack_tpr.get(pick, {}):
                 tprs.append(self.attack_tpr[pick][s])
+            if s in self.attack_eps.get(pick, {}):
+                epss.append(self.attack_eps[pick][s])
         # the most frequent pick; among equals the earliest seed's (a set's order would vary with the hash seed)
         name = max(dict.fromkeys(chosen), key=chosen.count) if chosen else ""
-        return (name, statistics.fmean(aucs) if aucs else math.nan, statistics.fmean(tprs) if tprs else math.nan,
-                len(cands), True)
+        f = lambda xs: statistics.fmean(xs) if xs else math.nan  # noqa: E731
+        return Strongest(unit or attack_infers(name), name, f(aucs), f(tprs), f(epss), len(cands), True)
+
+    def strongest_attack(self, unit: str | None = None) -> tuple[str, float, float, int, bool]:
+        """(name, AUC, TPR at 1% FPR, candidates, held_out) of :meth:`strongest`."""
+        b = self.strongest(unit)
+        return b.name, b.auc, b.tpr, b.candidates, b.held_out
+
+    def references(self, unit: str | None = None) -> dict[str, float]:
+        """The model-free reference variants (``ref-*``: e.g. link stealing on raw features) on ``unit``, each with
+        its mean AUC over seeds: what the data alone give the attack's game, shown beside the strongest attack."""
+        return {v: statistics.fmean(a.values()) for v, a in sorted(self.attack_auc.items())
+                if a and any(part.startswith(REFERENCE_PREFIXES) for part in v.split(".")[1:])
+                and (unit is None or attack_infers(v) == unit)}
+
+    def shown_attack(self) -> "Strongest":
+        """The attack a one-column summary shows: the strongest on the unit the claim protects when the row has one,
+        else the strongest on any unit (then marked outside the claim where it is)."""
+        b = self.strongest(self.claim_unit)
+        return b if b.name else self.strongest()
 
     def best_attack(self, which: str) -> tuple[str, float]:
         """The strongest attack's name and its AUC (``which="auc"``) or TPR at 1% FPR (``"tpr"``)."""
@@ -141,6 +182,28 @@ class Row:
         if not self.audit_verdicts:
             return ""
         return "VIOLATION" if "VIOLATION" in self.audit_verdicts else "PASS"
+
+
+@dataclass
+class Strongest:
+    """A row's strongest attack on one unit: the variant (``attack.variant``), its seed-averaged AUC, TPR at 1% FPR
+    and implied epsilon (NaN where the records give no counts), the number of candidates, whether held out."""
+
+    unit: str
+    name: str = ""
+    auc: float = math.nan
+    tpr: float = math.nan
+    eps: float = math.nan
+    candidates: int = 0
+    held_out: bool = False
+
+
+@functools.lru_cache(maxsize=None)
+def attack_infers(variant: str) -> str:
+    """What the attack of ``attack.variant`` infers (``node membership``, ``edge membership``; "" if unregistered)."""
+    from bench.attack import attack_unit
+
+    return attack_unit(variant.split(".", 1)[0], "none")["attack_unit"]
 
 
 def bootstrap_ci(xs: list[float], seed: int = 0, resamples: int = 2000) -> tuple[float, float] | None:
@@ -187,13 +250,16 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
     from bench.records import spent_epsilon
 
     newest: dict[Any, dict] = {}
-    checks = []
+    checks, edge_attacks = [], []
     for rec in records:
         if rec.get("status", "FINISHED") != "FINISHED":
             continue
         kind = rec.get("kind", "run")
         if kind in ("audit", "verify"):
             checks.append(rec)
+            continue
+        if kind == "edge-attack":
+            edge_attacks.append(rec)
             continue
         p, m = rec.get("params", {}), rec.get("metrics", {})
         if "test_acc" not in m or "method" not in p:
@@ -202,6 +268,7 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
         if key not in newest or (rec.get("start_time") or 0) > (newest[key].get("start_time") or 0):
             newest[key] = rec
     rows: dict[tuple, Row] = {}
+    runs_of: dict[str, tuple[Row, int]] = {}  # a run's config_hash -> its row and seed
     for rec in newest.values():
         p, m, tags = rec["params"], rec["metrics"], rec.get("tags", {})
         eps = _f(p.get("target_epsilon", "inf"))
@@ -209,6 +276,8 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
         key = (p.get("dataset"), p.get("privacy_unit", "?"), p["method"], p.get("split", "?"), eps, hps)
         row = rows.setdefault(key, Row(*key[:5], hparams=hps))
         seed = int(p.get("seed", len(row.accs)))
+        if p.get("config_hash"):
+            runs_of[p["config_hash"]] = (row, seed)
         row.accs.append(float(m["test_acc"]))
         row.seeds.append(seed)
         # the ledger's epsilon; only a hand-made record without a ledger falls back to its metric (the published
@@ -229,11 +298,14 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
                     row.attack_auc.setdefault(full, {})[seed] = _f(vals["auc"])
                 if vals.get("tpr_at_1pct_fpr") is not None:
                     row.attack_tpr.setdefault(full, {})[seed] = _f(vals["tpr_at_1pct_fpr"])
+                if vals.get("implied_epsilon") is not None:
+                    row.attack_eps.setdefault(full, {})[seed] = _f(vals["implied_epsilon"])
         for k, v in m.items():  # runs logged without the records' attack field (older exports)
             if k.startswith("attack.") and k.endswith(".auc"):
                 row.attack_auc.setdefault(k[len("attack."):-len(".auc")], {})[seed] = _f(v)
             elif k.startswith("attack.") and k.endswith(".tpr_at_1pct_fpr"):
                 row.attack_tpr.setdefault(k[len("attack."):-len(".tpr_at_1pct_fpr")], {})[seed] = _f(v)
+    _join_attack_records(edge_attacks, runs_of)
     for rec in checks:
         tags, p, m = rec.get("tags", {}), rec.get("params", {}), rec.get("metrics", {})
         eps = _f(p.get("target_epsilon", m.get("claimed_epsilon")))
@@ -271,6 +343,26 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
     for row in out:
         row.ci = bootstrap_ci(row.accs)
     return out
+
+
+def _join_attack_records(recs: list[dict[str, Any]], runs_of: dict[str, tuple[Row, int]]) -> None:
+    """Add the attacks of ``edge-attack`` records (``scripts.edge_attacks``: a refit of a run, attacked afterwards)
+    to the row and seed of the run they refit (its ``config_hash``); a record of a run no row holds (a setting since
+    retuned) is left out. The newest record of a run wins."""
+    newest: dict[str, dict[str, Any]] = {}
+    for rec in recs:
+        h = rec.get("target_config_hash") or (rec.get("params") or {}).get("config_hash")
+        if h in runs_of and (h not in newest or (rec.get("start_time") or 0) >= (newest[h].get("start_time") or 0)):
+            newest[h] = rec
+    for h, rec in newest.items():
+        row, seed = runs_of[h]
+        for name, variants in (rec.get("attacks") or {}).items():
+            for variant, vals in variants.items():
+                full = f"{name}.{variant}"
+                for key, into in (("auc", row.attack_auc), ("tpr_at_1pct_fpr", row.attack_tpr),
+                                  ("implied_epsilon", row.attack_eps)):
+                    if vals.get(key) is not None:
+                        into.setdefault(full, {})[seed] = _f(vals[key])
 
 
 def _events_key(ledger: dict) -> str:
@@ -330,8 +422,25 @@ def _name_variants(rows: list[Row]) -> None:
 # Tables
 # --------------------------------------------------------------------------------------
 
-HEADER = ["method", "unit", "split", "target eps", "spent eps (max)", "delta", "inference", "test acc", "95% CI",
-          "seeds", "strongest attack (AUC)", "TPR@1%FPR", "verification (eps_lb)"]
+BASE_HEADER = ["method", "unit", "split", "target eps", "spent eps (max)", "delta", "inference", "test acc", "95% CI",
+               "seeds"]
+
+
+def section_attack_unit(section: str) -> str:
+    """What a section's "strongest attack" column attacks: edge membership in edge-level sections, else node
+    membership (node-level; feature-level sections have no attack on features and show node membership, marked)."""
+    return "edge membership" if section == "edge" else "node membership"
+
+
+def header_for(section: str) -> list[str]:
+    """The columns of a section's table: the strongest attack on the unit its claims protect, with its TPR at 1%
+    FPR and implied epsilon; edge-level sections add the strongest node-membership attack as a secondary column."""
+    unit = section_attack_unit(section)
+    return (BASE_HEADER + [f"strongest attack on {unit} (AUC)", "TPR@1%FPR", "implied eps (attack)"]
+            + (["node membership attack (AUC)"] if section == "edge" else []) + ["verification (eps_lb)"])
+
+
+HEADER = header_for("node")
 
 
 def _num(x: float, fmt: str = ".4f") -> str:
@@ -348,20 +457,37 @@ def _inference(r: Row) -> str:
     return {"true": "private", "false": "not private"}.get(str(r.inference_private).strip().lower(), "?")
 
 
-def row_cells(r: Row) -> list[str]:
-    name, auc, tpr, n, held = r.strongest_attack()
+def _section_of(r: Row) -> str:
+    return r.unit if r.unit != "none" else "node"
+
+
+def attack_cell(r: Row, b: Strongest) -> str:
+    """``AUC (attack.variant; held-out choice of N)`` with the outside-claim mark, or ``-``."""
+    if not b.name:
+        return "-"
+    refs = r.references(b.unit) if b.unit else {}
+    return (f"{_num(b.auc, '.3f')} ({b.name}; {'held-out choice' if b.held_out else 'max'} of {b.candidates})"
+            + "".join(f"; reference {v} (no model): {_num(a, '.3f')}" for v, a in refs.items())
+            + attack_unit_note(r, b))
+
+
+def row_cells(r: Row, section: str | None = None) -> list[str]:
+    """The cells of ``r`` in the table of ``section`` (a privacy unit; default the row's own, node for a
+    non-private row): :func:`header_for`'s columns."""
+    section = section or _section_of(r)
+    b = r.strongest(section_attack_unit(section))
     ci = "-" if r.ci is None else f"[{r.ci[0]:.4f}, {r.ci[1]:.4f}]"
-    attack = "-"
-    if name:
-        attack = f"{_num(auc, '.3f')} ({name}; {'held-out choice' if held else 'max'} of {n})" + attack_unit_note(r)
     verification = "-"
     if r.verdict:
         verification = f"{r.verdict} ({_num(max(r.audit_lb), '.3g')})" if r.audit_lb else r.verdict
     acc = _num(r.acc_mean)
-    return [r.label + marks(r), r.unit_label or r.unit, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"),
-            "-" if r.unit == "none" or math.isnan(r.delta) or math.isinf(r.spent_max) else f"{r.delta:.0e}",
-            _inference(r), acc, ci,
-            str(len(r.accs)), attack, _num(tpr, ".3f") if name else "-", verification]
+    cells = [r.label + marks(r), r.unit_label or r.unit, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"),
+             "-" if r.unit == "none" or math.isnan(r.delta) or math.isinf(r.spent_max) else f"{r.delta:.0e}",
+             _inference(r), acc, ci, str(len(r.accs)), attack_cell(r, b), _num(b.tpr, ".3f") if b.name else "-",
+             _num(b.eps, ".2f") if b.name else "-"]
+    if section == "edge":
+        cells.append(attack_cell(r, r.strongest("node membership")))
+    return cells + [verification]
 
 
 def marks(r: Row) -> str:
@@ -435,8 +561,19 @@ COLUMN_NOTES = [
     "logged metric; delta as run.",
     "method '(= other ...)': every seed's run is identical to the other row's (the same ledger and the same test "
     "predictions): the two rows compare nothing at this budget.",
-    "strongest attack: per seed, the attack variant with the best mean AUC on the other seeds (held out), its AUC "
-    "and TPR at 1% FPR on this seed, averaged; model-free references are never candidates; 'of N' = candidates.",
+    "strongest attack on <unit>: among the attacks on what the section's claims protect (edge membership in "
+    "edge-level sections: link stealing and LinkTeller on held-out edges and non-edges of the refit released model, "
+    "scripts/edge_attacks; node membership elsewhere), per seed the variant with the best mean AUC on the other "
+    "seeds (held out), its AUC and TPR at 1% FPR on this seed, averaged; model-free references (ref-*) are never "
+    "candidates but are shown beside it ('reference ... (no model)': link stealing on raw features, what feature "
+    "homophily alone gives the edge game; an edge attack near it finds little the model adds); 'of N' = candidates; "
+    "'-': no attack on that unit ran for the row.",
+    "implied eps (attack): ln((TPR - delta) / FPR) (or the TNR/FNR side) at the attack's 1%-FPR point with one-sided "
+    "Clopper-Pearson bounds on its counts, mean over seeds; a heuristic indication, not an audit: the edge game's "
+    "members and non-members are many pairs of one trained model, not one unit's neighbouring datasets. '-' where "
+    "the records give no counts (the node attacks' records).",
+    "node membership attack (edge-level sections): the strongest node-membership attack, kept for comparison; an "
+    "edge-level claim does not cover it.",
     "verification: bench verify / bench audit verdicts of the configuration and the largest empirical epsilon lower "
     "bound of their checks.",
 ]
@@ -445,30 +582,46 @@ COLUMN_NOTES = [
 def to_markdown(rows: list[Row], title: str) -> str:
     lines = [f"# {title}", ""]
     for (ds, unit), rs in sections(rows).items():
-        lines += [f"## {ds}: {unit}-level", "", "| " + " | ".join(HEADER) + " |",
-                  "|" + "|".join(" --- " for _ in HEADER) + "|"]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row_cells(r)) + " |" for r in rs]
+        header = header_for(unit)
+        lines += [f"## {ds}: {unit}-level", "", "| " + " | ".join(header) + " |",
+                  "|" + "|".join(" --- " for _ in header) + "|"]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row_cells(r, unit)) + " |" for r in rs]
         lines.append("")
     notes = footnotes(rows)
     lines += [f"* {n}" for n in notes + COLUMN_NOTES]
     return "\n".join(lines) + "\n"
 
 
+CSV_COLUMNS = ["dataset", "privacy_unit", "unit_label", "method", "split", "target_epsilon", "spent_epsilon_max",
+               "delta", "inference_private", "test_acc_mean", "ci_low", "ci_high", "seeds", "strongest_attack_unit",
+               "strongest_attack", "strongest_attack_auc", "strongest_attack_tpr_at_1pct_fpr",
+               "strongest_attack_implied_epsilon", "attack_candidates", "held_out_choice",
+               "strongest_attack_outside_claim", "node_membership_attack", "node_membership_auc",
+               "node_membership_tpr_at_1pct_fpr", "node_membership_implied_epsilon", "edge_membership_attack",
+               "edge_membership_auc", "edge_membership_tpr_at_1pct_fpr", "edge_membership_implied_epsilon",
+               "edge_membership_reference", "edge_membership_reference_auc", "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as", "previous_setting"]
+
+
 def to_csv(rows: list[Row]) -> str:
+    """One line per row (:data:`CSV_COLUMNS`). ``strongest_attack*``: the strongest attack on the unit the row's
+    claim protects (:attr:`Row.claim_unit`; node membership for non-private rows); ``node_membership_*`` and
+    ``edge_membership_*``: the strongest on each unit, whatever the row's (empty where none ran)."""
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["dataset", "privacy_unit", "unit_label", "method", "split", "target_epsilon", "spent_epsilon_max",
-                "delta", "inference_private", "test_acc_mean", "ci_low", "ci_high", "seeds", "strongest_attack",
-                "strongest_attack_auc", "strongest_attack_tpr_at_1pct_fpr", "attack_candidates", "held_out_choice",
-                "strongest_attack_outside_claim",
-                "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as", "previous_setting"])
+    w.writerow(CSV_COLUMNS)
+
+    def nums(b: Strongest) -> list[Any]:
+        return [b.name, *("" if not b.name or math.isnan(x) else x for x in (b.auc, b.tpr, b.eps))]
+
     for r in rows:
-        name, auc, tpr, n, held = r.strongest_attack()
+        b = r.strongest(r.claim_unit)
+        outside = strongest_attack_unit(r, b)[1]
+        refs = r.references("edge membership")
         w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max, r.delta,
                     r.inference_private, r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
-                    len(r.accs), name, "" if not name else auc, "" if not name else tpr, n, held,
-                    strongest_attack_unit(r)[1],
-                    max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
+                    len(r.accs), r.claim_unit, *nums(b), b.candidates, b.held_out, outside,
+                    *nums(r.strongest("node membership")), *nums(r.strongest("edge membership")),
+                    "; ".join(refs), "; ".join(str(a) for a in refs.values()), max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
                     "; ".join(f"{o}: {w}" if w else o for o, w in r.same_as), r.previous])
     return buf.getvalue()
 
@@ -565,9 +718,9 @@ def to_html(rows: list[Row], title: str, figures: dict[tuple[str, str], str], in
         if (ds, unit) in figures:
             parts.append(f"<img alt='privacy-utility plot, {esc(ds)}, {esc(unit)}' "
                          f"src='data:image/png;base64,{figures[(ds, unit)]}'>")
-        parts.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in HEADER) + "</tr>")
+        parts.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in header_for(unit)) + "</tr>")
         for r in rs:
-            cells = row_cells(r)
+            cells = row_cells(r, unit)
             tds = "".join(f"<td>{esc(c)}</td>" for c in cells[:-1])
             cls = "viol" if r.verdict == "VIOLATION" else "pass" if r.verdict else ""
             parts.append(f"<tr>{tds}<td class='{cls}'>{esc(cells[-1])}</td></tr>")
@@ -740,8 +893,8 @@ def _md_table_html(md: str) -> str:
     return "\n".join(out)
 
 
-__all__ = ["LeaderboardError", "Row", "bootstrap_ci", "build", "build_site", "collect", "collect_records",
-           "config_records", "render"]
+__all__ = ["CSV_COLUMNS", "LeaderboardError", "Row", "Strongest", "attack_infers", "bootstrap_ci", "build",
+           "build_site", "collect", "collect_records", "config_records", "render"]
 
 
 # --------------------------------------------------------------------------------------
@@ -749,23 +902,24 @@ __all__ = ["LeaderboardError", "Row", "bootstrap_ci", "build", "build_site", "co
 # --------------------------------------------------------------------------------------
 
 
-def strongest_attack_unit(r: Row) -> tuple[str, str]:
-    """(what the row's strongest attack infers, e.g. ``node membership``; why the row's privacy claim does not cover
-    it, e.g. ``outside the edge-level claim``, or ""). Both "" without an attack or for an attack not registered."""
-    name = r.strongest_attack()[0]
-    if not name:
+def strongest_attack_unit(r: Row, b: Strongest | None = None) -> tuple[str, str]:
+    """(what the attack ``b`` -- default the row's shown attack, :meth:`Row.shown_attack` -- infers, e.g. ``node
+    membership``; why the row's privacy claim does not cover it, e.g. ``outside the edge-level claim``, or ""). Both
+    "" without an attack or for an attack not registered."""
+    b = b if b is not None else r.shown_attack()
+    if not b.name:
         return "", ""
     from bench.attack import attack_unit
 
-    u = attack_unit(name.split(".", 1)[0], r.unit)
+    u = attack_unit(b.name.split(".", 1)[0], r.unit)
     return u["attack_unit"], u["outside_claim"]
 
 
-def attack_unit_note(r: Row) -> str:
-    """`` [node membership: outside the edge-level claim]`` when the row's strongest attack infers something its
-    privacy unit does not protect (a node-membership attack on an edge- or feature-level method), else "": appended
-    to the strongest-attack cell so the row itself says the AUC is no evidence against its claim."""
-    unit, outside = strongest_attack_unit(r)
+def attack_unit_note(r: Row, b: Strongest | None = None) -> str:
+    """`` [node membership: outside the edge-level claim]`` when the attack ``b`` (default the row's shown attack)
+    infers something the row's privacy unit does not protect (a node-membership attack on an edge- or feature-level
+    method), else "": appended to an attack cell so the row itself says the AUC is no evidence against its claim."""
+    unit, outside = strongest_attack_unit(r, b)
     return f" [{unit}: {outside}]" if outside else ""
 
 
@@ -775,11 +929,11 @@ SUMMARY_HEADER = ["method", "unit", "spent eps", "test acc (mean, seeds)", "atta
 
 def summary_cells(r: Row, datasets: bool = False) -> list[str]:
     """One row of :func:`terminal_summary`."""
-    name, auc, _tpr, _n, _held = r.strongest_attack()
+    b = r.shown_attack()
     attack = "-"
-    if name:
-        unit, outside = strongest_attack_unit(r)
-        attack = f"{_num(auc, '.2f')} ({'; '.join(x for x in (unit or name, outside) if x)})"
+    if b.name:
+        unit, outside = strongest_attack_unit(r, b)
+        attack = f"{_num(b.auc, '.2f')} ({'; '.join(x for x in (unit or b.name, outside) if x)})"
     verification = "-"
     if r.verdict:
         verification = f"{r.verdict} ({_num(max(r.audit_lb), '.3g')})" if r.audit_lb else r.verdict

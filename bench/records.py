@@ -23,7 +23,7 @@ from typing import Any, Iterable
 
 from methods.errors import BenchError
 
-KINDS = ("run", "verify", "audit")
+KINDS = ("run", "verify", "audit", "edge-attack")
 BIG = 1e307  # MLflow keeps inf as 1e308
 
 
@@ -192,6 +192,19 @@ def site_export(site: str | os.PathLike) -> str:
     return f"{d}/" if d.is_dir() else str(Path(site) / "runs.jsonl")
 
 
+def site_attacks(site: str | os.PathLike) -> Path:
+    """The attack records of a leaderboard site (``SITE/attacks/``, one file per attack game, e.g. ``edge.jsonl``:
+    ``scripts.edge_attacks``): attacks on refits of the site's runs, joined to their rows by the leaderboard."""
+    return Path(site) / "attacks"
+
+
+def load_attacks(site: str | os.PathLike) -> list[dict[str, Any]]:
+    """The records of :func:`site_attacks` (empty when the site has none); ``site``: the folder that holds the
+    export (``runs/`` or ``runs.jsonl``)."""
+    d = site_attacks(site)
+    return load(f"{d}/") if d.is_dir() else []
+
+
 def _files(path: str | os.PathLike) -> list[Path]:
     p = Path(path)
     if sharded(p):
@@ -270,5 +283,5 @@ def write(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
 
 
 __all__ = ["KINDS", "accountant_of", "append", "done_cells", "hparams_of", "ledger_of", "load", "number",
-           "record_for", "record_from_run", "records_from_experiment", "row_key", "shard", "sharded", "site_export",
-           "spent_epsilon", "write"]
+           "load_attacks", "record_for", "record_from_run", "records_from_experiment", "row_key", "shard", "sharded",
+           "site_attacks", "site_export", "spent_epsilon", "write"]

@@ -158,6 +158,8 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
     fit = sum(float(r.get("metrics", {}).get("fit_seconds") or 0) for r in runs)
     machines = sorted({r.get("params", {}).get("host") for r in runs if r.get("params", {}).get("host")})
     devices = sorted({r.get("params", {}).get("device") for r in runs if r.get("params", {}).get("device")})
+    attacks = [r for r in records if r.get("kind") == "edge-attack" and r.get("status", "FINISHED") == "FINISHED"]
+    records = [r for r in records if r.get("kind") != "edge-attack"]
     commits = sorted({(r.get("git_commit") or "?")[:10] for r in records})
     starts = [r.get("start_time") for r in records if r.get("start_time")]
     paras = []
@@ -182,6 +184,16 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
                      + (", ".join(machines) if machines else "machines not recorded")
                      + (f" (devices: {', '.join(devices)})" if devices else "")
                      + f"; code {', '.join(commits[:6])}{' ...' if len(commits) > 6 else ''}.")
+    if attacks:
+        secs = sum(sum((r.get("seconds") or {}).values()) for r in attacks)
+        same = sum(bool(r.get("reproduces_run")) for r in attacks)
+        paras.append(f"Edge attacks: {len(attacks)} refits of the edge-level and reference runs of the attack seeds, "
+                     "each attacked with link stealing and LinkTeller on held-out edges and non-edges "
+                     f"(`python -m scripts.edge_attacks`, records in `attacks/edge.jsonl`); {same} of them release "
+                     "exactly the recorded run's test predictions (the others do not: the code or machine "
+                     "differs from the recorded run's, and their attack numbers are of the refit); "
+                     f"{_hours(secs)} of refits and attacks; code "
+                     f"{', '.join(sorted({(r.get('git_commit') or '?')[:10] for r in attacks}))}.")
     sources: dict[str, int] = {}
     for r in runs:
         s = r.get("params", {}).get("hp_source") or "defaults"

@@ -366,6 +366,9 @@ class Method(ABC):
     #: methods this one becomes when a budget leaves its difference unused, with why (DRW-D: {"drw": "no
     #: resample"}); a leaderboard row whose runs equal such a method's is marked with the reason
     degenerates_to: ClassVar[dict[str, str]] = {}
+    #: why the released model answers no query on attacker-supplied node features (``Fitted.predict_proba_features``,
+    #: LinkTeller's queries), when the reason is the privacy claim rather than a missing implementation
+    feature_query_note: ClassVar[str] = ""
 
     def __init__(self, **overrides: Any) -> None:
         self.config = make_config(self.Config, overrides, owner=self.name or type(self).__name__)

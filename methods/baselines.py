@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 from methods.base import FitContext, Method, Task, register
 from methods.models import Backbone
 from methods.privacy import PrivacyLedger
-from methods.training import ModelFitted, train_full_batch
+from methods.training import FeatureQueryFitted, ModelFitted, feature_map, train_full_batch
 
 
 @dataclass
@@ -84,13 +84,14 @@ class FullBatchMethod(Method):
         task, c = ctx.task, self.config
         with ctx.init():
             model = self.backbone(task)
+        normalize = row_normalized(c.features, task)
         result, g_eval = train_full_batch(
             model, task, lr=c.lr, weight_decay=c.weight_decay, epochs=c.epochs, patience=c.patience,
-            device=ctx.device, normalize_features=row_normalized(c.features, task), progress=ctx.progress,
-            desc=self.name)
+            device=ctx.device, normalize_features=normalize, progress=ctx.progress, desc=self.name)
         ledger = PrivacyLedger.non_private(f"{self.name}: non-private training on labels, features and edges")
         info = {"best_epoch": result.best_epoch, "epochs_run": len(result.history), "inference_private": False}
-        return ModelFitted(result.model, g_eval, ledger, result.history, info)
+        # no claim: serving attacker-chosen features (LinkTeller's queries) changes nothing the ledger says
+        return FeatureQueryFitted(result.model, g_eval, ledger, result.history, info, feature_map=feature_map(normalize))
 
 
 @register("mlp")

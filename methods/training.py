@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -127,3 +128,36 @@ class ModelFitted(Fitted):
                 if isinstance(v, Tensor):
                     out[f"graph.{k}"] = v.detach()
         return out
+
+
+class FeatureQueryFitted(ModelFitted):
+    """A :class:`ModelFitted` that also answers queries on attacker-supplied node features over its served graph:
+    ``predict_proba_features(x, nodes)`` (what LinkTeller, Wu et al. 2022, queries).
+
+    Only for methods whose claim covers such queries: the served graph is a DP release (EdgeRand: a model over it,
+    on any features, is post-processing) or there is no claim (the non-private baselines). A query reuses the
+    released weights and graph and adds nothing to the ledger. ``feature_map`` is the model's own preprocessing of
+    raw features (row normalisation or the identity)."""
+
+    def __init__(self, *args, feature_map: Callable[[Tensor], Tensor], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.feature_map = feature_map
+
+    def predict_proba_features(self, x: Tensor, nodes: Tensor | None = None) -> Tensor:
+        """Class probabilities of ``nodes`` (all when None) when node features are ``x`` [N, F] (raw, as the task's)."""
+        g = self.graph
+        if x.shape != (g.x.size(0), g.x.size(1)):
+            raise BenchError(f"feature query: x has shape {tuple(x.shape)}, the served graph {tuple(g.x.shape)}")
+        xq = self.feature_map(x.to(g.x.device, g.x.dtype))
+        with torch.no_grad():
+            p = torch.softmax(self.model(GraphInput(xq, g.edge_index, g.edge_weight)).float(), dim=-1).cpu()
+        return p if nodes is None else p[torch.as_tensor(nodes, dtype=torch.long)]
+
+
+def feature_map(normalize_features: bool) -> Callable[[Tensor], Tensor]:
+    """The raw-feature preprocessing of :func:`train_full_batch` (row normalisation or the identity)."""
+    return row_normalize if normalize_features else _identity
+
+
+def _identity(x: Tensor) -> Tensor:
+    return x

@@ -8,9 +8,9 @@ Targets are trained and attacked by a resumable sweep (every attack an MLflow ch
 ROC plot), exactly as ``bench run --attacks`` does. The reported epsilon is the accountant's, never the target;
 non-private methods report ``inf``. Attacks per method (``--attacks`` overrides): non-private and node/feature-
 level methods get the node attacks (``threshold``, ``shadow``, ``lira``); edge-level methods get ``link-stealing``
-and ``linkteller`` (the edge game) plus ``threshold``. ``linkteller`` reports "not applicable" for every built-in
-method (no ``Fitted.predict_proba_features``). Splits: Planetoid ``public``, everything else ``random-75-10-15``
-(``--split`` overrides). The tables are read back from the experiment's runs.
+and ``linkteller`` (the edge game) plus ``threshold``. ``linkteller`` applies to the non-private baselines and
+``edgerand`` (``Fitted.predict_proba_features``) and reports "not applicable" for GAP/ProGAP, with why. Splits:
+Planetoid ``public``, everything else ``random-75-10-15`` (``--split`` overrides). The tables are read back from the experiment's runs.
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ def test_attack_runs_are_children_of_the_target_run(tmp_path, capsys):
 
 def test_run_with_attacks_marks_not_applicable_attacks(capsys):
     exp = "attack-cli-run"
-    code = main(["run", "-m", "gcn", "-d", CSBM, "--set", "epochs=5", "--attacks", "linkteller,threshold",
+    code = main(["run", "-m", "gap-edge", "-d", CSBM, "--epsilon", "4", "--set", "epochs=5", "--attacks",
+                 "linkteller,threshold",
                  "--attack-set", "pairs=50", "--bootstrap", "20", "--experiment", exp, "--no-progress"])
     assert code == 0
     out = capsys.readouterr().out
@@ -78,7 +79,7 @@ def test_run_with_attacks_marks_not_applicable_attacks(capsys):
     status = {r.data.tags["attack"]: (r.info.status, r.data.tags["status"]) for r in children}
     assert status == {"linkteller": ("FINISHED", "not applicable"), "threshold": ("FINISHED", "ok")}
     na = next(r for r in children if r.data.tags["attack"] == "linkteller")
-    assert "predict_proba_features" in na.data.tags["reason"]
+    assert "predict_proba_features" in na.data.tags["reason"] and "ledger does not cover" in na.data.tags["reason"]
 
 
 BAD = [

@@ -131,8 +131,50 @@ def test_linkteller_finds_every_edge_of_a_propagating_model_and_is_not_applicabl
     assert hit.notes["feature_queries"] > 1
     prior = aucs(attack("linkteller", "prior", task))["influence"]
     assert prior.value == 0.5
-    na = attack("linkteller", "gcn", task, method_overrides={"epochs": 5})
+    na = attack("linkteller", "gap-edge", task, method_overrides={"epochs": 5})
     assert na.status == "not applicable" and "predict_proba_features" in na.reason
+    assert "noisy aggregation the ledger does not cover" in na.reason
+
+
+def test_linkteller_on_the_built_in_models_that_serve_feature_queries(tasks):
+    task = tasks["random-75-10-15"]
+    gcn = aucs(attack("linkteller", "gcn", task, method_overrides={"epochs": 60, "patience": 0}))["influence"]
+    assert gcn.low > 0.8, str(gcn)  # a GCN's posteriors move with its neighbours' features only
+    mlp = aucs(attack("linkteller", "mlp", task, method_overrides={"epochs": 20}))["influence"]
+    assert mlp.value == 0.5 and mlp.low == mlp.high  # an MLP reads no edge: every influence is 0
+    # EdgeRand serves its randomised graph: the attack applies at any budget; at epsilon 1 it finds far fewer edges
+    m = get_method("edgerand")(epochs=20)
+    fitted = m.fit(task, Budget(epsilon=1.0), 0)
+    rr = run_attack(get_attack("linkteller")(pairs=100), Target(task, m, Budget(epsilon=1.0), fitted, 0),
+                    n_bootstrap=0)
+    assert rr.status == "ok" and rr.variants[0].metrics["auc"].value < gcn.value
+
+
+@pytest.mark.parametrize("method", ["gcn", "sage", "edgerand"])
+def test_feature_queries_reuse_the_release_and_leave_the_ledger_alone(tasks, method):
+    task = tasks["random-75-10-15"]
+    m = get_method(method)(**get_method(method).smoke_config)
+    budget = Budget(epsilon=2.0) if m.is_private else Budget()
+    fitted = m.fit(task, budget, 0)
+    released = fitted.release()
+    graph, edges, x0 = fitted.graph, fitted.graph.edge_index, fitted.graph.x.clone()
+    before = (fitted.ledger.to_dict(), fitted.epsilon(1e-5), {k: v.clone() for k, v in released.items() if k[:6] == "model."})
+    x = task.data.x.float()
+    full = fitted.predict_proba_features(x)
+    assert full.shape == (task.num_nodes, task.num_classes)
+    assert torch.allclose(full, fitted.predict_proba(), atol=1e-6)  # the task's own features: the served posteriors
+    nodes = torch.tensor([5, 0, 17])
+    assert torch.equal(fitted.predict_proba_features(x, nodes), full[nodes])
+    moved = x.clone()
+    moved[3] += 1.0
+    assert not torch.allclose(fitted.predict_proba_features(moved), full)
+    assert torch.equal(fitted.predict_proba_features(x), full)  # a query changes nothing it serves later
+    after = fitted.release()
+    assert fitted.ledger.to_dict() == before[0] and fitted.epsilon(1e-5) == before[1]
+    assert after.keys() == released.keys() and all(torch.equal(after[k], v) for k, v in before[2].items())
+    assert fitted.graph is graph and fitted.graph.edge_index is edges and torch.equal(fitted.graph.x, x0)
+    with pytest.raises(Exception, match="shape"):
+        fitted.predict_proba_features(x[:10])
 
 
 # --------------------------------------------------------------------------------------

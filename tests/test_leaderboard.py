@@ -297,3 +297,46 @@ def test_identical_runs_are_marked_in_the_row_and_coincidences_footnoted():
     notes = [n for n in footnotes(collect_records(same + other)) if "same test accuracy" in n]
     assert len(notes) == 1 and notes[0].startswith("drw and drw-d and drw-r: the same test accuracy on every seed")
     assert "different spent epsilons" in notes[0]
+
+
+def test_edge_rows_show_the_strongest_edge_attack_and_keep_node_membership_second():
+    """scripts.edge_attacks' records join the rows of the runs they refit: an edge-level row's unit-matched column is
+    the held-out strongest edge attack (references excluded) with its implied epsilon; node membership moves to the
+    secondary column; a record of a run no row holds is left out."""
+    from bench.leaderboard import CSV_COLUMNS, collect_records, header_for, row_cells, to_csv
+
+    def run(s):
+        return {"cell_id": f"c{s}", "run_id": f"r{s}", "kind": "run", "status": "FINISHED", "start_time": s,
+                "params": {"method": "edgerand", "dataset": "cora", "split": "random-75-10-15", "seed": s,
+                           "privacy_unit": "edge", "target_epsilon": "1.0", "delta": "0.0001", "config_hash": f"h{s}"},
+                "metrics": {"test_acc": 0.7, "epsilon": 1.0},
+                "attacks": {"lira": {"online": {"auc": 0.82, "tpr_at_1pct_fpr": 0.08}}}}
+
+    def edge(s, h=None):
+        return {"cell_id": f"e{s}", "kind": "edge-attack", "status": "FINISHED", "start_time": 10 + s,
+                "target_config_hash": h or f"h{s}",
+                "attacks": {"link-stealing": {"cosine": {"auc": 0.70 + 0.01 * s, "tpr_at_1pct_fpr": 0.05,
+                                                         "implied_epsilon": 1.0 + s},
+                                              "ref-features-cosine": {"auc": 0.9, "tpr_at_1pct_fpr": 0.3}},
+                            "linkteller": {"influence": {"auc": 0.5, "tpr_at_1pct_fpr": 0.01, "implied_epsilon": 0}}}}
+
+    (row,) = collect_records([run(0), run(1), edge(0), edge(1), edge(7, h="gone")])
+    b = row.strongest("edge membership")
+    assert b.name == "link-stealing.cosine" and b.held_out and b.candidates == 2
+    assert b.auc == pytest.approx(0.705) and b.eps == pytest.approx(1.5)
+    assert row.strongest("node membership").name == "lira.online"
+    header, cells = header_for("edge"), row_cells(row, "edge")
+    assert len(cells) == len(header) and header[10] == "strongest attack on edge membership (AUC)"
+    assert cells[10].startswith("0.705 (link-stealing.cosine; held-out choice of 2)") and "outside" not in cells[10]
+    assert "reference link-stealing.ref-features-cosine (no model): 0.900" in cells[10]
+    assert cells[12] == "1.50" and "[node membership: outside the edge-level claim]" in cells[13]
+    assert len(row_cells(row, "node")) == len(header_for("node")) == len(header) - 1
+    line = dict(zip(CSV_COLUMNS, next(csv.reader(io.StringIO(to_csv([row]).splitlines()[1])))))
+    assert line["strongest_attack_unit"] == "edge membership" and line["strongest_attack"] == "link-stealing.cosine"
+    assert line["node_membership_attack"] == "lira.online" and line["strongest_attack_outside_claim"] == ""
+    assert float(line["edge_membership_implied_epsilon"]) == pytest.approx(1.5)
+    assert line["edge_membership_reference"] == "link-stealing.ref-features-cosine"
+    assert float(line["edge_membership_reference_auc"]) == pytest.approx(0.9)
+    # without edge records the unit-matched column says so instead of showing a node attack in its place
+    (bare,) = collect_records([run(0), run(1)])
+    assert row_cells(bare, "edge")[10] == "-" and "lira.online" in row_cells(bare, "edge")[13]

@@ -180,3 +180,44 @@ def test_a_run_is_dirty_when_code_differs_from_its_commit_not_when_results_do(tm
     assert commit_of(tmp_path) == sha
     (tmp_path / "code.py").write_text("x = 2\n")
     assert commit_of(tmp_path) == sha + "-dirty"
+
+
+ATTACKS = REPO / "docs" / "leaderboard" / "attacks"
+
+
+def _edge_record(commit: str) -> dict:
+    from attacks.metrics import epsilon_from_counts
+
+    return {"kind": "edge-attack", "cell_id": "e1", "run_id": "r1", "name": "edge-attacks/x", "status": "FINISHED",
+            "git_commit": commit, "start_time": DIRTY_CUTOFF + 1, "target_config_hash": "h",
+            "params": {"method": "edgerand", "dataset": "cora", "split": "random-75-10-15", "seed": "0",
+                       "privacy_unit": "edge", "target_epsilon": "1.0", "delta": "0.0001"},
+            "attacks": {"link-stealing": {"cosine": {"auc": 0.8, "tpr_at_1pct_fpr": 0.2, "tp": 100, "members": 500,
+                                                     "fp": 5, "non_members": 500,
+                                                     "implied_epsilon": epsilon_from_counts(100, 500, 5, 500, 1e-4)}}}}
+
+
+EDGE_CORRUPTIONS = {
+    "not a rate in [0, 1]": lambda v: v.__setitem__("auc", 1.3),
+    "but the counts give 100/500": lambda v: v.__setitem__("tpr_at_1pct_fpr", 0.25),
+    "above 1% FPR": lambda v: v.__setitem__("fp", 9),
+    "implied_epsilon 3.0 but the counts give": lambda v: v.__setitem__("implied_epsilon", 3.0),
+    "counts missing": lambda v: v.pop("members"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(EDGE_CORRUPTIONS))
+def test_edge_attack_records_check_out_and_each_corruption_fails(tmp_path, good, what):
+    rec = _edge_record(good[0]["git_commit"])
+    assert check_export(_write(tmp_path, [rec]), count_units=False).ok
+    EDGE_CORRUPTIONS[what](rec["attacks"]["link-stealing"]["cosine"])
+    report = check_export(_write(tmp_path, [rec]), count_units=False)
+    assert len(report.failures) == 1 and what in "; ".join(report.failures[0][1]), report.failures
+
+
+def test_the_published_edge_attacks_check_out():
+    if not ATTACKS.is_dir():
+        pytest.skip("no published edge attacks")
+    report = check_export(ATTACKS, count_units=False)
+    assert report.ok, "\n".join(f"{w}: {'; '.join(p)}" for w, p in report.failures[:20])
+    assert report.checked > 0 and report.legacy_dirty == 0

@@ -79,3 +79,33 @@ def test_a_script_runs_end_to_end_and_resumes(data_root, tmp_path, capsys):
     assert main(argv + ["--dry-run"]) == 0  # resumed: nothing left to run
     assert "0 to run, 1 done" in capsys.readouterr().err
     assert len(api.runs("script-drw")) == 1
+
+
+def test_edge_attacks_pick_the_edge_rows_runs_and_write_records_the_check_accepts():
+    """scripts.edge_attacks: the published export's runs it refits (edge-level and reference runs of the attack
+    seeds on the edge rows' split), and one record end to end on a synthetic graph that --check accepts."""
+    import torch
+
+    from bench.check import check_record
+    from scripts.edge_attacks import attack_run, targets
+
+    runs = targets("configs/leaderboard.yaml", "docs/leaderboard/runs/", ["cora"])
+    got = {(r["params"]["method"], r["params"]["target_epsilon"], r["params"]["seed"]) for r in runs}
+    assert len(runs) == len(got) == 20
+    assert {m for m, _, _ in got} == {"edgerand", "gap-edge", "progap-edge", "gcn", "mlp", "sage", "rw"}
+    assert {s for _, _, s in got} == {"0", "1"} and {r["params"]["split"] for r in runs} == {"random-75-10-15"}
+
+    csbm = "csbm:nodes=300,classes=3,features=8,degree=6"
+    run = {"cell_id": "c", "run_id": "r", "name": "gcn/csbm", "metrics": {"test_acc": 0.0},
+           "params": {"method": "gcn", "dataset": csbm, "split": "random-75-10-15", "seed": "0",
+                      "privacy_unit": "none", "target_epsilon": "inf", "delta": "0.0", "config_hash": "h",
+                      "hp.epochs": "30", "hp.patience": "0", "hp.hidden": "16"}}
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        rec = attack_run(run, {"link-stealing": {"pairs": 200}, "linkteller": {"pairs": 100}}, "a" * 40, {})
+    finally:
+        torch.set_num_threads(before)
+    assert rec["target_config_hash"] == "h" and not rec["reproduces_run"]  # its recorded accuracy is a fake 0
+    assert rec["attacks"]["linkteller"]["influence"]["auc"] > 0.8 and not rec["not_applicable"]
+    assert check_record(rec) == []

@@ -80,6 +80,15 @@ def test_provenance_counts_compute_machines_progress_and_hparam_sources():
     assert "`configs/leaderboard.yaml`" in text and str(Path.cwd()) not in text
     title, intro, papers = site_texts(collect_records(recs), None, records=recs)
     assert title and "MLflow store" in intro and papers.startswith("## Papers vs ours")
+    # edge-attack records get their own paragraph and change neither the training counts nor the compute dates
+    attacks = [{"cell_id": f"e{i}", "kind": "edge-attack", "status": "FINISHED", "start_time": 1_900_000_000_000,
+                "git_commit": "abc", "reproduces_run": i == 0, "seconds": {"fit": 60.0, "linkteller": 120.0}}
+               for i in range(2)]
+    more = provenance_md(recs + attacks, "docs/leaderboard/runs.jsonl", "configs/leaderboard.yaml", planned=10, done=3)
+    assert "2 training runs and 1 verifications" in more and "Edge attacks: 2 refits" in more
+    assert "1 of them release exactly the recorded run's" in more and "6 min of refits and attacks" in more
+    compute = [[p for p in t.split("\n\n") if p.startswith("Compute:")] for t in (text, more)]
+    assert compute[0] and compute[0] == compute[1]
     # a paper section only where the page has its dataset and split
     assert "ProGAP" in papers and "DRW" not in papers
 

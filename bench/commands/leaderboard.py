@@ -119,6 +119,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         config, planned, done = args.run or args.config, None, None
         if config:
             recs, planned, done = config_records(config, recs)
+        # attack records beside the export (SITE/attacks/ for SITE/runs/), joined to the rows of the runs they refit
+        recs = recs + records.load_attacks(Path(str(export).rstrip("/")).parent)
         rows = collect_records(recs)
         if not rows:
             raise LeaderboardError(f"no FINISHED runs with test accuracy in {export}"

@@ -38,7 +38,7 @@ from methods.baselines import FullBatchConfig, row_normalized
 from methods.models import sparse_input
 from methods.privacy import PrivacyLedger, presets
 from methods.samplers import sorted_unique
-from methods.training import ModelFitted, train_full_batch
+from methods.training import FeatureQueryFitted, ModelFitted, feature_map, train_full_batch
 
 DENSE_PAIRS = 2_000_000
 
@@ -195,9 +195,12 @@ class EdgeRand(Method):
         released_task = dataclasses.replace(task, data=data)
         with ctx.init():
             model = SAGEJK(task.num_features, c.hidden, task.num_classes, c.layers, c.dropout, c.jk)
+        normalize = row_normalized(c.features, task)
         result, g_eval = train_full_batch(model, released_task, lr=c.lr, weight_decay=c.weight_decay, epochs=c.epochs,
-                                          patience=c.patience, device=dev,
-                                          normalize_features=row_normalized(c.features, task), progress=ctx.progress,
-                                          desc=self.name)
+                                          patience=c.patience, device=dev, normalize_features=normalize,
+                                          progress=ctx.progress, desc=self.name)
         info.update(best_epoch=result.best_epoch, epochs_run=len(result.history))
-        return ModelFitted(result.model, g_eval, ledger, result.history, info, graph_released=budget.is_private)
+        # the served graph is the randomised release: a model over it answers queries on any features (LinkTeller's)
+        # as post-processing, with no further mechanism
+        return FeatureQueryFitted(result.model, g_eval, ledger, result.history, info, graph_released=budget.is_private,
+                                  feature_map=feature_map(normalize))

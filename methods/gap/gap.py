@@ -30,7 +30,7 @@ from methods.gap import common
 from methods.gap.common import NormChoice, calibrate
 from methods.gap.nap import EDGE_SENSITIVITY, nap, node_sensitivity, normalize_rows
 from methods.gap.nets import Encoder, ProgressiveNet
-from methods.gap.stages import CachedAggregatesFitted, train_dp, train_full_batch
+from methods.gap.stages import FEATURE_QUERY_NOTE, CachedAggregatesFitted, train_dp, train_full_batch
 from methods.models import sparse_input
 from methods.privacy import PrivacyLedger, presets
 
@@ -81,6 +81,7 @@ def _aggregate(adj_t, x0: torch.Tensor, hops: int, sigma: float, gen) -> list[to
 
 @register("gap-edge")
 class GAPEdge(Method):
+    feature_query_note = FEATURE_QUERY_NOTE
     description = "GAP, edge level: non-private encoder, K cached NAP hops (sqrt(2) per edge), classifier"
     privacy_unit = "edge"
     unit_label = "edge (undirected)"
@@ -135,6 +136,7 @@ def _embed(enc: Encoder, x: torch.Tensor) -> torch.Tensor:
 
 @register("gap-node")
 class GAPNode(Method):
+    feature_query_note = FEATURE_QUERY_NOTE
     description = "GAP, node level: DP-SGD encoder, K cached NAP hops on an out-degree-D graph, DP-SGD classifier"
     privacy_unit = "node"
     unit_label = "node (degree-bounded)"

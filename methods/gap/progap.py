@@ -30,7 +30,7 @@ from methods.gap import common
 from methods.gap.common import NormChoice, calibrate
 from methods.gap.nap import EDGE_SENSITIVITY, nap, node_sensitivity
 from methods.gap.nets import ProgressiveNet
-from methods.gap.stages import CachedAggregatesFitted, embed, train_dp, train_full_batch
+from methods.gap.stages import FEATURE_QUERY_NOTE, CachedAggregatesFitted, embed, train_dp, train_full_batch
 from methods.privacy import PrivacyLedger, presets
 
 
@@ -75,6 +75,7 @@ def _plot(history: list[dict], name: str) -> list[str]:
 
 @register("progap-edge")
 class ProGAPEdge(Method):
+    feature_query_note = FEATURE_QUERY_NOTE
     description = "ProGAP, edge level: progressive stages over K cached NAP releases (Theorem 4.1, sqrt(2) per edge)"
     privacy_unit = "edge"
     unit_label = "edge (undirected)"
@@ -119,6 +120,7 @@ class ProGAPEdge(Method):
 
 @register("progap-node")
 class ProGAPNode(Method):
+    feature_query_note = FEATURE_QUERY_NOTE
     description = ("ProGAP, node level: out-degree cut-off D, DP-Adam per stage over K cached NAP releases "
                    "(Theorem 4.2)")
     privacy_unit = "node"

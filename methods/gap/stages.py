@@ -135,6 +135,11 @@ def train_dp(model: nn.Module, inputs: list[Tensor], split: Split, *, epochs: in
     return taken
 
 
+#: why GAP/ProGAP answer no query on new features (``Method.feature_query_note``)
+FEATURE_QUERY_NOTE = ("its released model serves cached noisy aggregates; aggregating attacker-supplied features over "
+                      "the private graph would be a fresh noisy aggregation the ledger does not cover")
+
+
 class CachedAggregatesFitted(Fitted):
     """A released GAP/ProGAP model: the trained sub-model plus the cached NAP outputs of every node.
 
