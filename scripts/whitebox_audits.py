@@ -1,0 +1,156 @@
+"""White-box lower bounds for the leaderboard's private rows: what its "white-box eps_lb / claimed" column reads.
+
+    python -m scripts.whitebox_audits [--datasets cora ...] [--pooled-datasets cora] [--out FILE] [--dry-run]
+
+Per private cell of the config (its seed-0 run record, current settings only), one of:
+
+* ``composed`` (GAP/ProGAP at edge and node level, EdgeRand: every dataset): the mechanism-level audits of the
+  record's own ledger events, composed (:func:`audits.composed.ledger_bound`: GDP for the NAP releases, the sum
+  for EdgeRand's two pure releases); events no composed bound covers (GAP's DP-SGD heads at node level) are named
+  and left out, so the bound is for a subset of what the ledger pays for;
+* ``pooled`` (the DP-SGD methods, on ``--pooled-datasets`` only: each is several full fits with a thousand
+  canaries): the whole-run white-box audit (:mod:`audits.pooled`) of the method at the record's hyperparameters,
+  dataset, split and budget;
+
+PrivGNN and PATE rows get none (hundreds of argmax queries; only the per-query audit exists). One compact record
+per cell (kind ``whitebox-audit``) goes to ``--out``; resumable; the records name the clean commit that ran them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+DEFAULT_OUT = "docs/leaderboard/attacks/whitebox.jsonl"
+COMPOSED = ("gap-edge", "progap-edge", "gap-node", "progap-node", "edgerand")
+POOLED = ("dp-mlp", "dp-mlp-feature", "drw", "drw-r", "drw-d", "dpgnn", "dpgnn-adam")
+#: pooled audit size per method: (runs, canaries per run)
+POOLED_SIZE = {"dpgnn": (1, 1000), "dpgnn-adam": (1, 1000)}
+DEFAULT_POOLED_SIZE = (2, 1000)
+
+
+def targets(config: str, runs: str, datasets: list[str] | None, pooled_datasets: list[str]) -> list[dict[str, Any]]:
+    """The seed-0 run record of every private cell this script covers."""
+    from bench import records
+    from bench.leaderboard import config_records
+
+    recs, _, _ = config_records(config, records.load(runs))
+    out = []
+    for r in recs:
+        p = r.get("params", {})
+        if (r.get("kind", "run") != "run" or r.get("status", "FINISHED") != "FINISHED" or r.get("previous_setting")
+                or str(p.get("seed")) != "0" or p.get("target_epsilon") in (None, "inf") or not r.get("ledger")):
+            continue
+        m, d = p.get("method"), p.get("dataset")
+        if datasets and d not in datasets:
+            continue
+        if m in COMPOSED or (m in POOLED and d in pooled_datasets):
+            out.append(r)
+    order = {d: i for i, d in enumerate(datasets or [])}
+    return sorted(out, key=lambda r: (order.get(r["params"]["dataset"], 0), r["params"]["method"] in POOLED,
+                                      r.get("name", "")))
+
+
+def record_id(run: dict[str, Any]) -> str:
+    key = json.dumps({"cell": run["cell_id"], "size": POOLED_SIZE.get(run["params"]["method"], DEFAULT_POOLED_SIZE)},
+                     sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
+    import math
+
+    from audits.composed import ledger_bound
+    from audits.runner import audit
+    from bench.datasets import load_dataset
+    from bench.run import host_description
+    from bench.splits import make_task
+    from methods import Budget, get_method
+    from methods.privacy.ledger import PrivacyLedger
+
+    p = run["params"]
+    name, seed = p["method"], int(p["seed"])
+    eps, delta = float(p["target_epsilon"]), float(p.get("delta") or 0.0)
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {}
+    if name in COMPOSED:
+        b = ledger_bound(PrivacyLedger.from_dict(run["ledger"]), delta, seed=0)
+        out = {"source": "composed", "epsilon_lb": b.epsilon_lb, "claimed": b.claimed, "covered": b.covered,
+               "left_out": b.left_out}
+    else:
+        cls = get_method(name)
+        known = set(cls.Config.__dataclass_fields__)
+        hp = {k[3:]: v for k, v in p.items() if k.startswith("hp.") and k[3:] in known}
+        if p["dataset"] not in datasets:
+            datasets[p["dataset"]] = load_dataset(p["dataset"])
+        task = make_task(datasets[p["dataset"]], p["split"], seed)
+        runs, canaries = POOLED_SIZE.get(name, DEFAULT_POOLED_SIZE)
+        r = audit(lambda: cls(**hp), task, Budget(eps, delta), "pooled", trials=runs, canaries=canaries,
+                  canary_type="gradient", seed=seed)
+        bnd = r.details["bound"]
+        out = {"source": "pooled", "epsilon_lb": bnd["epsilon_lb_fdp"], "epsilon_lb_cp": bnd["epsilon_lb_cp"],
+               "claimed": r.claimed_epsilon, "pair_epsilon": r.details["pair_epsilon"], "runs": runs,
+               "canaries": r.canaries, "auc": bnd["auc"], "verdict": r.verdict}
+    ratio = out["epsilon_lb"] / out["claimed"] if out["claimed"] > 0 and math.isfinite(out["claimed"]) else math.nan
+    return {"kind": "whitebox-audit", "cell_id": record_id(run), "run_id": uuid.uuid4().hex,
+            "target_cell_id": run["cell_id"], "target_run_id": run["run_id"],
+            "target_config_hash": p.get("config_hash"), "name": f"whitebox/{run.get('name', '')}",
+            "status": "FINISHED", "git_commit": commit, "start_time": int(time.time() * 1000),
+            "params": {k: p[k] for k in ("method", "dataset", "split", "seed", "privacy_unit", "target_epsilon",
+                                         "delta", "config_hash") if k in p},
+            "whitebox": {**out, "ratio": ratio}, "seconds": round(time.perf_counter() - t0, 2),
+            "host": host_description("cpu")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from scripts.edge_attacks import _commit, _preload
+
+    ap = argparse.ArgumentParser(prog="python -m scripts.whitebox_audits", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="configs/leaderboard.yaml")
+    ap.add_argument("--runs", default="docs/leaderboard/runs/", help="the export whose cells are audited")
+    ap.add_argument("--out", default=DEFAULT_OUT, help="the white-box records (appended; default %(default)s)")
+    ap.add_argument("--datasets", nargs="*", help="only these datasets, in this order (default: every one)")
+    ap.add_argument("--pooled-datasets", nargs="*", default=["cora"],
+                    help="datasets whose DP-SGD rows get the pooled audit (default: %(default)s)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dry-run", action="store_true")
+    args = ap.parse_args(argv)
+    import torch
+
+    from bench import records
+
+    torch.set_num_threads(args.threads)
+    todo = targets(args.config, args.runs, args.datasets, args.pooled_datasets)
+    done = {r["cell_id"] for r in records.load(args.out)} if Path(args.out).exists() else set()
+    pending = [r for r in todo if record_id(r) not in done]
+    print(f"# {len(todo)} cells need a white-box bound; {len(todo) - len(pending)} done, {len(pending)} to run",
+          file=sys.stderr)
+    if args.dry_run:
+        for r in pending:
+            print(r.get("name", r["cell_id"]))
+        return 0
+    commit = _commit()
+    _preload()
+    import audits.composed  # noqa: F401
+    import audits.pooled  # noqa: F401
+
+    cache: dict = {}
+    t_all = time.perf_counter()
+    for i, run in enumerate(pending, 1):
+        rec = audit_run(run, commit, cache)
+        records.append(args.out, rec)
+        w = rec["whitebox"]
+        print(f"[{i}/{len(pending)}] {run.get('name')}: {w['source']} {w['epsilon_lb']:.3g} / {w['claimed']:.3g} "
+              f"= {w['ratio']:.2f} {rec['seconds']:.0f}s", file=sys.stderr, flush=True)
+    print(f"# done in {time.perf_counter() - t_all:.0f}s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
