@@ -11,6 +11,7 @@ Each line of an export (a file or a directory of per-dataset files, :mod:`bench.
 * delta: at most the rule's value, the largest power of ten below 1 / #privacy units (the count a run logs as
   ``privacy_units``; for records older than that parameter, counted on the dataset when it can be loaded);
 * rates: attack AUCs and TPRs lie in [0, 1]; verification and audit lower bounds are >= 0, their alphas in [0, 1];
+* white-box bounds (``whitebox-audit`` records of ``scripts.whitebox_audits``): a lower bound in [0, claimed];
 * edge attacks (``edge-attack`` records of ``scripts.edge_attacks``, e.g. ``docs/leaderboard/attacks``): rates in
   [0, 1], the TPR its counts give, at most 1% FPR, and the implied epsilon recomputed from the counts;
 * commit: the record names a commit of this repository's history (an ancestor of HEAD) without ``-dirty``.
@@ -164,6 +165,9 @@ def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _U
     elif kind == "edge-attack":
         problems += [f"no params.{k}" for k in RUN_PARAMS if params.get(k) in (None, "")]
         problems += _check_edge_attacks(rec, params)
+    elif kind == "whitebox-audit":
+        problems += [f"no params.{k}" for k in RUN_PARAMS if params.get(k) in (None, "")]
+        problems += _check_whitebox(rec)
     elif kind == "verify":
         ver = rec.get("verify") or {}
         if ver.get("verdict") not in ("PASS", "VIOLATION"):
@@ -248,6 +252,28 @@ def _check_edge_attacks(rec: dict, params: dict) -> list[str]:
                 problems.append(f"{what}: {fp} false positives of {neg} is above 1% FPR")
             if not _close(eps, _float(vals.get("implied_epsilon"))):
                 problems.append(f"{what}: implied_epsilon {vals.get('implied_epsilon')} but the counts give {eps:.6g}")
+    return problems
+
+
+def _check_whitebox(rec: dict) -> list[str]:
+    """A ``whitebox-audit`` record (``scripts.whitebox_audits``): a named target run, a known source, a lower bound
+    in [0, claimed] (a bound above its claim is a privacy violation to investigate, never a number to publish) and
+    the ratio they give."""
+    w = rec.get("whitebox") or {}
+    problems = []
+    if not rec.get("target_config_hash"):
+        problems.append("no target_config_hash: the run it audits is not named")
+    if w.get("source") not in ("composed", "pooled"):
+        problems.append(f"white-box source {w.get('source')!r} is neither composed nor pooled")
+    lb, claimed = _float(w.get("epsilon_lb")), _float(w.get("claimed"))
+    if not lb >= 0:
+        problems.append(f"white-box epsilon_lb {w.get('epsilon_lb')} is not >= 0")
+    if not claimed > 0:
+        problems.append(f"white-box claimed {w.get('claimed')} is not > 0")
+    elif lb > claimed * (1 + RTOL):
+        problems.append(f"white-box epsilon_lb {lb:.6g} exceeds the claim {claimed:.6g}: a violation to investigate")
+    elif not _close(lb / claimed, _float(w.get("ratio"))):
+        problems.append(f"white-box ratio {w.get('ratio')} but epsilon_lb / claimed is {lb / claimed:.6g}")
     return problems
 
 

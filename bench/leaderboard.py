@@ -74,6 +74,8 @@ class Row:
     #: attack variant -> seed -> the epsilon its 1%-FPR point implies (records that give the counts)
     attack_eps: dict[str, dict[int, float]] = field(default_factory=dict)
     audit_lb: list[float] = field(default_factory=list)
+    #: the white-box lower bound of the row's seed-0 cell (``whitebox-audit`` records of scripts.whitebox_audits)
+    whitebox: dict[str, Any] | None = None
     audit_verdicts: list[str] = field(default_factory=list)
     audit_modes: set = field(default_factory=set)
     ci: tuple[float, float] | None = None
@@ -250,7 +252,7 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
     from bench.records import spent_epsilon
 
     newest: dict[Any, dict] = {}
-    checks, edge_attacks = [], []
+    checks, edge_attacks, whitebox = [], [], []
     for rec in records:
         if rec.get("status", "FINISHED") != "FINISHED":
             continue
@@ -260,6 +262,9 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
             continue
         if kind == "edge-attack":
             edge_attacks.append(rec)
+            continue
+        if kind == "whitebox-audit":
+            whitebox.append(rec)
             continue
         p, m = rec.get("params", {}), rec.get("metrics", {})
         if "test_acc" not in m or "method" not in p:
@@ -306,6 +311,7 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
             elif k.startswith("attack.") and k.endswith(".tpr_at_1pct_fpr"):
                 row.attack_tpr.setdefault(k[len("attack."):-len(".tpr_at_1pct_fpr")], {})[seed] = _f(v)
     _join_attack_records(edge_attacks, runs_of)
+    _join_whitebox_records(whitebox, runs_of)
     for rec in checks:
         tags, p, m = rec.get("tags", {}), rec.get("params", {}), rec.get("metrics", {})
         eps = _f(p.get("target_epsilon", m.get("claimed_epsilon")))
@@ -363,6 +369,27 @@ def _join_attack_records(recs: list[dict[str, Any]], runs_of: dict[str, tuple[Ro
                                   ("implied_epsilon", row.attack_eps)):
                     if vals.get(key) is not None:
                         into.setdefault(full, {})[seed] = _f(vals[key])
+
+
+def _join_whitebox_records(recs: list[dict[str, Any]], runs_of: dict[str, tuple[Row, int]]) -> None:
+    """Give each row the white-box bound of ``whitebox-audit`` records (``scripts.whitebox_audits``) naming one of its
+    runs (by ``config_hash``); the newest record wins."""
+    for rec in sorted(recs, key=lambda r: r.get("start_time") or 0):
+        h = rec.get("target_config_hash") or (rec.get("params") or {}).get("config_hash")
+        if h in runs_of and rec.get("whitebox"):
+            runs_of[h][0].whitebox = rec["whitebox"]
+
+
+def whitebox_cell(r: Row) -> str:
+    """``lb / claimed = ratio (source)``, or ``-``."""
+    w = r.whitebox
+    if not w:
+        return "-"
+    src = {"composed": "mechanisms composed", "pooled": "whole run"}.get(w.get("source"), w.get("source", "?"))
+    part = " of the NAP releases" if w.get("left_out") else ""
+    pair = f"; pair eps {_num(w.get('pair_epsilon'), '.3g')}" if w.get("pair_epsilon") is not None else ""
+    return (f"{_num(w.get('epsilon_lb'), '.3g')} / {_num(w.get('claimed'), '.3g')} = {_num(w.get('ratio'), '.2f')} "
+            f"({src}{part}{pair})")
 
 
 def _events_key(ledger: dict) -> str:
@@ -437,7 +464,8 @@ def header_for(section: str) -> list[str]:
     FPR and implied epsilon; edge-level sections add the strongest node-membership attack as a secondary column."""
     unit = section_attack_unit(section)
     return (BASE_HEADER + [f"strongest attack on {unit} (AUC)", "TPR@1%FPR", "implied eps (attack)"]
-            + (["node membership attack (AUC)"] if section == "edge" else []) + ["verification (eps_lb)"])
+            + (["node membership attack (AUC)"] if section == "edge" else [])
+            + ["white-box eps_lb / claimed", "verification (eps_lb)"])
 
 
 HEADER = header_for("node")
@@ -487,7 +515,7 @@ def row_cells(r: Row, section: str | None = None) -> list[str]:
              _num(b.eps, ".2f") if b.name else "-"]
     if section == "edge":
         cells.append(attack_cell(r, r.strongest("node membership")))
-    return cells + [verification]
+    return cells + [whitebox_cell(r), verification]
 
 
 def marks(r: Row) -> str:
@@ -599,7 +627,8 @@ CSV_COLUMNS = ["dataset", "privacy_unit", "unit_label", "method", "split", "targ
                "strongest_attack_outside_claim", "node_membership_attack", "node_membership_auc",
                "node_membership_tpr_at_1pct_fpr", "node_membership_implied_epsilon", "edge_membership_attack",
                "edge_membership_auc", "edge_membership_tpr_at_1pct_fpr", "edge_membership_implied_epsilon",
-               "edge_membership_reference", "edge_membership_reference_auc", "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as", "previous_setting"]
+               "edge_membership_reference", "edge_membership_reference_auc", "whitebox_epsilon_lb", "whitebox_claimed",
+               "whitebox_ratio", "whitebox_source", "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as", "previous_setting"]
 
 
 def to_csv(rows: list[Row]) -> str:
@@ -621,7 +650,9 @@ def to_csv(rows: list[Row]) -> str:
                     r.inference_private, r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
                     len(r.accs), r.claim_unit, *nums(b), b.candidates, b.held_out, outside,
                     *nums(r.strongest("node membership")), *nums(r.strongest("edge membership")),
-                    "; ".join(refs), "; ".join(str(a) for a in refs.values()), max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
+                    "; ".join(refs), "; ".join(str(a) for a in refs.values()),
+                    *([r.whitebox.get(k, "") for k in ("epsilon_lb", "claimed", "ratio", "source")] if r.whitebox
+                      else ["", "", "", ""]), max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
                     "; ".join(f"{o}: {w}" if w else o for o, w in r.same_as), r.previous])
     return buf.getvalue()
 

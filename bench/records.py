@@ -23,7 +23,7 @@ from typing import Any, Iterable
 
 from methods.errors import BenchError
 
-KINDS = ("run", "verify", "audit", "edge-attack")
+KINDS = ("run", "verify", "audit", "edge-attack", "whitebox-audit")
 BIG = 1e307  # MLflow keeps inf as 1e308
 
 

@@ -159,7 +159,8 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
     machines = sorted({r.get("params", {}).get("host") for r in runs if r.get("params", {}).get("host")})
     devices = sorted({r.get("params", {}).get("device") for r in runs if r.get("params", {}).get("device")})
     attacks = [r for r in records if r.get("kind") == "edge-attack" and r.get("status", "FINISHED") == "FINISHED"]
-    records = [r for r in records if r.get("kind") != "edge-attack"]
+    whitebox = [r for r in records if r.get("kind") == "whitebox-audit" and r.get("status", "FINISHED") == "FINISHED"]
+    records = [r for r in records if r.get("kind") not in ("edge-attack", "whitebox-audit")]
     commits = sorted({(r.get("git_commit") or "?")[:10] for r in records})
     starts = [r.get("start_time") for r in records if r.get("start_time")]
     paras = []
@@ -194,6 +195,17 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
                      "differs from the recorded run's, and their attack numbers are of the refit); "
                      f"{_hours(secs)} of refits and attacks; code "
                      f"{', '.join(sorted({(r.get('git_commit') or '?')[:10] for r in attacks}))}.")
+    if whitebox:
+        pooled = [r for r in whitebox if (r.get("whitebox") or {}).get("source") == "pooled"]
+        paras.append(f"White-box bounds: {len(whitebox)} private cells (seed 0) carry a white-box epsilon lower bound "
+                     "(`python -m scripts.whitebox_audits`, records in `attacks/whitebox.jsonl`): GAP, ProGAP and "
+                     "EdgeRand rows from the mechanism-level audits of their own ledger events, composed (GDP for "
+                     "the NAP releases, a sum for EdgeRand's two pure releases; at node level only the NAP releases, "
+                     f"not the DP-SGD heads); {len(pooled)} DP-SGD cells from a whole-run pooled audit "
+                     "(`bench audit --level whitebox`: f-DP estimate; on "
+                     f"{', '.join(sorted({(r.get('params') or {}).get('dataset', '?') for r in pooled})) or 'no dataset yet'}). "
+                     f"{_hours(sum(float(r.get('seconds') or 0) for r in whitebox))} of audits; code "
+                     f"{', '.join(sorted({(r.get('git_commit') or '?')[:10] for r in whitebox}))}.")
     sources: dict[str, int] = {}
     for r in runs:
         s = r.get("params", {}).get("hp_source") or "defaults"

@@ -340,3 +340,24 @@ def test_edge_rows_show_the_strongest_edge_attack_and_keep_node_membership_secon
     # without edge records the unit-matched column says so instead of showing a node attack in its place
     (bare,) = collect_records([run(0), run(1)])
     assert row_cells(bare, "edge")[10] == "-" and "lira.online" in row_cells(bare, "edge")[13]
+
+
+def test_a_rows_white_box_bound_joins_from_its_seed_zero_run():
+    """scripts.whitebox_audits' records join the row of the run they audit (config_hash): the column shows
+    lb / claimed = ratio and the source; a row without one shows '-'; the CSV carries the numbers."""
+    from bench.leaderboard import CSV_COLUMNS, collect_records, header_for, row_cells, to_csv
+
+    run = {"cell_id": "c0", "run_id": "r0", "kind": "run", "status": "FINISHED", "start_time": 1,
+           "params": {"method": "gap-edge", "dataset": "cora", "split": "random-75-10-15", "seed": 0,
+                      "privacy_unit": "edge", "target_epsilon": "4.0", "delta": "0.0001", "config_hash": "h0"},
+           "metrics": {"test_acc": 0.7, "epsilon": 4.0}}
+    wb = {"cell_id": "w0", "kind": "whitebox-audit", "status": "FINISHED", "start_time": 5, "target_config_hash": "h0",
+          "whitebox": {"source": "composed", "epsilon_lb": 3.5, "claimed": 4.0, "ratio": 0.875, "left_out": []}}
+    (row,) = collect_records([run, wb, {**wb, "target_config_hash": "gone", "start_time": 9}])
+    header, cells = header_for("edge"), row_cells(row, "edge")
+    i = header.index("white-box eps_lb / claimed")
+    assert len(cells) == len(header) and cells[i] == "3.5 / 4 = 0.88 (mechanisms composed)"
+    line = dict(zip(CSV_COLUMNS, next(csv.reader(io.StringIO(to_csv([row]).splitlines()[1])))))
+    assert float(line["whitebox_ratio"]) == pytest.approx(0.875) and line["whitebox_source"] == "composed"
+    (bare,) = collect_records([run])
+    assert row_cells(bare, "edge")[i] == "-"

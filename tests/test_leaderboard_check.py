@@ -221,3 +221,28 @@ def test_the_published_edge_attacks_check_out():
     report = check_export(ATTACKS, count_units=False)
     assert report.ok, "\n".join(f"{w}: {'; '.join(p)}" for w, p in report.failures[:20])
     assert report.checked > 0 and report.legacy_dirty == 0
+
+
+def _whitebox_record(commit: str) -> dict:
+    return {"kind": "whitebox-audit", "cell_id": "w1", "run_id": "r1", "name": "whitebox/x", "status": "FINISHED",
+            "git_commit": commit, "start_time": DIRTY_CUTOFF + 1, "target_config_hash": "h",
+            "params": {"method": "gap-edge", "dataset": "cora", "split": "random-75-10-15", "seed": "0",
+                       "privacy_unit": "edge", "target_epsilon": "4.0", "delta": "0.0001"},
+            "whitebox": {"source": "composed", "epsilon_lb": 3.5, "claimed": 4.0, "ratio": 0.875}}
+
+
+WHITEBOX_CORRUPTIONS = {
+    "exceeds the claim": lambda w: w.update(epsilon_lb=4.5, ratio=1.125),
+    "is not >= 0": lambda w: w.update(epsilon_lb=-1.0),
+    "neither composed nor pooled": lambda w: w.update(source="guess"),
+    "but epsilon_lb / claimed is": lambda w: w.update(ratio=0.5),
+}
+
+
+@pytest.mark.parametrize("what", sorted(WHITEBOX_CORRUPTIONS))
+def test_whitebox_records_check_out_and_each_corruption_fails(tmp_path, good, what):
+    rec = _whitebox_record(good[0]["git_commit"])
+    assert check_export(_write(tmp_path, [rec]), count_units=False).ok
+    WHITEBOX_CORRUPTIONS[what](rec["whitebox"])
+    report = check_export(_write(tmp_path, [rec]), count_units=False)
+    assert len(report.failures) == 1 and what in "; ".join(report.failures[0][1]), report.failures
