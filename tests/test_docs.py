@@ -209,3 +209,7 @@ def test_the_readme_results_excerpt_matches_the_published_leaderboard():
         column = column if column in pub else f"{infers} membership attack (AUC)"
         assert pub[column].startswith(value + " "), (row["method"], column, value, pub[column])
         assert ("outside the" in pub[column]) == ("outside the claim" in row["strongest attack on its unit (AUC)"])
+        # "0.89": the white-box bound's ratio to the claim, as the page's cell (lb / claimed = ratio (source))
+        wb = pub["white-box eps_lb / claimed"]
+        assert row["white-box eps_lb / claimed"] == ("-" if wb == "-" else wb.split(" = ")[1].split(" ")[0]), (
+            row["method"], wb)
