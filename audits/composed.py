@@ -12,8 +12,16 @@ of those releases is a lower bound for the whole (it may ignore the rest). Two k
   per-release threshold tests is a test of the composition whose likelihood ratio bound is the product of theirs,
   so the pure lower bounds add.
 
-Every other event (DP-SGD steps, PATE/PrivGNN queries) is left out: the result says which, so a reader sees
-what the number covers. DP-SGD runs have their own whole-run audit (:mod:`audits.pooled`).
+* answered queries of one unit (PATE's noisy argmax: two Laplace events per query; PrivGNN's Poisson-subsampled
+  noisy posterior argmax): each query releases a label, so one query is a binary channel, and the audit of one
+  query at its own parameters gives, at its confidence, P_in[answer] >= p and P_out[answer] <= c (the Clopper-
+  Pearson ends of its test). Q queries answered with independent noise on the same worst-case pair (the adversary
+  chooses them) are the Q-fold product of that channel, and a channel with rates (p, c) is a post-processing of
+  any channel with rates further apart, so the exact epsilon of Bernoulli(p) vs Bernoulli(c) composed Q times
+  (dp-accounting's PLD, optimistic) is a lower bound on the queries' epsilon.
+
+Every other event (DP-SGD steps) is left out: the result says which, so a reader sees what the number covers.
+DP-SGD runs have their own whole-run audit (:mod:`audits.pooled`).
 """
 
 from __future__ import annotations
@@ -51,9 +59,17 @@ def ledger_bound(ledger, delta: float, *, trials: int = TRIALS, seed: int = 0,
     mu2, pure, secs = 0.0, 0.0, 0.0
     covered, left_out = [], []
     pure_events = [e for e in ledger.events if e.kind in ("randomized_response", "laplace") and e.unit == "edge"]
+    queries = 0.0
     for i, e in enumerate(ledger.events):
         name = mechanism_for(e)
         label = f"{e.kind} x {e.count}"
+        if name in ("pate-votes", "privgnn-posterior") and (e.count if name == "privgnn-posterior" else e.count // 2):
+            q, a = _query_audit(e, name, delta, trials, seed + i, confidence)
+            queries = max(queries, q)  # one family of queries per ledger (PATE or PrivGNN): the larger bound
+            secs += a.seconds
+            covered.append(f"{label} ({name}: {q:.4g} over {e.count if name == 'privgnn-posterior' else e.count // 2}"
+                           " queries)")
+            continue
         if e.kind == "gaussian" and name is not None:
             mu = e.sensitivity / e.sigma
             a = audit_mechanism(name, gauss.epsilon(mu, delta), delta=delta, trials=trials, seed=seed + i,
@@ -70,8 +86,44 @@ def ledger_bound(ledger, delta: float, *, trials: int = TRIALS, seed: int = 0,
             covered.append(f"{label} ({name}: {max(a.epsilon_lb_cp, a.epsilon_lb_fdp):.4g} of {claim:.4g})")
         else:
             left_out.append(label)
-    lb = gauss.epsilon(math.sqrt(mu2), delta) + pure if covered else 0.0
+    lb = gauss.epsilon(math.sqrt(mu2), delta) + pure + queries if covered else 0.0
     return LedgerBound(lb, float(ledger.epsilon(delta)), covered, left_out, secs)
+
+
+def _query_audit(event, name: str, delta: float, trials: int, seed: int, confidence: float):
+    """(the lower bound of the event's queries composed, the one-query audit); see the module docstring."""
+    from audits.mechanism import privgnn_posterior
+
+    if name == "pate-votes":  # two Laplace(b) counts of sensitivity 1 per query: pure 2 / b each
+        per_query, count, mech = 2.0 * event.sensitivity / event.scale, event.count // 2, None
+        trials = MECHANISM_TRIALS[name]
+    else:  # PoissonLaplace: base epsilon sensitivity / scale, amplified by the rate
+        mech = privgnn_posterior(event.rate)
+        per_query, count = mech.family.epsilon(event.sensitivity / event.scale, delta), event.count
+        trials = MECHANISM_TRIALS[name]
+    a = audit_mechanism(name, per_query, delta=delta, trials=trials, seed=seed, confidence=confidence,
+                        mechanism=mech)
+    return binary_composition(1.0 - a.fnr_upper, a.fpr_upper, count, delta), a
+
+
+def binary_composition(p: float, c: float, count: int, delta: float) -> float:
+    """The exact epsilon at ``delta`` of ``count`` independent uses of a binary channel that answers 1 with
+    probability ``p`` in one world and ``c`` in the other (both directions; dp-accounting's PLD, optimistic
+    rounding, so never above the true value); 0 when p <= c."""
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    if not p > c:
+        return 0.0
+    upper = {0: math.log1p(-p) if p < 1 else -math.inf, 1: math.log(p)}
+    lower = {0: math.log1p(-c), 1: math.log(c) if c > 0 else -math.inf}
+    worst = 0.0
+    for a, b in ((upper, lower), (lower, upper)):
+        a = {k: v for k, v in a.items() if math.isfinite(v)}
+        b = {k: v for k, v in b.items() if math.isfinite(v)}
+        one = pld_lib.from_two_probability_mass_functions(b, a, pessimistic_estimate=False,
+                                                          value_discretization_interval=1e-4)
+        worst = max(worst, float((one.self_compose(count) if count > 1 else one).get_epsilon_for_delta(delta)))
+    return worst
 
 
 def _default_trials() -> dict[str, int]:
@@ -82,4 +134,4 @@ def _default_trials() -> dict[str, int]:
 
 MECHANISM_TRIALS = _default_trials()
 
-__all__ = ["LedgerBound", "ledger_bound"]
+__all__ = ["LedgerBound", "binary_composition", "ledger_bound"]

@@ -691,6 +691,17 @@ def privgnn_argmax_epsilon(s: float, m: Mutation, rate: float = PRIVGNN_RATE) ->
     return max(math.log(p_in / c), math.log((1.0 - c) / (1.0 - p_in)))
 
 
+def privgnn_posterior(rate: float) -> "Mechanism":
+    """PrivGNN's per-query release at Poisson rate ``rate`` (the registry's at :data:`PRIVGNN_RATE`; a ledger's own
+    rate for :mod:`audits.composed`)."""
+    return Mechanism(
+        "privgnn-posterior", SubsampledPureFamily(rate),
+        lambda s: PoissonLaplace(rate=rate, scale=2.0 / s, sensitivity=2.0),
+        _privgnn_posterior(rate), ("noise", "rate"),
+        f"PrivGNN's Laplace-noisy teacher posterior, Poisson rate {rate:g}, one node moving it by 2 (L1)",
+        "privgnn", trials=1_000_000, release=lambda s, m: privgnn_argmax_epsilon(s, m, rate))
+
+
 def _nap_node_event(max_degree: int) -> Callable[[float], Event]:
     return lambda mu: Gaussian(sensitivity=math.sqrt(max_degree), sigma=math.sqrt(max_degree) / mu, unit="node")
 
@@ -751,12 +762,7 @@ MECHANISMS: dict[str, Mechanism] = {
         "edgerand-count", RandomizedResponseFamily(),
         lambda eps: Laplace(scale=1.0 / eps, sensitivity=1.0, unit="edge"),
         _edgerand_count, ("noise",), "EdgeRand's Laplace edge count, one edge", "edgerand", trials=25_000),
-    "privgnn-posterior": Mechanism(
-        "privgnn-posterior", SubsampledPureFamily(PRIVGNN_RATE),
-        lambda s: PoissonLaplace(rate=PRIVGNN_RATE, scale=2.0 / s, sensitivity=2.0),
-        _privgnn_posterior(PRIVGNN_RATE), ("noise", "rate"),
-        f"PrivGNN's Laplace-noisy teacher posterior, Poisson rate {PRIVGNN_RATE}, one node moving it by 2 (L1)",
-        "privgnn", trials=1_000_000, release=privgnn_argmax_epsilon),
+    "privgnn-posterior": privgnn_posterior(PRIVGNN_RATE),
     "edgerand-rr": Mechanism(
         "edgerand-rr", RandomizedResponseFamily(),
         lambda eps: RandomizedResponse(epsilon=eps, unit="edge"),
@@ -876,17 +882,20 @@ def validate_audit(name: str, epsilon: float, *, delta: float, trials: int, muta
 
 def audit_mechanism(name: str, epsilon: float, *, delta: float = DEFAULT_DELTA, trials: int | None = None,
                     seed: int = 0, mutation: Mutation | None = None,
-                    confidence: float = DEFAULT_CONFIDENCE) -> MechanismAudit:
+                    confidence: float = DEFAULT_CONFIDENCE, mechanism: Mechanism | None = None) -> MechanismAudit:
     """Audit one application of mechanism ``name`` calibrated so that its ledger event claims exactly
     ``epsilon`` at ``delta``; ``trials`` per world in each of the selection and evaluation halves (default: the
-    mechanism's own, :attr:`Mechanism.trials`)."""
+    mechanism's own, :attr:`Mechanism.trials`). ``mechanism``: a variant of the registry's ``name`` to run instead
+    (e.g. :func:`privgnn_posterior` at a ledger's own rate)."""
     from methods.privacy.accountant import DEFAULT_ACCOUNTANT, epsilon as account, parse_accountant
 
     mutation = mutation or Mutation()
+    if mechanism is not None and mechanism.name != name:
+        raise ConfigError(f"mechanism {mechanism.name!r} given for {name!r}")
     if trials is None and name in MECHANISMS:
-        trials = MECHANISMS[name].trials
+        trials = (mechanism or MECHANISMS[name]).trials
     validate_audit(name, epsilon, delta=delta, trials=trials, mutation=mutation, confidence=confidence, seed=seed)
-    mech = MECHANISMS[name]
+    mech = mechanism or MECHANISMS[name]
     start = time.perf_counter()
     family = mech.family
     s_claim = family.strength_for_epsilon(epsilon, delta)
@@ -932,4 +941,4 @@ def compose_gaussian(audit: MechanismAudit, count: int) -> dict:
 __all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "FixedSizeGaussianFamily", "GaussianFamily",
            "HypergeometricGaussianFamily", "MECHANISMS", "Mechanism", "MechanismAudit", "Mutation",
            "PoissonGaussianFamily", "RandomizedResponseFamily", "ShiftMixtureFamily", "SubsampledPureFamily",
-           "AUDITED_KINDS", "audit_mechanism", "compose_gaussian", "mechanism_for", "validate_audit"]
+           "AUDITED_KINDS", "audit_mechanism", "compose_gaussian", "mechanism_for", "privgnn_posterior", "validate_audit"]

@@ -597,12 +597,12 @@ COLUMN_NOTES = [
     "homophily alone gives the edge game; an edge attack near it finds little the model adds); 'of N' = candidates; "
     "'-': no attack on that unit ran for the row.",
     "white-box eps_lb / claimed: an empirical lower bound on epsilon in the white-box threat model (every release "
-    "observed) over the claim of the row's seed-0 run (scripts/whitebox_audits, bench audit): GAP/ProGAP/EdgeRand "
-    "from the mechanism-level audits of the run's own ledger events, composed (GDP for NAP, a sum for EdgeRand's two "
-    "pure releases; 'of the NAP releases': node-level GAP's DP-SGD heads are left out, so the bound covers part of "
-    "the ledger); DP-SGD rows from a whole-run pooled audit with gradient canaries (f-DP estimate; 'pair eps': the "
-    "exact epsilon of the audited pair, the most this audit could show); '-': not run (pooled audits on Cora only; "
-    "PrivGNN/PATE have per-query audits only).",
+    "observed) over the claim of the row's seed-0 run (scripts/whitebox_audits, bench audit): GAP/ProGAP/EdgeRand/"
+    "PrivGNN/PATE from the mechanism-level audits of the run's own ledger events, composed (GDP for NAP, a sum for "
+    "EdgeRand's two pure releases, one answered query's binary channel composed over the queries; 'of the NAP "
+    "releases': node-level GAP's DP-SGD heads are left out, so the bound covers part of the ledger); DP-SGD rows "
+    "from a whole-run pooled audit with gradient canaries (f-DP estimate; 'pair eps': the exact epsilon of the "
+    "audited pair, the most this audit could show); '-': not run (pooled audits on Cora only).",
     "implied eps (attack): ln((TPR - delta) / FPR) (or the TNR/FNR side) at the attack's 1%-FPR point with one-sided "
     "Clopper-Pearson bounds on its counts, mean over seeds; a heuristic indication, not an audit: the edge game's "
     "members and non-members are many pairs of one trained model, not one unit's neighbouring datasets. '-' where "

@@ -198,10 +198,11 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
     if whitebox:
         pooled = [r for r in whitebox if (r.get("whitebox") or {}).get("source") == "pooled"]
         paras.append(f"White-box bounds: {len(whitebox)} private cells (seed 0) carry a white-box epsilon lower bound "
-                     "(`python -m scripts.whitebox_audits`, records in `attacks/whitebox.jsonl`): GAP, ProGAP and "
-                     "EdgeRand rows from the mechanism-level audits of their own ledger events, composed (GDP for "
-                     "the NAP releases, a sum for EdgeRand's two pure releases; at node level only the NAP releases, "
-                     f"not the DP-SGD heads); {len(pooled)} DP-SGD cells from a whole-run pooled audit "
+                     "(`python -m scripts.whitebox_audits`, records in `attacks/whitebox.jsonl`): GAP, ProGAP, "
+                     "EdgeRand, PrivGNN and PATE rows from the mechanism-level audits of their own ledger events, "
+                     "composed (GDP for the NAP releases, a sum for EdgeRand's two pure releases, one query's binary "
+                     "channel over the queries; at node level only GAP's NAP releases, not its DP-SGD heads); "
+                     f"{len(pooled)} DP-SGD cells from a whole-run pooled audit "
                      "(`bench audit --level whitebox`: f-DP estimate; on "
                      f"{', '.join(sorted({(r.get('params') or {}).get('dataset', '?') for r in pooled})) or 'no dataset yet'}). "
                      f"{_hours(sum(float(r.get('seconds') or 0) for r in whitebox))} of audits; code "

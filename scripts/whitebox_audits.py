@@ -4,15 +4,16 @@
 
 Per private cell of the config (its seed-0 run record, current settings only), one of:
 
-* ``composed`` (GAP/ProGAP at edge and node level, EdgeRand: every dataset): the mechanism-level audits of the
-  record's own ledger events, composed (:func:`audits.composed.ledger_bound`: GDP for the NAP releases, the sum
-  for EdgeRand's two pure releases); events no composed bound covers (GAP's DP-SGD heads at node level) are named
-  and left out, so the bound is for a subset of what the ledger pays for;
+* ``composed`` (GAP/ProGAP at edge and node level, EdgeRand, PrivGNN, PATE: every dataset): the mechanism-level
+  audits of the record's own ledger events, composed (:func:`audits.composed.ledger_bound`: GDP for the NAP
+  releases, the sum for EdgeRand's two pure releases, the binary channel of one answered query composed over the
+  queries); events no composed bound covers (GAP's DP-SGD heads at node level) are named and left out, so the
+  bound is for a subset of what the ledger pays for;
 * ``pooled`` (the DP-SGD methods, on ``--pooled-datasets`` only: each is several full fits with a thousand
   canaries): the whole-run white-box audit (:mod:`audits.pooled`) of the method at the record's hyperparameters,
   dataset, split and budget;
 
-PrivGNN and PATE rows get none (hundreds of argmax queries; only the per-query audit exists). One compact record
+One compact record
 per cell (kind ``whitebox-audit``) goes to ``--out``; resumable; the records name the clean commit that ran them.
 """
 
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_OUT = "docs/leaderboard/attacks/whitebox.jsonl"
-COMPOSED = ("gap-edge", "progap-edge", "gap-node", "progap-node", "edgerand")
+COMPOSED = ("gap-edge", "progap-edge", "gap-node", "progap-node", "edgerand", "privgnn", "pate-m", "pate-g")
 POOLED = ("dp-mlp", "dp-mlp-feature", "drw", "drw-r", "drw-d", "dpgnn", "dpgnn-adam")
 #: pooled audit size per method: (runs, canaries per run)
 POOLED_SIZE = {"dpgnn": (1, 1000), "dpgnn-adam": (1, 1000)}
