@@ -35,13 +35,12 @@ The claim is what the ledger's accountant reports for what ran (the largest over
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from audits.bounds import DEFAULT_CONFIDENCE, epsilon_from_rates, errors_at, multi_run_bound, select_threshold
+from audits.bounds import DEFAULT_CONFIDENCE, errors_at, multi_run_bound, select_threshold
 from audits.canaries import CanaryConfig, inclusion_coins, make_canaries
 from methods.base import Budget, ConfigError, ContractViolation, Method, Task, fit_method
 from methods.progress import progress_bar
