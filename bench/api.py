@@ -84,6 +84,14 @@ def cells(config: str | os.PathLike | Mapping[str, Any]) -> list:
     return list(cfg.cells)
 
 
+def config_records(config: str | os.PathLike, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of ``config``'s current cells among ``records`` (an export, :func:`bench.records.load`): what
+    its leaderboard shows (:func:`bench.leaderboard.config_records`)."""
+    from bench.leaderboard import config_records as select
+
+    return select(str(config), records)[0]
+
+
 def attack(methods: str | Iterable[str], dataset: str, attacks: str | Iterable[str], **kwargs: Any) -> list:
     """Train every method x seed (as :func:`run`, same keyword arguments) and attack each trained model with
     ``attacks`` (names, ``"a,b"`` or ``"all"``; options in ``attack_overrides``, e.g. ``{"lira.references": 4}``;

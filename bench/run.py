@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import math
 import os
 import statistics
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
@@ -27,6 +25,7 @@ from bench.cliargs import fmt_eps
 from bench.datasets import GraphDataset, load_dataset, parse_dataset_name
 from bench.io import format_table
 from bench.options import field_names, scoped_overrides
+from bench.provenance import host_description, predictions_hash  # noqa: F401  (re-exported)
 from bench.splits import check_split, default_split, make_task
 from methods.base import (Budget, BudgetError, ConfigError, ContractViolation, Method, Task, check_fitted,
                           config_dict, default_delta, fit_method, get_method, stable_hash)
@@ -162,17 +161,6 @@ def evaluate(task: Task, proba: torch.Tensor) -> dict[str, float]:
         out[f"{prefix}{part}_macro_f1"] = float(f1_score(yt.numpy(), yp.numpy(), average="macro",
                                                          labels=list(range(task.num_classes)), zero_division=0))
     return out
-
-
-def predictions_hash(task: Task, proba: torch.Tensor) -> str:
-    """A short hash of the released model's predicted classes on the evaluated nodes (test, and PrivGNN's public
-    queries): two runs with equal hashes and equal ledgers released the same predictions, which is how a
-    leaderboard tells a degenerate comparison (two methods that ran the same training) from a coincidence."""
-    import hashlib
-
-    mask = task.test_mask if task.query_mask is None else task.test_mask | task.query_mask
-    pred = proba.argmax(dim=1).cpu()[mask.cpu()].to(torch.int32).numpy()
-    return hashlib.sha256(pred.tobytes()).hexdigest()[:16]
 
 
 def split_info(info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -318,25 +306,6 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
                          None if inference_private is None else bool(inference_private),
                          {**{k[len(DIAGNOSTIC):]: v for k, v in diag_metrics.items()}, **diag},
                          history if spec.diagnostics else [])
-
-
-@functools.lru_cache(maxsize=None)
-def _cpu_name() -> str:
-    import platform
-
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine() or "unknown CPU"
-
-
-def host_description(device: torch.device | str | None = None) -> str:
-    """The machine a run ran on, for the leaderboard's provenance: CPU model and cores, and the GPU it used."""
-    text = f"{_cpu_name()}, {os.cpu_count()} cores"
-    if device is not None and torch.device(device).type == "cuda":
-        text += f", {torch.cuda.get_device_name(torch.device(device))}"
-    return text
 
 
 def _hp_source(p: Prepared, method: str) -> str:

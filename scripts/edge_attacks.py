@@ -44,13 +44,10 @@ def _commit() -> str:
 def targets(config: str, runs: str, datasets: list[str] | None) -> list[dict[str, Any]]:
     """The run records the edge columns need: the config's attack-seed runs of edge-level methods, and of the
     non-private references on the splits those rows use."""
-    from bench import records
-    from bench.leaderboard import config_records
-    from bench.sweep import load_config
+    from bench import api, records
 
-    cfg = load_config(config)
-    attack_cells = {c.cell_id for c in cfg.cells if c.kind == "run" and c.attacks and not c.skip}
-    recs, _, _ = config_records(config, records.load(runs))
+    attack_cells = {c.cell_id for c in api.cells(config) if c.kind == "run" and c.attacks and not c.skip}
+    recs = api.config_records(config, records.load(runs))
     recs = [r for r in recs if r.get("kind", "run") == "run" and r.get("status", "FINISHED") == "FINISHED"
             and r.get("cell_id") in attack_cells and not r.get("previous_setting")]
     edge_splits = {(r["params"]["dataset"], r["params"]["split"]) for r in recs
@@ -84,7 +81,7 @@ def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: 
     from attacks import Target, get_attack, run_attack
     from attacks import metrics as M
     from bench.datasets import load_dataset
-    from bench.run import host_description, predictions_hash
+    from bench.provenance import host_description, predictions_hash
     from bench.splits import make_task
     from methods import Budget, get_method
     from methods.base import fit_method
@@ -145,7 +142,7 @@ def _preload() -> None:
     import attacks  # noqa: F401
     import attacks.edges  # noqa: F401
     import bench.datasets  # noqa: F401
-    import bench.run  # noqa: F401
+    import bench.provenance  # noqa: F401
     import bench.splits  # noqa: F401
     import methods  # noqa: F401
     import methods.progress  # noqa: F401

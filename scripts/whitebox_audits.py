@@ -38,10 +38,9 @@ DEFAULT_POOLED_SIZE = (2, 1000)
 
 def targets(config: str, runs: str, datasets: list[str] | None, pooled_datasets: list[str]) -> list[dict[str, Any]]:
     """The seed-0 run record of every private cell this script covers."""
-    from bench import records
-    from bench.leaderboard import config_records
+    from bench import api, records
 
-    recs, _, _ = config_records(config, records.load(runs))
+    recs = api.config_records(config, records.load(runs))
     out = []
     for r in recs:
         p = r.get("params", {})
@@ -70,7 +69,7 @@ def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
     from audits.composed import ledger_bound
     from audits.runner import audit
     from bench.datasets import load_dataset
-    from bench.run import host_description
+    from bench.provenance import host_description
     from bench.splits import make_task
     from methods import Budget, get_method
     from methods.privacy.ledger import PrivacyLedger
