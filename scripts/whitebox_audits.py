@@ -32,8 +32,8 @@ DEFAULT_OUT = "docs/leaderboard/attacks/whitebox.jsonl"
 COMPOSED = ("gap-edge", "progap-edge", "gap-node", "progap-node", "edgerand", "privgnn", "pate-m", "pate-g")
 POOLED = ("dp-mlp", "dp-mlp-feature", "drw", "drw-r", "drw-d", "dpgnn", "dpgnn-adam")
 #: pooled audit size per method: (runs, canaries per run)
-POOLED_SIZE = {"dpgnn": (1, 1000), "dpgnn-adam": (1, 1000)}
-DEFAULT_POOLED_SIZE = (2, 1000)
+POOLED_SIZE = {"dpgnn": (4, 1000), "dpgnn-adam": (4, 1000)}
+DEFAULT_POOLED_SIZE = (8, 1000)
 
 
 def targets(config: str, runs: str, datasets: list[str] | None, pooled_datasets: list[str]) -> list[dict[str, Any]]:
