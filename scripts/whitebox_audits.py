@@ -58,8 +58,10 @@ def targets(config: str, runs: str, datasets: list[str] | None, pooled_datasets:
 
 
 def record_id(run: dict[str, Any]) -> str:
-    key = json.dumps({"cell": run["cell_id"], "size": POOLED_SIZE.get(run["params"]["method"], DEFAULT_POOLED_SIZE)},
-                     sort_keys=True)
+    """The record's id: the cell, and for a pooled audit its size (a larger audit is a new record)."""
+    m = run["params"]["method"]
+    key = json.dumps({"cell": run["cell_id"], "size": POOLED_SIZE.get(m, DEFAULT_POOLED_SIZE) if m in POOLED
+                      else None}, sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

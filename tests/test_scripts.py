@@ -109,3 +109,37 @@ def test_edge_attacks_pick_the_edge_rows_runs_and_write_records_the_check_accept
     assert rec["target_config_hash"] == "h" and not rec["reproduces_run"]  # its recorded accuracy is a fake 0
     assert rec["attacks"]["linkteller"]["influence"]["auc"] > 0.8 and not rec["not_applicable"]
     assert check_record(rec) == []
+
+
+def test_whitebox_audits_pick_the_private_cells_and_write_records_the_check_accepts():
+    """scripts.whitebox_audits: the seed-0 run of every private cell it covers (composed everywhere, pooled on the
+    pooled datasets only), and one composed and one pooled record end to end that --check accepts."""
+    from bench.check import check_record
+    from scripts.whitebox_audits import COMPOSED, POOLED, audit_run, record_id, targets
+
+    runs = targets("configs/leaderboard.yaml", "docs/leaderboard/runs/", ["cora"], ["cora"])
+    methods = {r["params"]["method"] for r in runs}
+    assert methods <= set(COMPOSED) | set(POOLED) and {"gap-edge", "dp-mlp", "drw"} <= methods
+    assert {r["params"]["seed"] for r in runs} == {"0"} and all(r["params"]["target_epsilon"] != "inf" for r in runs)
+    no_pooled = targets("configs/leaderboard.yaml", "docs/leaderboard/runs/", ["cora"], [])
+    assert no_pooled and all(r["params"]["method"] in COMPOSED for r in no_pooled)
+    composed = next(r for r in runs if r["params"]["method"] == "gap-edge")
+    assert record_id(composed) != record_id({**composed, "cell_id": "other"})
+    rec = audit_run(composed, "a" * 40, {})
+    assert rec["whitebox"]["source"] == "composed" and 0 < rec["whitebox"]["ratio"] <= 1
+    assert check_record(rec) == []
+    csbm = "csbm:nodes=300,classes=2,features=8,degree=4"
+    run = {"cell_id": "c", "run_id": "r", "name": "dp-mlp/csbm",
+           "params": {"method": "dp-mlp", "dataset": csbm, "split": "random-75-10-15", "seed": "0",
+                      "privacy_unit": "node", "target_epsilon": "4.0", "delta": "0.001", "config_hash": "h",
+                      "hp.epochs": "3"}}
+    import scripts.whitebox_audits as W
+
+    W.POOLED_SIZE["dp-mlp"] = (1, 100)
+    try:
+        rec = audit_run(run, "a" * 40, {})
+    finally:
+        del W.POOLED_SIZE["dp-mlp"]
+    w = rec["whitebox"]
+    assert w["source"] == "pooled" and w["runs"] == 1 and 0 <= w["epsilon_lb"] <= w["pair_epsilon"] <= w["claimed"]
+    assert check_record(rec) == []
