@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from audits.mechanism import GaussianFamily, audit_mechanism, mechanism_for
+from audits.mechanism import MECHANISMS, GaussianFamily, audit_mechanism, mechanism_for
 
 #: trials per world and half of each component audit (a few seconds each)
 TRIALS = 100_000
@@ -64,7 +64,7 @@ def ledger_bound(ledger, delta: float, *, trials: int = TRIALS, seed: int = 0,
         name = mechanism_for(e)
         label = f"{e.kind} x {e.count}"
         if name in ("pate-votes", "privgnn-posterior") and (e.count if name == "privgnn-posterior" else e.count // 2):
-            q, a = _query_audit(e, name, delta, trials, seed + i, confidence)
+            q, a = _query_audit(e, name, delta, seed + i, confidence)
             queries = max(queries, q)  # one family of queries per ledger (PATE or PrivGNN): the larger bound
             secs += a.seconds
             covered.append(f"{label} ({name}: {q:.4g} over {e.count if name == 'privgnn-posterior' else e.count // 2}"
@@ -79,7 +79,7 @@ def ledger_bound(ledger, delta: float, *, trials: int = TRIALS, seed: int = 0,
             covered.append(f"{label} ({name}: mu {a.strength_lb:.4g} of {mu:.4g})")
         elif e in pure_events and e.count == 1 and name is not None:
             claim = e.epsilon if e.kind == "randomized_response" else e.sensitivity / e.scale
-            a = audit_mechanism(name, claim, delta=delta, trials=min(trials, MECHANISM_TRIALS.get(name, trials)),
+            a = audit_mechanism(name, claim, delta=delta, trials=min(trials, MECHANISMS[name].trials),
                                 seed=seed + i, confidence=confidence)
             pure += max(a.epsilon_lb_cp, a.epsilon_lb_fdp)
             secs += a.seconds
@@ -90,19 +90,18 @@ def ledger_bound(ledger, delta: float, *, trials: int = TRIALS, seed: int = 0,
     return LedgerBound(lb, float(ledger.epsilon(delta)), covered, left_out, secs)
 
 
-def _query_audit(event, name: str, delta: float, trials: int, seed: int, confidence: float):
+def _query_audit(event, name: str, delta: float, seed: int, confidence: float):
     """(the lower bound of the event's queries composed, the one-query audit); see the module docstring."""
     from audits.mechanism import privgnn_posterior
 
     if name == "pate-votes":  # two Laplace(b) counts of sensitivity 1 per query: pure 2 / b each
         per_query, count, mech = 2.0 * event.sensitivity / event.scale, event.count // 2, None
-        trials = MECHANISM_TRIALS[name]
     else:  # PoissonLaplace: base epsilon sensitivity / scale, amplified by the rate
         mech = privgnn_posterior(event.rate)
         per_query, count = mech.family.epsilon(event.sensitivity / event.scale, delta), event.count
-        trials = MECHANISM_TRIALS[name]
-    a = audit_mechanism(name, per_query, delta=delta, trials=trials, seed=seed, confidence=confidence,
-                        mechanism=mech)
+    # the mechanism's own trial count: a query's channel is close to even, and its two ends need all of them
+    a = audit_mechanism(name, per_query, delta=delta, trials=MECHANISMS[name].trials, seed=seed,
+                        confidence=confidence, mechanism=mech)
     return binary_composition(1.0 - a.fnr_upper, a.fpr_upper, count, delta), a
 
 
@@ -125,13 +124,5 @@ def binary_composition(p: float, c: float, count: int, delta: float) -> float:
         worst = max(worst, float((one.self_compose(count) if count > 1 else one).get_epsilon_for_delta(delta)))
     return worst
 
-
-def _default_trials() -> dict[str, int]:
-    from audits.mechanism import MECHANISMS
-
-    return {n: m.trials for n, m in MECHANISMS.items()}
-
-
-MECHANISM_TRIALS = _default_trials()
 
 __all__ = ["LedgerBound", "binary_composition", "ledger_bound"]
