@@ -1,13 +1,16 @@
-"""What the scripts share: their common options, running a sweep config, and small table helpers."""
+"""What the scripts share: their common options, running a sweep config, adding records about published runs,
+and small table helpers."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from bench import api
 from bench.io import write_text_atomic
@@ -24,6 +27,46 @@ def sweep(config: dict[str, Any], args: argparse.Namespace) -> bool:
     """Run (or with --dry-run, plan) one sweep config; False when a cell failed."""
     s = api.sweep(config, dry_run=args.dry_run, threads=args.threads, progress=sys.stderr.isatty())
     return not any(r["status"] == "failed" for r in s["results"])
+
+
+def clean_commit() -> str:
+    """HEAD, refusing a work tree whose tracked files differ from it (published numbers name a clean commit)."""
+    root = Path(__file__).resolve().parents[1]
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+                           text=True, check=True).stdout.strip()
+    if dirty:
+        raise SystemExit(f"error: the work tree has uncommitted changes; commit first (published numbers name a clean "
+                         f"commit):\n{dirty}")
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[dict[str, Any]], str],
+                   work: Callable[[dict[str, Any], str], dict[str, Any]], line: Callable[[dict[str, Any]], str],
+                   what: str, dry_run: bool = False, preload: Callable[[], None] = lambda: None) -> int:
+    """The resumable loop of the scripts that add records about published runs (``scripts.edge_attacks``,
+    ``scripts.whitebox_audits``): skip the runs whose record ``out`` holds, refuse a dirty tree, then one record
+    per run, appended as it finishes (``work(run, commit)``), with a progress line (``line(record)``)."""
+    from bench import records
+
+    done = {r["cell_id"] for r in records.load(out)} if Path(out).exists() else set()
+    pending = [r for r in todo if record_id(r) not in done]
+    print(f"# {len(todo)} {what}; {len(todo) - len(pending)} done, {len(pending)} to run", file=sys.stderr)
+    if dry_run:
+        for r in pending:
+            print(r.get("name", r["cell_id"]))
+        return 0
+    commit = clean_commit()
+    preload()  # every module a run may import lazily, so edits meanwhile cannot change what the commit names
+    t_all = time.perf_counter()
+    for i, run in enumerate(pending, 1):
+        t0 = time.perf_counter()
+        rec = work(run, commit)
+        records.append(out, rec)
+        print(f"[{i}/{len(pending)}] {run.get('name')}: {line(rec)} {time.perf_counter() - t0:.0f}s",
+              file=sys.stderr, flush=True)
+    print(f"# done in {time.perf_counter() - t_all:.0f}s", file=sys.stderr)
+    return 0
 
 
 def save(path: str | Path, text: str, echo: bool = True) -> None:

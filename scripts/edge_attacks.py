@@ -18,27 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 DEFAULT_OUT = "docs/leaderboard/attacks/edge.jsonl"
 ATTACKS = ("link-stealing", "linkteller")
-
-
-def _commit() -> str:
-    """HEAD, refusing a work tree whose tracked files differ from it (the numbers must be reproducible)."""
-    root = Path(__file__).resolve().parents[1]
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
-                           text=True, check=True).stdout.strip()
-    if dirty:
-        raise SystemExit(f"error: the work tree has uncommitted changes; commit first (published numbers name a clean "
-                         f"commit):\n{dirty}")
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                          check=True).stdout.strip()
 
 
 def targets(config: str, runs: str, datasets: list[str] | None) -> list[dict[str, Any]]:
@@ -166,33 +152,20 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     import torch
 
-    from bench import records
+    from scripts._common import append_records
 
     torch.set_num_threads(args.threads)
     options = attack_options(args)
-    todo = targets(args.config, args.runs, args.datasets)
-    done = {r["cell_id"] for r in records.load(args.out)} if Path(args.out).exists() else set()
-    pending = [r for r in todo if record_id(r, options) not in done]
-    print(f"# {len(todo)} runs need edge attacks; {len(todo) - len(pending)} done, {len(pending)} to run",
-          file=sys.stderr)
-    if args.dry_run:
-        for r in pending:
-            print(r.get("name", r["cell_id"]))
-        return 0
-    commit = _commit()
-    _preload()
     cache: dict = {}
-    t_all = time.perf_counter()
-    for i, run in enumerate(pending, 1):
-        t0 = time.perf_counter()
-        rec = attack_run(run, options, commit, cache)
-        records.append(args.out, rec)
+
+    def line(rec: dict) -> str:
         best = {a: max(v["auc"] for k, v in vs.items() if not k.startswith("ref-")) for a, vs in rec["attacks"].items()}
-        print(f"[{i}/{len(pending)}] {run.get('name')}: {json.dumps({a: round(x, 3) for a, x in best.items()})}"
-              f"{'' if rec['reproduces_run'] else ' (refit differs from the recorded run)'} "
-              f"{time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
-    print(f"# done in {time.perf_counter() - t_all:.0f}s", file=sys.stderr)
-    return 0
+        return (json.dumps({a: round(x, 3) for a, x in best.items()})
+                + ("" if rec["reproduces_run"] else " (refit differs from the recorded run)"))
+
+    return append_records(targets(args.config, args.runs, args.datasets), args.out,
+                          lambda r: record_id(r, options), lambda r, commit: attack_run(r, options, commit, cache),
+                          line, "runs need edge attacks", args.dry_run, _preload)
 
 
 if __name__ == "__main__":

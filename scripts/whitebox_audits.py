@@ -22,10 +22,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 DEFAULT_OUT = "docs/leaderboard/attacks/whitebox.jsonl"
@@ -111,7 +109,8 @@ def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scripts.edge_attacks import _commit, _preload
+    from scripts._common import append_records
+    from scripts.edge_attacks import _preload
 
     ap = argparse.ArgumentParser(prog="python -m scripts.whitebox_audits", description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="configs/leaderboard.yaml")
@@ -125,33 +124,21 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    from bench import records
-
     torch.set_num_threads(args.threads)
-    todo = targets(args.config, args.runs, args.datasets, args.pooled_datasets)
-    done = {r["cell_id"] for r in records.load(args.out)} if Path(args.out).exists() else set()
-    pending = [r for r in todo if record_id(r) not in done]
-    print(f"# {len(todo)} cells need a white-box bound; {len(todo) - len(pending)} done, {len(pending)} to run",
-          file=sys.stderr)
-    if args.dry_run:
-        for r in pending:
-            print(r.get("name", r["cell_id"]))
-        return 0
-    commit = _commit()
-    _preload()
-    import audits.composed  # noqa: F401
-    import audits.pooled  # noqa: F401
-
     cache: dict = {}
-    t_all = time.perf_counter()
-    for i, run in enumerate(pending, 1):
-        rec = audit_run(run, commit, cache)
-        records.append(args.out, rec)
+
+    def preload() -> None:
+        _preload()
+        import audits.composed  # noqa: F401
+        import audits.pooled  # noqa: F401
+
+    def line(rec: dict) -> str:
         w = rec["whitebox"]
-        print(f"[{i}/{len(pending)}] {run.get('name')}: {w['source']} {w['epsilon_lb']:.3g} / {w['claimed']:.3g} "
-              f"= {w['ratio']:.2f} {rec['seconds']:.0f}s", file=sys.stderr, flush=True)
-    print(f"# done in {time.perf_counter() - t_all:.0f}s", file=sys.stderr)
-    return 0
+        return f"{w['source']} {w['epsilon_lb']:.3g} / {w['claimed']:.3g} = {w['ratio']:.2f}"
+
+    return append_records(targets(args.config, args.runs, args.datasets, args.pooled_datasets), args.out, record_id,
+                          lambda r, commit: audit_run(r, commit, cache), line, "cells need a white-box bound",
+                          args.dry_run, preload)
 
 
 if __name__ == "__main__":
