@@ -27,6 +27,8 @@ DP-SGD runs have their own whole-run audit (:mod:`audits.pooled`).
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from dataclasses import asdict, dataclass, field
 
 from audits.mechanism import MECHANISMS, GaussianFamily, audit_mechanism, mechanism_for
@@ -109,20 +111,11 @@ def binary_composition(p: float, c: float, count: int, delta: float) -> float:
     """The exact epsilon at ``delta`` of ``count`` independent uses of a binary channel that answers 1 with
     probability ``p`` in one world and ``c`` in the other (both directions; dp-accounting's PLD, optimistic
     rounding, so never above the true value); 0 when p <= c."""
-    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    from audits.exact import pair_epsilon
 
     if not p > c:
         return 0.0
-    upper = {0: math.log1p(-p) if p < 1 else -math.inf, 1: math.log(p)}
-    lower = {0: math.log1p(-c), 1: math.log(c) if c > 0 else -math.inf}
-    worst = 0.0
-    for a, b in ((upper, lower), (lower, upper)):
-        a = {k: v for k, v in a.items() if math.isfinite(v)}
-        b = {k: v for k, v in b.items() if math.isfinite(v)}
-        one = pld_lib.from_two_probability_mass_functions(b, a, pessimistic_estimate=False,
-                                                          value_discretization_interval=1e-4)
-        worst = max(worst, float((one.self_compose(count) if count > 1 else one).get_epsilon_for_delta(delta)))
-    return worst
+    return pair_epsilon([(np.array([1.0 - p, p]), np.array([1.0 - c, c]), count)], delta)
 
 
 __all__ = ["LedgerBound", "binary_composition", "ledger_bound"]

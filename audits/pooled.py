@@ -221,30 +221,20 @@ def pair_epsilon(model_in, model_out, noise_scales, delta: float, bins_per_sd: i
     at most the pair's, within the PLD's own discretisation), both directions, composed over the steps."""
     from collections import Counter
 
-    from dp_accounting.pld import privacy_loss_distribution as pld_lib
     from scipy import stats
+
+    from audits.exact import pair_epsilon as exact
 
     vin, pin = np.asarray(model_in.values, float), np.asarray(model_in.probs, float)
     vout, pout = np.asarray(model_out.values, float), np.asarray(model_out.probs, float)
-    worst = 0.0
-    for upper, lower in (((vin, pin), (vout, pout)), ((vout, pout), (vin, pin))):
-        total = None
-        for s, count in Counter(round(float(x), 9) for x in noise_scales).items():
-            lo = min(vin.min(), vout.min()) - 12 * s
-            hi = max(vin.max(), vout.max()) + 12 * s
-            edges = np.linspace(lo, hi, int((hi - lo) / s * bins_per_sd) + 2)
-            edges[0], edges[-1] = -np.inf, np.inf
+    parts = []
+    for s, count in Counter(round(float(x), 9) for x in noise_scales).items():
+        lo, hi = min(vin.min(), vout.min()) - 12 * s, max(vin.max(), vout.max()) + 12 * s
+        edges = np.linspace(lo, hi, int((hi - lo) / s * bins_per_sd) + 2)
+        edges[0], edges[-1] = -np.inf, np.inf
 
-            def masses(v, p):
-                cdf = stats.norm.cdf((edges[None, :] - v[:, None]) / s)
-                return (p[:, None] * np.diff(cdf, axis=1)).sum(0)
+        def masses(v, p):
+            return (p[:, None] * np.diff(stats.norm.cdf((edges[None, :] - v[:, None]) / s), axis=1)).sum(0)
 
-            mu, ml = masses(*upper), masses(*lower)
-            keep = (mu > 0) & (ml > 0)
-            one = pld_lib.from_two_probability_mass_functions(
-                {i: math.log(x) for i, x in enumerate(ml[keep])}, {i: math.log(x) for i, x in enumerate(mu[keep])},
-                pessimistic_estimate=False, value_discretization_interval=1e-4)
-            part = one.self_compose(count) if count > 1 else one
-            total = part if total is None else total.compose(part)
-        worst = max(worst, float(total.get_epsilon_for_delta(delta)))
-    return max(worst, 0.0)
+        parts.append((masses(vin, pin), masses(vout, pout), count))
+    return exact(parts, delta)
