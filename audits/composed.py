@@ -27,9 +27,9 @@ DP-SGD runs have their own whole-run audit (:mod:`audits.pooled`).
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from dataclasses import asdict, dataclass, field
 
 from audits.mechanism import MECHANISMS, GaussianFamily, audit_mechanism, mechanism_for
 
