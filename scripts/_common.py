@@ -41,6 +41,16 @@ def clean_commit() -> str:
                           check=True).stdout.strip()
 
 
+def record_args(p: argparse.ArgumentParser, runs_help: str, out_help: str, default_out: str) -> None:
+    """The options of the scripts that add records about published runs (:func:`append_records`)."""
+    p.add_argument("--config", default="configs/leaderboard.yaml")
+    p.add_argument("--runs", default="docs/leaderboard/runs/", help=runs_help)
+    p.add_argument("--out", default=default_out, help=f"{out_help} (appended; default %(default)s)")
+    p.add_argument("--datasets", nargs="*", help="only these datasets, in this order (default: every one)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--dry-run", action="store_true", help="list what would run and what is done, then stop")
+
+
 def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[dict[str, Any]], str],
                    work: Callable[[dict[str, Any], str], dict[str, Any]], line: Callable[[dict[str, Any]], str],
                    what: str, dry_run: bool = False, preload: Callable[[], None] = lambda: None) -> int:

@@ -140,19 +140,14 @@ def _preload() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from scripts._common import append_records, record_args
+
     p = argparse.ArgumentParser(prog="python -m scripts.edge_attacks", description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", default="configs/leaderboard.yaml")
-    p.add_argument("--runs", default="docs/leaderboard/runs/", help="the export whose runs are refit")
-    p.add_argument("--out", default=DEFAULT_OUT, help="the edge-attack records (appended; default %(default)s)")
-    p.add_argument("--datasets", nargs="*", help="only these datasets, in this order (default: every one)")
+    record_args(p, "the export whose runs are refit", "the edge-attack records", DEFAULT_OUT)
     p.add_argument("--pairs", type=int, default=1000, help="link-stealing: member edges (and as many non-edges)")
     p.add_argument("--linkteller-pairs", type=int, default=500, help="linkteller: member edges (and non-edges)")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--dry-run", action="store_true", help="list what would run and what is done, then stop")
     args = p.parse_args(argv)
     import torch
-
-    from scripts._common import append_records
 
     torch.set_num_threads(args.threads)
     options = attack_options(args)

@@ -109,18 +109,13 @@ def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scripts._common import append_records
+    from scripts._common import append_records, record_args
     from scripts.edge_attacks import _preload
 
     ap = argparse.ArgumentParser(prog="python -m scripts.whitebox_audits", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", default="configs/leaderboard.yaml")
-    ap.add_argument("--runs", default="docs/leaderboard/runs/", help="the export whose cells are audited")
-    ap.add_argument("--out", default=DEFAULT_OUT, help="the white-box records (appended; default %(default)s)")
-    ap.add_argument("--datasets", nargs="*", help="only these datasets, in this order (default: every one)")
+    record_args(ap, "the export whose cells are audited", "the white-box records", DEFAULT_OUT)
     ap.add_argument("--pooled-datasets", nargs="*", default=["cora"],
                     help="datasets whose DP-SGD rows get the pooled audit (default: %(default)s)")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
     import torch
 
