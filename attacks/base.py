@@ -1,6 +1,6 @@
 """The attack interface, the registry and the evaluation harness that keeps ground truth from the attacker.
 
-An attack subclasses :class:`Attack`, declares its ``level`` (``node`` or ``edge``) and a typed ``Config``
+An attack subclasses :class:`Attack`, declares its ``level`` (``node``, ``edge`` or ``feature``) and a typed ``Config``
 dataclass, registers by name (``@register_attack("threshold")``), and implements
 ``scores(view) -> {variant: scores}``: one score per candidate (higher = more likely a member) for each
 variant it computes (e.g. ``loss``, ``confidence``). Plugins register attacks exactly like methods
@@ -8,12 +8,13 @@ variant it computes (e.g. ``loss``, ``confidence``). Plugins register attacks ex
 
 :func:`run_attack` plays the membership game against a trained target:
 
-1. the membership rule (``attacks.membership``) gives members and non-members: the *candidates*;
+1. the membership rule (``attacks.membership``) gives members and non-members: the *candidates* (edge game:
+   training edges and non-edges; feature game: a training node's own feature row and a class-mate's);
 2. the candidates are split at random, stratified by membership, into the attacker's *known* nodes
    (``known_fraction``, default 1/2: labelled data the attacker owns, e.g. for shadow models) and the
    *evaluated* nodes, disjoint from them;
-3. the attack sees only a :class:`NodeView` / :class:`EdgeView` (no ``Task`` masks that reveal
-   membership, no ``Fitted.info``), and scores every candidate;
+3. the attack sees only a :class:`NodeView` / :class:`EdgeView` / :class:`FeatureView` (no ``Task`` masks
+   that reveal membership, no ``Fitted.info``), and scores every candidate;
 4. the metrics (``attacks.metrics``) are computed on the evaluated nodes only. Balanced accuracy uses
    the threshold that maximises it on the known nodes: there, and only there, the attacker is assumed
    to know the membership (Song & Mittal's calibration on the attacker's own data). AUC, TPR at low
@@ -43,7 +44,7 @@ from methods.base import (Budget, ConfigError, ContractViolation, Fitted, Method
                           fit_method, get_method, make_config)
 from methods.streams import RunStreams
 
-Level = Literal["node", "edge"]
+Level = Literal["node", "edge", "feature"]
 
 
 # --------------------------------------------------------------------------------------
@@ -93,6 +94,22 @@ class EdgeAttackConfig:
     def validate(self) -> None:
         if self.pairs < 0:
             raise ConfigError(f"pairs must be >= 0 (got {self.pairs})")
+        if not 0.0 <= self.known_fraction < 1.0:
+            raise ConfigError(f"known_fraction must be in [0, 1) (got {self.known_fraction})")
+
+
+@dataclass
+class FeatureAttackConfig:
+    """Attacker knowledge common to feature attacks (the replace-one game of feature-level DP)."""
+
+    # target nodes (training nodes, each with its own row and one decoy row); 0 = every training node
+    targets: int = 500
+    # fraction of the targets (with both their candidates) used to calibrate the balanced-accuracy threshold
+    known_fraction: float = 0.5
+
+    def validate(self) -> None:
+        if self.targets < 0:
+            raise ConfigError(f"targets must be >= 0 (got {self.targets})")
         if not 0.0 <= self.known_fraction < 1.0:
             raise ConfigError(f"known_fraction must be in [0, 1) (got {self.known_fraction})")
 
@@ -167,6 +184,43 @@ class _View:
         """The released model's class probabilities (float64), as ``Fitted.predict_proba`` serves them."""
         t = self._target
         return _posteriors(t.fitted, nodes, t.task.num_nodes, t.task.num_classes)
+
+    def feature_query(self, x: Tensor, nodes: Tensor | None = None) -> Tensor:
+        """Posteriors of ``nodes`` when the model is served attacker-supplied node features ``x`` [N, F] on its
+        own graph. Needs an optional ``Fitted.predict_proba_features(x, nodes)``; otherwise the released model
+        cannot answer such queries and the attack is not applicable."""
+        fn = self._query_fn("predict_proba_features")
+        return self._checked(fn(x, nodes), nodes)
+
+    def feature_query_rows(self, rows: Tensor, values: Tensor, nodes: Tensor | None = None) -> Tensor:
+        """Posteriors of ``nodes`` when the raw feature rows of nodes ``rows`` are ``values`` and every other row is
+        the served graph's own (``Fitted.predict_proba_rows`` when the model has it: one cheap query; else a
+        whole-matrix :meth:`feature_query` on the task's features with those rows replaced)."""
+        rows = torch.as_tensor(rows, dtype=torch.long).view(-1)
+        fn = getattr(self._target.fitted, "predict_proba_rows", None)
+        if callable(fn):
+            return self._checked(fn(rows, values, nodes), nodes)
+        x = self._target.task.data.x.float().clone()
+        x[rows] = torch.as_tensor(values, dtype=x.dtype).reshape(rows.numel(), x.size(1))
+        return self.feature_query(x, nodes)
+
+    def _query_fn(self, name: str):
+        fn = getattr(self._target.fitted, name, None)
+        if not callable(fn):
+            why = getattr(self._target.method, "feature_query_note", "")
+            raise NotApplicable(
+                f"{self.method_name}'s released model serves posteriors only for its own features "
+                f"(no Fitted.predict_proba_features(x, nodes){': ' + why if why else ''}), so feature-perturbation "
+                "queries are impossible")
+        return fn
+
+    def _checked(self, p: Any, nodes: Tensor | None) -> Tensor:
+        t = self._target
+        p = torch.as_tensor(p).detach().to("cpu", torch.float64)
+        rows = t.task.num_nodes if nodes is None else int(torch.as_tensor(nodes).numel())
+        if p.shape != (rows, t.task.num_classes) or not torch.isfinite(p).all():
+            raise ContractViolation(f"a feature query returned shape {tuple(p.shape)} or non-finite values")
+        return p
 
 
 class NodeView(_View):
@@ -248,23 +302,25 @@ class EdgeView(_View):
         self.pairs = pairs
         self.known = known
 
-    def feature_query(self, x: Tensor, nodes: Tensor | None = None) -> Tensor:
-        """Posteriors of ``nodes`` when the model is served attacker-supplied node features ``x`` [N, F] on its
-        own (private) graph. Needs an optional ``Fitted.predict_proba_features(x, nodes)``; otherwise the
-        released model cannot answer such queries and the attack is not applicable."""
-        fn = getattr(self._target.fitted, "predict_proba_features", None)
-        if not callable(fn):
-            why = getattr(self._target.method, "feature_query_note", "")
-            raise NotApplicable(
-                f"{self.method_name}'s released model serves posteriors only for its own features "
-                f"(no Fitted.predict_proba_features(x, nodes){': ' + why if why else ''}), so feature-perturbation "
-                "queries are impossible")
-        t = self._target
-        p = torch.as_tensor(fn(x, nodes)).detach().to("cpu", torch.float64)
-        rows = t.task.num_nodes if nodes is None else int(torch.as_tensor(nodes).numel())
-        if p.shape != (rows, t.task.num_classes) or not torch.isfinite(p).all():
-            raise ContractViolation(f"predict_proba_features returned shape {tuple(p.shape)} or non-finite values")
-        return p
+
+class FeatureView(_View):
+    """The feature attacker's view (the replace-one game of feature-level DP): everything but the target rows.
+
+    ``nodes`` [C]: the target node of each candidate, in increasing order, each target twice: candidates ``2i`` and
+    ``2i + 1`` are the two rows proposed for one target, in random order; ``rows`` [C, F]: the raw feature row each
+    candidate proposes for its node, the node's own or a decoy (the row of a node of its class outside the training
+    set); ``known``: a boolean mask over the candidates (both of a
+    target or neither). ``task``: the target's task, structure and labels included (public at feature level), with
+    every target's own row zeroed (the attacker does not know it); queries (:meth:`feature_query_rows`) run on the
+    served graph, whose other rows the DP game lets the attacker know.
+    """
+
+    def __init__(self, target: Target, task: Task, nodes: Tensor, rows: Tensor, known: Tensor, attack: str,
+                 progress: bool) -> None:
+        super().__init__(target, task, attack, progress)
+        self.nodes = nodes
+        self.rows = rows
+        self.known = known
 
 
 def _field_names(cls: type[Method]) -> list[str]:
@@ -304,11 +360,11 @@ class Attack(ABC):
     @classmethod
     def outside_claim(cls, privacy_unit: str) -> str:
         """Why a method's ``privacy_unit``-level guarantee says nothing about this attack's game ("" when it does,
-        or when there is no guarantee: ``none``). A node-level guarantee covers node membership and an edge
-        (through group privacy: two node changes, so twice its epsilon); an edge-level one covers no node's label
-        or features; a feature-level one (structure and labels public) covers neither a node's training
-        membership nor an edge. Tables print the reason in the attack's row."""
-        covered = {"node": ("node",), "edge": ("node", "edge")}.get(cls.level, ())
+        or when there is no guarantee: ``none``). A node-level guarantee covers node membership, an edge and a
+        node's feature row (through group privacy: two node changes, so twice its epsilon); an edge-level one
+        covers no node's label or features; a feature-level one (structure and labels public) covers a feature
+        row but neither a node's training membership nor an edge. Tables print the reason in the attack's row."""
+        covered = {"node": ("node",), "edge": ("node", "edge"), "feature": ("node", "feature")}.get(cls.level, ())
         if privacy_unit in ("none", "", "?") or privacy_unit in covered:
             return ""
         return f"outside the {privacy_unit}-level claim"
@@ -333,8 +389,8 @@ def register_attack(name: str):
     def deco(cls: type[Attack]) -> type[Attack]:
         if not (isinstance(cls, type) and issubclass(cls, Attack)):
             raise TypeError(f"@register_attack({name!r}) must decorate an Attack subclass")
-        if cls.level not in ("node", "edge"):
-            raise ConfigError(f"attack {name}: level must be node or edge (got {cls.level!r})")
+        if cls.level not in ("node", "edge", "feature"):
+            raise ConfigError(f"attack {name}: level must be node, edge or feature (got {cls.level!r})")
         prev = _REGISTRY.get(name)
         if prev is not None and prev.__qualname__ != cls.__qualname__:
             raise ConfigError(f"attack name {name!r} is already registered by {prev.__module__}.{prev.__qualname__}")
@@ -472,10 +528,8 @@ def run_attack(attack: Attack, target: Target, n_bootstrap: int = M.DEFAULT_BOOT
         pass
     try:
         attack.check(target)
-        if attack.level == "node":
-            report = _node_game(attack, target, n_bootstrap, progress)
-        else:
-            report = _edge_game(attack, target, n_bootstrap, progress)
+        game = {"node": _node_game, "edge": _edge_game, "feature": _feature_game}[attack.level]
+        report = game(attack, target, n_bootstrap, progress)
     except NotApplicable as e:
         report = AttackReport(attack.name, attack.level, "not applicable", reason=str(e))
     report.params = {**params, **report.params}
@@ -561,6 +615,65 @@ def _edge_game(attack: Attack, target: Target, n_bootstrap: int, progress: bool)
                         params={"membership": "training-edges-vs-non-edges", "candidates": int(labels.numel())})
 
 
-__all__ = ["Attack", "AttackReport", "EdgeAttackConfig", "EdgeView", "NodeAttackConfig", "NodeView", "NotApplicable",
-           "Target", "VariantResult", "available_attacks", "get_attack", "register_attack",
-           "run_attack", "unregister_attack"]
+
+def decoy_nodes(nodes: Tensor, y: Tensor, pool: Tensor, gen: torch.Generator) -> Tensor:
+    """For each of ``nodes``, a node of the same class drawn uniformly from the mask ``pool`` (which must hold one
+    for every class of ``nodes`` and none of ``nodes``)."""
+    out = torch.empty_like(nodes)
+    for c in y[nodes].unique().tolist():
+        mates = ((y == c) & pool).nonzero().view(-1)
+        sel = (y[nodes] == c).nonzero().view(-1)
+        out[sel] = mates[torch.randint(0, mates.numel(), (sel.numel(),), generator=gen)]
+    return out
+
+
+def _feature_game(attack: Attack, target: Target, n_bootstrap: int, progress: bool) -> AttackReport:
+    """The replace-one game of feature-level DP: for each target (a training node whose row and label the training
+    read) two candidate rows, its own (member) and the row of a node of its class the training took no label from
+    (non-member: equally plausible a priori, never fitted); the attacker scores both."""
+    cfg = attack.config
+    task = target.task
+    y = task.data.y
+    outside = ~task.train_mask
+    has_mate = torch.bincount(y[outside], minlength=int(task.num_classes)) > 0
+    train = task.train_mask.nonzero().view(-1)
+    train = train[has_mate[y[train]]]
+    if train.numel() < 2:
+        raise NotApplicable(f"{train.numel()} training nodes have a class-mate outside the training set to take a "
+                            "decoy row from (2 needed)")
+    streams = target.attack_streams(attack.name)
+    gen = streams.torch("game")
+    cap = int(getattr(cfg, "targets", 0))
+    if cap and train.numel() > cap:
+        train = train[torch.randperm(train.numel(), generator=gen)[:cap]].sort().values
+    decoy = decoy_nodes(train, y, outside, gen)
+    t = train.numel()
+    first_own = torch.randint(0, 2, (t,), generator=gen).bool()
+    labels = torch.stack([first_own, ~first_own], 1).view(-1)
+    nodes = train.repeat_interleave(2)
+    src = torch.where(labels, nodes, decoy.repeat_interleave(2))
+    x = task.data.x
+    rows = x[src]
+    n_known = min(int(math.floor(float(getattr(cfg, "known_fraction", 0.5)) * t + 1e-9)), t - 1)
+    known_t = torch.zeros(t, dtype=torch.bool)
+    known_t[torch.randperm(t, generator=gen)[:n_known]] = True
+    known = known_t.repeat_interleave(2)
+    hidden_x = x.clone()
+    hidden_x[train] = 0
+    data = task.data.__class__(x=hidden_x, y=y, edge_index=task.data.edge_index)
+    data.num_nodes = task.num_nodes
+    import dataclasses
+
+    view = FeatureView(target, dataclasses.replace(task, data=data), nodes, rows, known, attack.name, progress)
+    ids = torch.stack([nodes, src])[:, ~known].numpy()
+    variants, notes = _score_and_measure(attack, view, labels, known, n_bootstrap, ids,
+                                         streams.int_seed("game", "bootstrap"))
+    return AttackReport(attack.name, "feature", "ok", membership="own-row-vs-class-mate-row",
+                        evaluated_members=int(labels[~known].sum()), evaluated_non_members=int((~labels[~known]).sum()),
+                        known=int(known.sum()), variants=variants, notes=notes, ids=ids,
+                        params={"membership": "own-row-vs-class-mate-row", "candidates": int(labels.numel())})
+
+
+__all__ = ["Attack", "AttackReport", "EdgeAttackConfig", "EdgeView", "FeatureAttackConfig", "FeatureView",
+           "NodeAttackConfig", "NodeView", "NotApplicable", "Target", "VariantResult", "available_attacks",
+           "decoy_nodes", "get_attack", "register_attack", "run_attack", "unregister_attack"]

@@ -22,7 +22,8 @@ directions. A message-passing model moves only nodes within its receptive field.
 entry of u's row; ``scale`` multiplies the row by (1 + delta), the paper's, which a model that
 row-normalises its features (GCN on Cora/CiteSeer) cancels exactly. This needs a released model that
 answers queries on attacker-supplied features over its own graph: an optional
-``Fitted.predict_proba_features(x, nodes)``. The non-private baselines and EdgeRand serve it (their
+``Fitted.predict_proba_features(x, nodes)`` (or ``predict_proba_rows``: the same query with a few rows
+changed, one cheap forward). DRW, DP-MLP, the non-private baselines and EdgeRand serve it (their
 served graph is public to the claim or a DP release); GAP/ProGAP do not (a query on new features would
 be a fresh noisy aggregation of the private graph the ledger does not cover), and the attack reports
 "not applicable" with that reason (``Method.feature_query_note``).
@@ -130,23 +131,23 @@ class LinkTeller(Attack):
         x = view.task.data.x.float()
         delta = self.config.delta
         u, v = view.pairs
-        view.feature_query(x, torch.tensor([0]))  # not applicable fails here, before any work
+        none = torch.empty(0, dtype=torch.long)
+        base = view.feature_query_rows(none, x[:0])  # not applicable fails here, before any work
         partners: dict[int, set[int]] = {}
         for a, b in zip(u.tolist(), v.tolist()):
             partners.setdefault(a, set()).add(b)
             partners.setdefault(b, set()).add(a)
-        base = view.feature_query(x)
         influence: dict[tuple[int, int], float] = {}
         bar = progress_bar(len(partners), f"{self.name} queries", view.progress)
         for node, others in partners.items():
-            xp = x.clone()
+            row = x[node]
             if self.config.perturbation == "scale":
-                xp[node] = xp[node] * (1.0 + delta)
+                row = row * (1.0 + delta)
             else:
-                size = float(xp[node].abs().mean())
-                xp[node] = xp[node] + delta * (size if size > 0 else 1.0)
+                size = float(row.abs().mean())
+                row = row + delta * (size if size > 0 else 1.0)
             targets = torch.tensor(sorted(others))
-            moved = view.feature_query(xp, targets)
+            moved = view.feature_query_rows(torch.tensor([node]), row.unsqueeze(0), targets)
             change = (moved - base[targets]).norm(dim=1) / delta
             for t, c in zip(targets.tolist(), change.tolist()):
                 influence[(node, t)] = c

@@ -12,8 +12,9 @@ Each line of an export (a file or a directory of per-dataset files, :mod:`bench.
   ``privacy_units``; for records older than that parameter, counted on the dataset when it can be loaded);
 * rates: attack AUCs and TPRs lie in [0, 1]; verification and audit lower bounds are >= 0, their alphas in [0, 1];
 * white-box bounds (``whitebox-audit`` records of ``scripts.whitebox_audits``): a lower bound in [0, claimed];
-* edge attacks (``edge-attack`` records of ``scripts.edge_attacks``, e.g. ``docs/leaderboard/attacks``): rates in
-  [0, 1], the TPR its counts give, at most 1% FPR, and the implied epsilon recomputed from the counts;
+* unit attacks (``edge-attack`` and ``feature-attack`` records of ``scripts.unit_attacks``, e.g.
+  ``docs/leaderboard/attacks``): rates in [0, 1], the TPR its counts give, at most 1% FPR, and the implied epsilon
+  recomputed from the counts;
 * commit: the record names a commit of this repository's history (an ancestor of HEAD) without ``-dirty``.
   Records started before :data:`DIRTY_CUTOFF` that name a dirty commit are counted, not failed: they are
   regenerated when the whole leaderboard is next rebuilt. A newer one fails.
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from bench.records import ATTACK_KINDS
 from methods.errors import BenchError
 
 #: records started from this instant on (ms since the epoch; 2026-11-25 00:00 UTC) must name a clean commit
@@ -162,9 +164,9 @@ def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _U
                     v = _float((vals or {}).get(k))
                     if (vals or {}).get(k) is not None and not 0.0 <= v <= 1.0:
                         problems.append(f"attack {name}.{variant} {k} = {v} is not a rate in [0, 1]")
-    elif kind == "edge-attack":
+    elif kind in ATTACK_KINDS:
         problems += [f"no params.{k}" for k in RUN_PARAMS if params.get(k) in (None, "")]
-        problems += _check_edge_attacks(rec, params)
+        problems += _check_unit_attacks(rec, params)
     elif kind == "whitebox-audit":
         problems += [f"no params.{k}" for k in RUN_PARAMS if params.get(k) in (None, "")]
         problems += _check_whitebox(rec)
@@ -224,9 +226,9 @@ def _check_ledger(rec: dict, metrics: dict, params: dict, units: _Units | None,
     return problems
 
 
-def _check_edge_attacks(rec: dict, params: dict) -> list[str]:
-    """An ``edge-attack`` record (``scripts.edge_attacks``): rates in [0, 1], the TPR and FPR its counts give, FPR
-    at most 1%, and the implied epsilon recomputed from the counts at the run's delta."""
+def _check_unit_attacks(rec: dict, params: dict) -> list[str]:
+    """An ``edge-attack`` or ``feature-attack`` record (``scripts.unit_attacks``): rates in [0, 1], the TPR and FPR
+    its counts give, FPR at most 1%, and the implied epsilon recomputed from the counts at the run's delta."""
     from attacks.metrics import MetricError, epsilon_from_counts
 
     problems = []

@@ -9,7 +9,7 @@ file, so a published leaderboard rebuilds without the MLflow store. Per dataset 
   with the run's delta; the unit and neighbouring relation the epsilon holds for (the method's ``unit_label``,
   e.g. ``node (in-edges)``, footnoted); whether inference is private;
 * the strongest attack on the unit the claim protects (edge membership for edge-level rows, from the
-  ``edge-attack`` records of ``scripts.edge_attacks``; node membership elsewhere), chosen on held-out data: for
+  ``edge-attack`` records of ``scripts.unit_attacks``; node membership elsewhere), chosen on held-out data: for
   each seed, the attack variant with the best mean AUC on the OTHER seeds is taken and its AUC, TPR at 1% FPR and
   implied epsilon (``attacks.metrics.epsilon_from_counts``, where the record gives counts) on this seed reported
   (averaged over seeds), so the choice is never made on the numbers it reports. Model-free reference variants
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from bench.records import ATTACK_KINDS
 from methods.errors import BenchError
 
 BIG = 1e307  # tracking stores inf as 1e308
@@ -108,10 +109,9 @@ class Row:
 
     @property
     def claim_unit(self) -> str:
-        """What the row's privacy claim protects, as attacks name it: ``edge membership`` for an edge-level row,
-        else ``node membership`` (node-level rows; feature-level and non-private rows have no attack on their
-        unit and keep node membership, the former marked outside the claim)."""
-        return "edge membership" if self.unit == "edge" else "node membership"
+        """What the row's privacy claim protects, as attacks name it (:data:`CLAIM_UNITS`: ``edge membership``,
+        ``feature row``, ``node membership``); non-private rows keep node membership."""
+        return section_attack_unit(self.unit)
 
     def candidates(self, unit: str | None = None) -> list[str]:
         """Attack variants eligible as "the strongest attack" (on ``unit``, e.g. ``edge membership``; None = any):
@@ -252,7 +252,7 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
     from bench.records import spent_epsilon
 
     newest: dict[Any, dict] = {}
-    checks, edge_attacks, whitebox = [], [], []
+    checks, unit_attacks, whitebox = [], [], []
     for rec in records:
         if rec.get("status", "FINISHED") != "FINISHED":
             continue
@@ -260,8 +260,8 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
         if kind in ("audit", "verify"):
             checks.append(rec)
             continue
-        if kind == "edge-attack":
-            edge_attacks.append(rec)
+        if kind in ATTACK_KINDS:
+            unit_attacks.append(rec)
             continue
         if kind == "whitebox-audit":
             whitebox.append(rec)
@@ -310,7 +310,7 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
                 row.attack_auc.setdefault(k[len("attack."):-len(".auc")], {})[seed] = _f(v)
             elif k.startswith("attack.") and k.endswith(".tpr_at_1pct_fpr"):
                 row.attack_tpr.setdefault(k[len("attack."):-len(".tpr_at_1pct_fpr")], {})[seed] = _f(v)
-    _join_attack_records(edge_attacks, runs_of)
+    _join_attack_records(unit_attacks, runs_of)
     _join_whitebox_records(whitebox, runs_of)
     for rec in checks:
         tags, p, m = rec.get("tags", {}), rec.get("params", {}), rec.get("metrics", {})
@@ -352,15 +352,17 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
 
 
 def _join_attack_records(recs: list[dict[str, Any]], runs_of: dict[str, tuple[Row, int]]) -> None:
-    """Add the attacks of ``edge-attack`` records (``scripts.edge_attacks``: a refit of a run, attacked afterwards)
-    to the row and seed of the run they refit (its ``config_hash``); a record of a run no row holds (a setting since
-    retuned) is left out. The newest record of a run wins."""
-    newest: dict[str, dict[str, Any]] = {}
+    """Add the attacks of ``edge-attack`` and ``feature-attack`` records (``scripts.unit_attacks``: a refit of a run,
+    attacked afterwards) to the row and seed of the run they refit (its ``config_hash``); a record of a run no row
+    holds (a setting since retuned) is left out. Per run and kind, the newest record wins."""
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
     for rec in recs:
         h = rec.get("target_config_hash") or (rec.get("params") or {}).get("config_hash")
-        if h in runs_of and (h not in newest or (rec.get("start_time") or 0) >= (newest[h].get("start_time") or 0)):
-            newest[h] = rec
-    for h, rec in newest.items():
+        key = (h, rec.get("kind", ""))
+        if h in runs_of and (key not in newest
+                             or (rec.get("start_time") or 0) >= (newest[key].get("start_time") or 0)):
+            newest[key] = rec
+    for (h, _), rec in newest.items():
         row, seed = runs_of[h]
         for name, variants in (rec.get("attacks") or {}).items():
             for variant, vals in variants.items():
@@ -453,18 +455,23 @@ BASE_HEADER = ["method", "unit", "split", "target eps", "spent eps (max)", "delt
                "seeds"]
 
 
+#: what the claims of a privacy unit's rows protect, as attacks name it (``Attack.unit``)
+CLAIM_UNITS = {"edge": "edge membership", "feature": "feature row", "node": "node membership"}
+
+
 def section_attack_unit(section: str) -> str:
-    """What a section's "strongest attack" column attacks: edge membership in edge-level sections, else node
-    membership (node-level; feature-level sections have no attack on features and show node membership, marked)."""
-    return "edge membership" if section == "edge" else "node membership"
+    """What a section's "strongest attack" column attacks: the unit its claims protect (:data:`CLAIM_UNITS`;
+    node membership for anything else)."""
+    return CLAIM_UNITS.get(section, "node membership")
 
 
 def header_for(section: str) -> list[str]:
     """The columns of a section's table: the strongest attack on the unit its claims protect, with its TPR at 1%
-    FPR and implied epsilon; edge-level sections add the strongest node-membership attack as a secondary column."""
+    FPR and implied epsilon; edge- and feature-level sections add the strongest node-membership attack as a
+    secondary column."""
     unit = section_attack_unit(section)
     return (BASE_HEADER + [f"strongest attack on {unit} (AUC)", "TPR@1%FPR", "implied eps (attack)"]
-            + (["node membership attack (AUC)"] if section == "edge" else [])
+            + (["node membership attack (AUC)"] if section in ("edge", "feature") else [])
             + ["white-box eps_lb / claimed", "verification (eps_lb)"])
 
 
@@ -513,7 +520,7 @@ def row_cells(r: Row, section: str | None = None) -> list[str]:
              "-" if r.unit == "none" or math.isnan(r.delta) or math.isinf(r.spent_max) else f"{r.delta:.0e}",
              _inference(r), acc, ci, str(len(r.accs)), attack_cell(r, b), _num(b.tpr, ".3f") if b.name else "-",
              _num(b.eps, ".2f") if b.name else "-"]
-    if section == "edge":
+    if section in ("edge", "feature"):
         cells.append(attack_cell(r, r.strongest("node membership")))
     return cells + [whitebox_cell(r), verification]
 
@@ -590,11 +597,13 @@ COLUMN_NOTES = [
     "method '(= other ...)': every seed's run is identical to the other row's (the same ledger and the same test "
     "predictions): the two rows compare nothing at this budget.",
     "strongest attack on <unit>: among the attacks on what the section's claims protect (edge membership in "
-    "edge-level sections: link stealing and LinkTeller on held-out edges and non-edges of the refit released model, "
-    "scripts/edge_attacks; node membership elsewhere), per seed the variant with the best mean AUC on the other "
-    "seeds (held out), its AUC and TPR at 1% FPR on this seed, averaged; model-free references (ref-*) are never "
+    "edge-level sections: link stealing and LinkTeller on held-out edges and non-edges of the refit released model; "
+    "feature row in feature-level sections: attribute inference, which of two rows, a training node's own or an "
+    "unfitted class-mate's, it held; both scripts/unit_attacks; node membership elsewhere), per seed the variant "
+    "with the best mean AUC on the other seeds (held out), its AUC and TPR at 1% FPR on this seed, averaged; model-free references (ref-*) are never "
     "candidates but are shown beside it ('reference ... (no model)': link stealing on raw features, what feature "
-    "homophily alone gives the edge game; an edge attack near it finds little the model adds); 'of N' = candidates; "
+    "homophily alone gives the edge game; the candidate row's cosine to its node's neighbours' rows in the feature "
+    "game; an attack near it finds little the model adds); 'of N' = candidates; "
     "'-': no attack on that unit ran for the row.",
     "white-box eps_lb / claimed: an empirical lower bound on epsilon in the white-box threat model (every release "
     "observed) over the claim of the row's seed-0 run (scripts/whitebox_audits, bench audit): GAP/ProGAP/EdgeRand/"
@@ -604,11 +613,11 @@ COLUMN_NOTES = [
     "from a whole-run pooled audit with gradient canaries (f-DP estimate; 'pair eps': the exact epsilon of the "
     "audited pair, the most this audit could show); '-': not run (pooled audits on Cora only).",
     "implied eps (attack): ln((TPR - delta) / FPR) (or the TNR/FNR side) at the attack's 1%-FPR point with one-sided "
-    "Clopper-Pearson bounds on its counts, mean over seeds; a heuristic indication, not an audit: the edge game's "
-    "members and non-members are many pairs of one trained model, not one unit's neighbouring datasets. '-' where "
-    "the records give no counts (the node attacks' records).",
-    "node membership attack (edge-level sections): the strongest node-membership attack, kept for comparison; an "
-    "edge-level claim does not cover it.",
+    "Clopper-Pearson bounds on its counts, mean over seeds; a heuristic indication, not an "
+    "audit: the edge and feature games' members and non-members are many pairs or rows of one trained model, not one "
+    "unit's neighbouring datasets. '-' where the records give no counts (the node attacks' records).",
+    "node membership attack (edge- and feature-level sections): the strongest node-membership attack, kept for "
+    "comparison; an edge- or feature-level claim does not cover it.",
     "verification: bench verify / bench audit verdicts of the configuration and the largest empirical epsilon lower "
     "bound of their checks.",
 ]
@@ -634,14 +643,17 @@ CSV_COLUMNS = ["dataset", "privacy_unit", "unit_label", "method", "split", "targ
                "strongest_attack_outside_claim", "node_membership_attack", "node_membership_auc",
                "node_membership_tpr_at_1pct_fpr", "node_membership_implied_epsilon", "edge_membership_attack",
                "edge_membership_auc", "edge_membership_tpr_at_1pct_fpr", "edge_membership_implied_epsilon",
-               "edge_membership_reference", "edge_membership_reference_auc", "whitebox_epsilon_lb", "whitebox_claimed",
+               "edge_membership_reference", "edge_membership_reference_auc", "feature_row_attack", "feature_row_auc",
+               "feature_row_tpr_at_1pct_fpr", "feature_row_implied_epsilon", "feature_row_reference",
+               "feature_row_reference_auc", "whitebox_epsilon_lb", "whitebox_claimed",
                "whitebox_ratio", "whitebox_source", "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as", "previous_setting"]
 
 
 def to_csv(rows: list[Row]) -> str:
     """One line per row (:data:`CSV_COLUMNS`). ``strongest_attack*``: the strongest attack on the unit the row's
-    claim protects (:attr:`Row.claim_unit`; node membership for non-private rows); ``node_membership_*`` and
-    ``edge_membership_*``: the strongest on each unit, whatever the row's (empty where none ran)."""
+    claim protects (:attr:`Row.claim_unit`; node membership for non-private rows); ``node_membership_*``,
+    ``edge_membership_*`` and ``feature_row_*``: the strongest on each unit, whatever the row's (empty where none
+    ran)."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(CSV_COLUMNS)
@@ -652,12 +664,13 @@ def to_csv(rows: list[Row]) -> str:
     for r in rows:
         b = r.strongest(r.claim_unit)
         outside = strongest_attack_unit(r, b)[1]
-        refs = r.references("edge membership")
+        refs, frefs = r.references("edge membership"), r.references("feature row")
         w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max, r.delta,
                     r.inference_private, r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
                     len(r.accs), r.claim_unit, *nums(b), b.candidates, b.held_out, outside,
                     *nums(r.strongest("node membership")), *nums(r.strongest("edge membership")),
                     "; ".join(refs), "; ".join(str(a) for a in refs.values()),
+                    *nums(r.strongest("feature row")), "; ".join(frefs), "; ".join(str(a) for a in frefs.values()),
                     *([r.whitebox.get(k, "") for k in ("epsilon_lb", "claimed", "ratio", "source")] if r.whitebox
                       else ["", "", "", ""]), max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
                     "; ".join(f"{o}: {w}" if w else o for o, w in r.same_as), r.previous])

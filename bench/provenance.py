@@ -1,6 +1,6 @@
 """What a record says about where and what it ran: the machine, and a hash of the released predictions.
 
-Shared by ``bench run`` and the scripts that refit or audit published runs (``scripts.edge_attacks``,
+Shared by ``bench run`` and the scripts that refit or audit published runs (``scripts.unit_attacks``,
 ``scripts.whitebox_audits``), which reach the jobs through :mod:`bench.api` but need the same provenance fields.
 """
 

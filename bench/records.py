@@ -23,7 +23,9 @@ from typing import Any, Iterable
 
 from methods.errors import BenchError
 
-KINDS = ("run", "verify", "audit", "edge-attack", "whitebox-audit")
+#: records of attacks on refits of published runs (``scripts.unit_attacks``), one kind per game
+ATTACK_KINDS = ("edge-attack", "feature-attack")
+KINDS = ("run", "verify", "audit", *ATTACK_KINDS, "whitebox-audit")
 BIG = 1e307  # MLflow keeps inf as 1e308
 
 
@@ -194,7 +196,7 @@ def site_export(site: str | os.PathLike) -> str:
 
 def site_attacks(site: str | os.PathLike) -> Path:
     """The attack records of a leaderboard site (``SITE/attacks/``, one file per attack game, e.g. ``edge.jsonl``:
-    ``scripts.edge_attacks``): attacks on refits of the site's runs, joined to their rows by the leaderboard."""
+    ``scripts.unit_attacks``): attacks on refits of the site's runs, joined to their rows by the leaderboard."""
     return Path(site) / "attacks"
 
 

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from bench.records import ATTACK_KINDS
 from methods.errors import BenchError
 
 PAPERS_PATH = Path(__file__).resolve().parents[1] / "configs" / "papers.yaml"
@@ -159,8 +160,9 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
     machines = sorted({r.get("params", {}).get("host") for r in runs if r.get("params", {}).get("host")})
     devices = sorted({r.get("params", {}).get("device") for r in runs if r.get("params", {}).get("device")})
     attacks = [r for r in records if r.get("kind") == "edge-attack" and r.get("status", "FINISHED") == "FINISHED"]
+    features = [r for r in records if r.get("kind") == "feature-attack" and r.get("status", "FINISHED") == "FINISHED"]
     whitebox = [r for r in records if r.get("kind") == "whitebox-audit" and r.get("status", "FINISHED") == "FINISHED"]
-    records = [r for r in records if r.get("kind") not in ("edge-attack", "whitebox-audit")]
+    records = [r for r in records if r.get("kind") not in (*ATTACK_KINDS, "whitebox-audit")]
     commits = sorted({(r.get("git_commit") or "?")[:10] for r in records})
     starts = [r.get("start_time") for r in records if r.get("start_time")]
     paras = []
@@ -190,11 +192,20 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
         same = sum(bool(r.get("reproduces_run")) for r in attacks)
         paras.append(f"Edge attacks: {len(attacks)} refits of the edge-level and reference runs of the attack seeds, "
                      "each attacked with link stealing and LinkTeller on held-out edges and non-edges "
-                     f"(`python -m scripts.edge_attacks`, records in `attacks/edge.jsonl`); {same} of them release "
+                     f"(`python -m scripts.unit_attacks`, records in `attacks/edge.jsonl`); {same} of them release "
                      "exactly the recorded run's test predictions (the others do not: the code or machine "
                      "differs from the recorded run's, and their attack numbers are of the refit); "
                      f"{_hours(secs)} of refits and attacks; code "
                      f"{', '.join(sorted({(r.get('git_commit') or '?')[:10] for r in attacks}))}.")
+    if features:
+        secs = sum(sum((r.get("seconds") or {}).values()) for r in features)
+        same = sum(bool(r.get("reproduces_run")) for r in features)
+        paras.append(f"Feature attacks: {len(features)} refits of the feature-level and reference runs of the attack "
+                     "seeds, each attacked with attribute inference (which of two rows, a training node's own or an "
+                     "unfitted class-mate's, the node held; `python -m scripts.unit_attacks --level feature`, records "
+                     f"in `attacks/feature.jsonl`); {same} of them release exactly the recorded run's test "
+                     f"predictions; {_hours(secs)} of refits and attacks; code "
+                     f"{', '.join(sorted({(r.get('git_commit') or '?')[:10] for r in features}))}.")
     if whitebox:
         pooled = [r for r in whitebox if (r.get("whitebox") or {}).get("source") == "pooled"]
         paras.append(f"White-box bounds: {len(whitebox)} private cells (seed 0) carry a white-box epsilon lower bound "

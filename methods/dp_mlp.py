@@ -22,7 +22,7 @@ from methods.baselines import row_normalized
 from methods.dpsgd import DPOptimizer, FixedSizeSampler, PoissonSampler
 from methods.models import GraphInput, SparseFeatures, SparseRows, linear_mlp
 from methods.privacy import PrivacyLedger, calibrate_noise, presets
-from methods.training import ModelFitted, row_normalize
+from methods.training import FeatureQueryFitted, ModelFitted, feature_map, row_normalize
 
 
 @dataclass
@@ -125,8 +125,9 @@ class DPMLP(Method):
             ledger = PrivacyLedger.non_private(f"{self.name} trained without noise (epsilon=inf requested)")
         info = {"noise_multiplier": z, "sampling_rate": sampler.expected_size / n, "steps": done,
                 "inference_private": True}
-        return ModelFitted(_MLPModule(net), GraphInput(x_all.to(dev), torch.empty(2, 0, dtype=torch.long)),
-                           ledger, history, info)
+        # an MLP reads no graph: a query on attacker-chosen features is post-processing of the released weights
+        return FeatureQueryFitted(_MLPModule(net), GraphInput(x_all.to(dev), torch.empty(2, 0, dtype=torch.long)),
+                                  ledger, history, info, feature_map=feature_map(norm))
 
 
 @register("dp-mlp-feature")

@@ -42,7 +42,7 @@ from methods.privacy import PrivacyLedger, presets
 from methods.privacy.events import Event, FixedSizeGaussian
 from methods.samplers.random_walks import disjoint_random_walks, min_subgraphs, random_walk_csr
 from methods.subgraphs import PaddedSubgraphs, from_disjoint
-from methods.training import ModelFitted, row_normalize
+from methods.training import FeatureQueryFitted, ModelFitted, feature_map, row_normalize
 
 
 @dataclass
@@ -276,7 +276,8 @@ class DRWBase(_RandomWalkTraining, Method):
                 "accounting_rule": rule, "noise_multiplier": c.noise_multiplier, "resample_period": period,
                 "resamples": runs - 1, "inference_private": False,
                 "inference_note": "full-graph GCN forward over all features (the paper's inference)"}
-        return ModelFitted(_FullGraph(model), g_eval, ledger, history, info)
+        return FeatureQueryFitted(_FullGraph(model), g_eval, ledger, history, info,
+                                  feature_map=feature_map(c.features == "row"))
 
 
 def resample_period(c: DRWConfig, population: int, batch_size: int, budget: Budget) -> int:
@@ -411,4 +412,5 @@ class RW(_RandomWalkTraining, Method):
         model.load_state_dict(best_state)
         ledger = PrivacyLedger.non_private("rw: non-private training on random-walk subgraphs")
         info = {"num_subgraphs": walks.num_examples, "batch_size": m, "inference_private": False}
-        return ModelFitted(_FullGraph(model), g_eval, ledger, history, info)
+        return FeatureQueryFitted(_FullGraph(model), g_eval, ledger, history, info,
+                                  feature_map=feature_map(c.features == "row"))

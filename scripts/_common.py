@@ -54,7 +54,7 @@ def record_args(p: argparse.ArgumentParser, runs_help: str, out_help: str, defau
 def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[dict[str, Any]], str],
                    work: Callable[[dict[str, Any], str], dict[str, Any]], line: Callable[[dict[str, Any]], str],
                    what: str, dry_run: bool = False, preload: Callable[[], None] = lambda: None) -> int:
-    """The resumable loop of the scripts that add records about published runs (``scripts.edge_attacks``,
+    """The resumable loop of the scripts that add records about published runs (``scripts.unit_attacks``,
     ``scripts.whitebox_audits``): skip the runs whose record ``out`` holds, refuse a dirty tree, then one record
     per run, appended as it finishes (``work(run, commit)``), with a progress line (``line(record)``)."""
     from bench import records

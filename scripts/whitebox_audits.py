@@ -110,7 +110,7 @@ def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from scripts._common import append_records, record_args
-    from scripts.edge_attacks import _preload
+    from scripts.unit_attacks import _preload
 
     ap = argparse.ArgumentParser(prog="python -m scripts.whitebox_audits", description=__doc__.split("\n\n")[0])
     record_args(ap, "the export whose cells are audited", "the white-box records", DEFAULT_OUT)

@@ -150,11 +150,73 @@ def test_linkteller_on_the_built_in_models_that_serve_feature_queries(tasks):
     assert rr.status == "ok" and rr.variants[0].metrics["auc"].value < gcn.value
 
 
-@pytest.mark.parametrize("method", ["gcn", "sage", "edgerand"])
+FEATURE_QUERY_METHODS = ["gcn", "sage", "mlp", "rw", "edgerand", "drw", "dp-mlp", "dp-mlp-feature"]
+
+
+def sparse_task(task, features: int = 64, per_row: int = 2, seed: int = 0):
+    """``task`` with bag-of-words-like features: ``per_row`` non-zeros in ``features`` columns (CSR inputs)."""
+    gen = torch.Generator().manual_seed(seed)
+    n = task.num_nodes
+    x = torch.zeros(n, features)
+    cols = (task.data.y.view(-1, 1) * 7 + torch.randint(0, features, (n, per_row), generator=gen)) % features
+    x.scatter_(1, cols, 1.0)
+    data = task.data.__class__(x=x, y=task.data.y, edge_index=task.data.edge_index)
+    data.num_nodes = n
+    return dataclasses.replace(task, data=data)
+
+
+@pytest.mark.parametrize("method", FEATURE_QUERY_METHODS)
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_a_row_query_equals_the_whole_matrix_query(tasks, method, sparse):
+    """predict_proba_rows (a CSR splice on bag-of-words features) answers what predict_proba_features does on the
+    modified matrix, and leaves later queries unchanged."""
+    from methods.models import sparse_input
+
+    task = sparse_task(tasks["random-75-10-15"]) if sparse else tasks["random-75-10-15"]
+    m = get_method(method)(**get_method(method).smoke_config)
+    fitted = m.fit(task, Budget(epsilon=4.0, delta=1e-3) if m.is_private else Budget(), 0)
+    assert (sparse_input(fitted.graph.x).layout == torch.sparse_csr) == sparse
+    x = task.data.x.float()
+    gen = torch.Generator().manual_seed(3)
+    for rows in ([4], [0, 9, 31], []):
+        rows = torch.tensor(rows, dtype=torch.long)
+        values = (torch.rand(rows.numel(), x.size(1), generator=gen) < 0.1).float() * 2.0
+        moved = x.clone()
+        moved[rows] = values
+        nodes = torch.tensor([0, 4, 5, 9, 31, 40])
+        want = fitted.predict_proba_features(moved, nodes)
+        got = fitted.predict_proba_rows(rows, values, nodes)
+        assert torch.allclose(got, want, atol=1e-5), (got - want).abs().max()
+    assert torch.allclose(fitted.predict_proba_rows(torch.tensor([], dtype=torch.long), x[:0]), fitted.predict_proba(),
+                          atol=1e-5)
+    with pytest.raises(Exception, match="row query"):
+        fitted.predict_proba_rows(torch.tensor([1, 1]), x[:2])
+
+
+@given(n=st.integers(1, 12), f=st.integers(1, 9), k=st.integers(0, 4), seed=st.integers(0, 10**6))
+@settings(max_examples=60, deadline=None)
+def test_replacing_csr_rows_equals_replacing_dense_rows(n, f, k, seed):
+    import warnings
+
+    from methods.training import replace_csr_rows
+
+    gen = torch.Generator().manual_seed(seed)
+    dense = (torch.rand(n, f, generator=gen) < 0.3).float() * torch.randn(n, f, generator=gen)
+    rows = torch.randperm(n, generator=gen)[:min(k, n)]
+    values = (torch.rand(rows.numel(), f, generator=gen) < 0.5).float() * torch.randn(rows.numel(), f, generator=gen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        got = replace_csr_rows(dense.to_sparse_csr(), rows, values)
+    want = dense.clone()
+    want[rows] = values
+    assert got.layout == torch.sparse_csr and torch.equal(got.to_dense(), want)
+
+
+@pytest.mark.parametrize("method", ["gcn", "sage", "edgerand", "drw", "dp-mlp-feature"])
 def test_feature_queries_reuse_the_release_and_leave_the_ledger_alone(tasks, method):
     task = tasks["random-75-10-15"]
     m = get_method(method)(**get_method(method).smoke_config)
-    budget = Budget(epsilon=2.0) if m.is_private else Budget()
+    budget = Budget(epsilon=2.0, delta=1e-3) if m.is_private else Budget()
     fitted = m.fit(task, budget, 0)
     released = fitted.release()
     graph, edges, x0 = fitted.graph, fitted.graph.edge_index, fitted.graph.x.clone()

@@ -300,7 +300,7 @@ def test_identical_runs_are_marked_in_the_row_and_coincidences_footnoted():
 
 
 def test_edge_rows_show_the_strongest_edge_attack_and_keep_node_membership_second():
-    """scripts.edge_attacks' records join the rows of the runs they refit: an edge-level row's unit-matched column is
+    """scripts.unit_attacks' records join the rows of the runs they refit: an edge-level row's unit-matched column is
     the held-out strongest edge attack (references excluded) with its implied epsilon; node membership moves to the
     secondary column; a record of a run no row holds is left out."""
     from bench.leaderboard import CSV_COLUMNS, collect_records, header_for, row_cells, to_csv

@@ -82,12 +82,12 @@ def test_a_script_runs_end_to_end_and_resumes(data_root, tmp_path, capsys):
 
 
 def test_edge_attacks_pick_the_edge_rows_runs_and_write_records_the_check_accepts():
-    """scripts.edge_attacks: the published export's runs it refits (edge-level and reference runs of the attack
+    """scripts.unit_attacks: the published export's runs it refits (edge-level and reference runs of the attack
     seeds on the edge rows' split), and one record end to end on a synthetic graph that --check accepts."""
     import torch
 
     from bench.check import check_record
-    from scripts.edge_attacks import attack_run, targets
+    from scripts.unit_attacks import attack_run, targets
 
     runs = targets("configs/leaderboard.yaml", "docs/leaderboard/runs/", ["cora"])
     got = {(r["params"]["method"], r["params"]["target_epsilon"], r["params"]["seed"]) for r in runs}

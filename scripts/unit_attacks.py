@@ -1,17 +1,20 @@
-"""Edge-membership attacks for the leaderboard's edge-level rows (issue 31): what the "strongest attack on edge
-membership" column reads.
+"""Unit-matched attacks for the leaderboard's edge- and feature-level rows (issue 31): what the "strongest attack on
+<unit>" columns read.
 
-    python -m scripts.edge_attacks [--datasets cora citeseer] [--out docs/leaderboard/attacks/edge.jsonl]
+    python -m scripts.unit_attacks [--level edge|feature] [--datasets cora citeseer] [--out FILE]
         [--config configs/leaderboard.yaml] [--runs docs/leaderboard/runs] [--dry-run]
 
-For every run of the config's attack seeds that an edge-level row or a non-private reference on the same split
+For every run of the config's attack seeds that a row of ``--level`` or a non-private reference on the same split
 holds (the records in ``--runs``, current settings only), the script refits the run exactly as it ran (method,
 recorded hyperparameters, budget, seed), checks that the refit releases the recorded predictions, and plays the
-edge game (``attacks.edges``): ``link-stealing`` (He et al. 2021) and ``linkteller`` (Wu et al. 2022, where the
-released model answers feature queries). One compact record per run (kind ``edge-attack``) goes to ``--out``:
-per variant its AUC, TPR at 1% FPR, the counts at that ROC point and the epsilon they imply
-(:func:`attacks.metrics.epsilon_from_counts`). Resumable: a run already in ``--out`` with the same attack options
-is skipped. The records name the commit that ran them, which must be clean (``bench leaderboard --check``).
+level's game against it: edge (``attacks.edges``): ``link-stealing`` (He et al. 2021) and ``linkteller`` (Wu et
+al. 2022, where the released model answers feature queries); feature (``attacks.features``):
+``attribute-inference`` (Yeom et al. 2018's loss-based attribute inference as a replace-one test). One compact
+record per run (kind ``edge-attack`` or ``feature-attack``) goes to ``--out`` (default
+``docs/leaderboard/attacks/<level>.jsonl``): per variant its AUC, TPR at 1% FPR, the counts at that ROC point and
+the epsilon they imply (:func:`attacks.metrics.epsilon_from_counts`). Resumable: a run already in ``--out`` with
+the same attack options is skipped. The records name the commit that ran them, which must be clean (``bench
+leaderboard --check``).
 """
 
 from __future__ import annotations
@@ -23,12 +26,11 @@ import time
 import uuid
 from typing import Any
 
-DEFAULT_OUT = "docs/leaderboard/attacks/edge.jsonl"
-ATTACKS = ("link-stealing", "linkteller")
+LEVELS = ("edge", "feature")
 
 
-def targets(config: str, runs: str, datasets: list[str] | None) -> list[dict[str, Any]]:
-    """The run records the edge columns need: the config's attack-seed runs of edge-level methods, and of the
+def targets(config: str, runs: str, datasets: list[str] | None, level: str = "edge") -> list[dict[str, Any]]:
+    """The run records a level's column needs: the config's attack-seed runs of ``level`` methods, and of the
     non-private references on the splits those rows use."""
     from bench import api, records
 
@@ -36,10 +38,10 @@ def targets(config: str, runs: str, datasets: list[str] | None) -> list[dict[str
     recs = api.config_records(config, records.load(runs))
     recs = [r for r in recs if r.get("kind", "run") == "run" and r.get("status", "FINISHED") == "FINISHED"
             and r.get("cell_id") in attack_cells and not r.get("previous_setting")]
-    edge_splits = {(r["params"]["dataset"], r["params"]["split"]) for r in recs
-                   if r["params"].get("privacy_unit") == "edge"}
-    out = [r for r in recs if (r["params"]["dataset"], r["params"]["split"]) in edge_splits
-           and r["params"].get("privacy_unit") in ("edge", "none")]
+    splits = {(r["params"]["dataset"], r["params"]["split"]) for r in recs
+              if r["params"].get("privacy_unit") == level}
+    out = [r for r in recs if (r["params"]["dataset"], r["params"]["split"]) in splits
+           and r["params"].get("privacy_unit") in (level, "none")]
     if datasets:
         out = [r for r in out if r["params"]["dataset"] in datasets]
     order = {d: i for i, d in enumerate(datasets or [])}
@@ -49,6 +51,8 @@ def targets(config: str, runs: str, datasets: list[str] | None) -> list[dict[str
 
 
 def attack_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    if args.level == "feature":
+        return {"attribute-inference": {"targets": args.targets}}
     return {"link-stealing": {"pairs": args.pairs}, "linkteller": {"pairs": args.linkteller_pairs}}
 
 
@@ -58,8 +62,9 @@ def record_id(run: dict[str, Any], options: dict[str, Any]) -> str:
     return stable_hash({"run": run["cell_id"], "attacks": options})
 
 
-def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: str, datasets: dict) -> dict:
-    """Refit ``run`` and play the edge game against it; the compact record."""
+def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: str, datasets: dict,
+               level: str = "edge") -> dict:
+    """Refit ``run`` and play the ``level`` game of each attack of ``options`` against it; the compact record."""
     import math
 
     import torch
@@ -108,9 +113,9 @@ def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: 
             attacks[a][v.name] = {"auc": v.metrics["auc"].value, "tpr_at_1pct_fpr": v.metrics["tpr_at_1pct_fpr"].value,
                                   "tp": tp, "members": n_pos, "fp": fp, "non_members": n_neg,
                                   "implied_epsilon": M.epsilon_from_counts(tp, n_pos, fp, n_neg, delta)}
-    return {"kind": "edge-attack", "cell_id": record_id(run, options), "run_id": uuid.uuid4().hex,
+    return {"kind": f"{level}-attack", "cell_id": record_id(run, options), "run_id": uuid.uuid4().hex,
             "target_cell_id": run["cell_id"], "target_run_id": run["run_id"],
-            "target_config_hash": p.get("config_hash"), "name": f"edge-attacks/{run.get('name', '')}",
+            "target_config_hash": p.get("config_hash"), "name": f"{level}-attacks/{run.get('name', '')}",
             "status": "FINISHED", "git_commit": commit, "start_time": int(time.time() * 1000),
             "params": {k: p[k] for k in ("method", "dataset", "split", "seed", "privacy_unit", "target_epsilon",
                                          "delta", "config_hash") if k in p},
@@ -127,6 +132,7 @@ def _preload() -> None:
     runs cannot change the code its records say ran (the commit it names)."""
     import attacks  # noqa: F401
     import attacks.edges  # noqa: F401
+    import attacks.features  # noqa: F401
     import bench.datasets  # noqa: F401
     import bench.provenance  # noqa: F401
     import bench.splits  # noqa: F401
@@ -142,11 +148,17 @@ def _preload() -> None:
 def main(argv: list[str] | None = None) -> int:
     from scripts._common import append_records, record_args
 
-    p = argparse.ArgumentParser(prog="python -m scripts.edge_attacks", description=__doc__.split("\n\n")[0])
-    record_args(p, "the export whose runs are refit", "the edge-attack records", DEFAULT_OUT)
+    p = argparse.ArgumentParser(prog="python -m scripts.unit_attacks", description=__doc__.split("\n\n")[0])
+    p.add_argument("--level", choices=LEVELS, default="edge", help="which rows' unit to attack (default: %(default)s)")
+    record_args(p, "the export whose runs are refit", "the attack records",
+                "docs/leaderboard/attacks/<level>.jsonl")
     p.add_argument("--pairs", type=int, default=1000, help="link-stealing: member edges (and as many non-edges)")
     p.add_argument("--linkteller-pairs", type=int, default=500, help="linkteller: member edges (and non-edges)")
+    p.add_argument("--targets", type=int, default=500,
+                   help="attribute-inference: target training nodes (each with its own row and a decoy)")
     args = p.parse_args(argv)
+    if args.out == "docs/leaderboard/attacks/<level>.jsonl":
+        args.out = f"docs/leaderboard/attacks/{args.level}.jsonl"
     import torch
 
     torch.set_num_threads(args.threads)
@@ -158,9 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         return (json.dumps({a: round(x, 3) for a, x in best.items()})
                 + ("" if rec["reproduces_run"] else " (refit differs from the recorded run)"))
 
-    return append_records(targets(args.config, args.runs, args.datasets), args.out,
-                          lambda r: record_id(r, options), lambda r, commit: attack_run(r, options, commit, cache),
-                          line, "runs need edge attacks", args.dry_run, _preload)
+    return append_records(targets(args.config, args.runs, args.datasets, args.level), args.out,
+                          lambda r: record_id(r, options),
+                          lambda r, commit: attack_run(r, options, commit, cache, args.level),
+                          line, f"runs need {args.level} attacks", args.dry_run, _preload)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,99 @@
+"""Feature-row inference: the replace-one game that feature-level DP (DRW, Ayle et al. 2022) protects.
+
+Feature-level DP hides which feature row a node had; the graph's structure and labels are public. The game
+(``attacks.base``): for each target, a training node ``v`` whose row and label the training read, two candidate
+rows, ``v``'s own (member) and the row of a node of ``v``'s class outside the training set, drawn uniformly
+(non-member: a row the same label makes equally plausible a priori, and one no training label was fitted to).
+The attacker knows everything but which of the two ``v`` held: both rows, the structure, the labels and every
+other node's row (the DP game's worst case; the view zeroes the targets' own rows, so model-free scores cannot
+read them). A feature-level claim bounds exactly this game.
+
+``attribute-inference`` scores a candidate row ``r`` for ``v`` by querying the released model with ``v``'s row
+set to ``r`` (every other row as served; ``Fitted.predict_proba_rows``) and reading ``v``'s label: the
+loss-based attribute inference of Yeom et al. 2018 ("Privacy risk in machine learning", Sec. 5), asked as a
+two-candidate test instead of a search over attribute values. A model that memorised ``(x_v, y_v)`` fits its
+own row better than a class-mate's. Variants:
+
+* ``loss``: log p(y_v | row v = r);
+* ``calibrated``: the same minus log p(y_v | row v = 0): the target's difficulty (what the model says about
+  ``v`` from its neighbourhood alone) taken out, in the spirit of Watson et al. 2022's difficulty calibration;
+* ``neighbourhood``: the mean log-probability of the labels of ``v`` and its one-hop neighbours with training
+  labels (a message-passing model also fits ``v``'s row through its neighbours' losses);
+* ``paired``, ``paired-neighbourhood``: ``loss`` and ``neighbourhood`` minus the same score of the target's other
+  candidate: the two-world test itself (which of the two rows did ``v`` hold?), every per-target effect cancelled;
+* ``ref-neighbour-cosine`` (model-free reference): the cosine between ``r`` and the mean row of ``v``'s
+  neighbours; what feature homophily alone gives the game.
+
+Queries cost one forward each, three per target (its two candidate rows, in the view's order, and the zero
+row). Needs a released model that answers feature queries: ``Fitted.predict_proba_rows`` or
+``predict_proba_features`` (DRW, DP-MLP, the non-private baselines, EdgeRand); otherwise "not applicable".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attacks.base import Attack, FeatureAttackConfig, FeatureView, register_attack
+from attacks.edges import paired_distance
+
+
+@dataclass
+class AttributeInferenceConfig(FeatureAttackConfig):
+    pass
+
+
+@register_attack("attribute-inference")
+class AttributeInference(Attack):
+    description = ("Yeom et al. 2018 loss-based attribute inference as a replace-one test: the released model's "
+                   "loss on a training node's label with its own row vs a class-mate's; needs feature queries")
+    level = "feature"
+    unit_label = "feature row"
+    Config = AttributeInferenceConfig
+    smoke_config = {"targets": 60}
+
+    def scores(self, view: FeatureView) -> dict[str, Tensor]:
+        from methods.progress import progress_bar
+
+        y = view.labels
+        nodes, rows = view.nodes, view.rows.float()
+        none = torch.empty(0, dtype=torch.long)
+        view.feature_query_rows(none, rows[:0], none)  # not applicable fails here, before any work
+        ei = view.task.data.edge_index
+        train = view.task.train_mask
+        x = view.task.data.x.float()
+        read_of: dict[int, Tensor] = {}  # v, then its neighbours with training labels
+        zero: dict[int, float] = {}
+        mean_row: dict[int, Tensor | None] = {}  # the mean row of v's neighbours (the reference)
+        loss, nbhd, calib, ref = [], [], [], []
+        bar = progress_bar(len(nodes), f"{self.name} queries", view.progress)
+        for v, r in zip(nodes.tolist(), rows):
+            if v not in read_of:
+                nb = ei[1][ei[0] == v]
+                nb = nb[nb != v].unique()
+                read_of[v] = torch.cat([torch.tensor([v]), nb[train[nb]]])
+                p0 = view.feature_query_rows(torch.tensor([v]), torch.zeros_like(r).unsqueeze(0), read_of[v][:1])
+                zero[v] = float(p0[0, y[v]].clamp(min=1e-300).log())
+                mean_row[v] = x[nb].mean(0, keepdim=True) if nb.numel() else None
+            read = read_of[v]
+            p = view.feature_query_rows(torch.tensor([v]), r.unsqueeze(0), read)
+            lp = p[torch.arange(read.numel()), y[read]].clamp(min=1e-300).log()
+            loss.append(float(lp[0]))
+            nbhd.append(float(lp.mean()))
+            calib.append(float(lp[0]) - zero[v])
+            m = mean_row[v]
+            ref.append(-float(paired_distance(r.unsqueeze(0), m, "cosine")[0]) if m is not None else -1.0)
+            bar.update(1)
+        bar.close()
+        view.notes["feature_queries"] = len(zero) + len(nodes)
+        d = torch.float64
+        loss_t, nbhd_t = torch.tensor(loss, dtype=d), torch.tensor(nbhd, dtype=d)
+        other = torch.arange(len(nodes)) ^ 1  # the other candidate of the same target
+        return {"loss": loss_t, "calibrated": torch.tensor(calib, dtype=d), "neighbourhood": nbhd_t,
+                "paired": loss_t - loss_t[other], "paired-neighbourhood": nbhd_t - nbhd_t[other],
+                "ref-neighbour-cosine": torch.tensor(ref, dtype=d)}
+
+
+__all__ = ["AttributeInference", "AttributeInferenceConfig"]
