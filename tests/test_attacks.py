@@ -239,6 +239,82 @@ def test_feature_queries_reuse_the_release_and_leave_the_ledger_alone(tasks, met
         fitted.predict_proba_features(x[:10])
 
 
+def test_attribute_inference_finds_a_row_memoriser_and_is_chance_on_the_prior(instruments, tasks):
+    task = tasks["random-75-10-15"]
+    hit = aucs(attack("attribute-inference", "memorise-rows", task))
+    for name in ("loss", "calibrated", "paired"):
+        assert hit[name].value == 1.0, (name, hit[name])
+    prior = aucs(attack("attribute-inference", "prior", task))
+    for name, auc in prior.items():
+        if not name.startswith("ref-"):  # both candidates of a target score alike: every pair ties
+            assert auc.value == 0.5, (name, auc)
+    assert prior["loss"].low == prior["loss"].high == prior["paired"].high == 0.5
+    assert prior["ref-neighbour-cosine"] == hit["ref-neighbour-cosine"]  # the reference reads no model
+    na = attack("attribute-inference", "gap-edge", task, method_overrides={"epochs": 5})
+    assert na.status == "not applicable" and "predict_proba_features" in na.reason
+
+
+def test_attribute_inference_on_an_overfit_mlp_beats_chance_and_dp_training_does_not_break_it(tasks):
+    task = sparse_task(tasks["random-75-10-15"], features=64, per_row=6, seed=1)
+    mlp = aucs(attack("attribute-inference", "mlp", task, targets=200,
+                      method_overrides={"epochs": 300, "patience": 0, "weight_decay": 0.0, "dropout": 0.0}))
+    assert mlp["paired"].low > 0.55, str(mlp["paired"])  # memorised (row, label) pairs fit better than unseen rows
+    report = run_attack(get_attack("attribute-inference")(targets=60),
+                        Target(task, get_method("dp-mlp-feature")(epochs=2), Budget(1.0, 1e-3),
+                               get_method("dp-mlp-feature")(epochs=2).fit(task, Budget(1.0, 1e-3), 0), 0),
+                        n_bootstrap=0)
+    assert report.status == "ok" and report.level == "feature" and report.evaluated_members == 30
+
+
+class _FeatureSpy(Attack):
+    level = "feature"
+    Config = dataclasses.make_dataclass("SpyConfig", [], bases=(NodeAttackConfig,))
+    seen: dict = {}
+
+    def scores(self, view):
+        _FeatureSpy.seen = {"nodes": view.nodes.clone(), "rows": view.rows.clone(), "known": view.known.clone(),
+                            "x": view.task.data.x.clone(), "edges": view.task.data.edge_index.size(1)}
+        return {"zero": torch.zeros(view.nodes.numel(), dtype=torch.float64)}
+
+
+def test_the_feature_game_pairs_each_target_with_an_unfitted_class_mate_and_hides_its_row(tasks):
+    from attacks.base import FeatureAttackConfig
+
+    _FeatureSpy.Config = FeatureAttackConfig
+    register_attack("feature-spy")(_FeatureSpy)
+    try:
+        task = tasks["random-75-10-15"]
+        m = get_method("mlp")(epochs=3)
+        target = Target(task, m, Budget(), m.fit(task, Budget(), 0), 0)
+        report = run_attack(get_attack("feature-spy")(targets=80), target, n_bootstrap=0)
+        again = dict(_FeatureSpy.seen)
+        run_attack(get_attack("feature-spy")(targets=80), target, n_bootstrap=0)
+    finally:
+        unregister_attack("feature-spy")
+    seen, x, y = _FeatureSpy.seen, task.data.x, task.data.y
+    assert all(torch.equal(seen[k], again[k]) for k in ("nodes", "rows", "known"))  # reproducible
+    nodes, rows = seen["nodes"], seen["rows"]
+    assert nodes.numel() == 160 and torch.equal(nodes[0::2], nodes[1::2]) and (nodes[0::2].diff() > 0).all()
+    assert task.train_mask[nodes].all() and seen["edges"] == task.data.edge_index.size(1)  # structure is public
+    own = (rows == x[nodes]).all(1)
+    assert torch.equal(own[0::2] ^ own[1::2], torch.ones(80, dtype=torch.bool))  # one own row per target
+    assert not own.all() and not (~own).all()
+    for v, r in zip(nodes[~own].tolist(), rows[~own]):
+        mates = ((x == r).all(1) & ~task.train_mask).nonzero().view(-1)
+        assert mates.numel() and (y[mates] == y[v]).any()  # a decoy: a class-mate's row from outside training
+    assert torch.equal(seen["known"][0::2], seen["known"][1::2]) and 0 < int(seen["known"].sum()) < 160
+    assert (seen["x"][nodes] == 0).all() and torch.equal(seen["x"][~task.train_mask], x[~task.train_mask])
+    assert report.evaluated_members == report.evaluated_non_members == 80 - int(seen["known"].sum()) // 2
+
+
+def test_feature_attacks_are_outside_the_edge_claim_and_inside_the_feature_and_node_claims():
+    cls = get_attack("attribute-inference")
+    assert cls.unit() == "feature row"
+    assert cls.outside_claim("edge") and not cls.outside_claim("feature") and not cls.outside_claim("node")
+    assert not cls.outside_claim("none")
+    assert get_attack("threshold").outside_claim("feature") and get_attack("linkteller").outside_claim("feature")
+
+
 # --------------------------------------------------------------------------------------
 # No ground truth reaches the attacker
 # --------------------------------------------------------------------------------------

@@ -342,6 +342,48 @@ def test_edge_rows_show_the_strongest_edge_attack_and_keep_node_membership_secon
     assert row_cells(bare, "edge")[10] == "-" and "lira.online" in row_cells(bare, "edge")[13]
 
 
+def test_feature_rows_show_the_strongest_feature_attack_beside_edge_records_of_the_same_run():
+    """feature-attack records join like edge-attack ones (per run and kind: an edge record of the same run does not
+    hide its feature record); a feature-level row's unit-matched column is the feature-row attack, node membership
+    second; the CSV carries feature_row_* columns."""
+    from bench.leaderboard import CSV_COLUMNS, collect_records, header_for, row_cells, to_csv
+
+    def run(s):
+        return {"cell_id": f"c{s}", "run_id": f"r{s}", "kind": "run", "status": "FINISHED", "start_time": s,
+                "params": {"method": "drw", "dataset": "cora", "split": "random-75-10-15", "seed": s,
+                           "privacy_unit": "feature", "target_epsilon": "8.0", "delta": "0.0001", "config_hash": f"h{s}"},
+                "metrics": {"test_acc": 0.6, "epsilon": 8.0},
+                "attacks": {"threshold": {"loss": {"auc": 0.55, "tpr_at_1pct_fpr": 0.02}}}}
+
+    def feature(s):
+        return {"cell_id": f"f{s}", "kind": "feature-attack", "status": "FINISHED", "start_time": 10 + s,
+                "target_config_hash": f"h{s}",
+                "attacks": {"attribute-inference": {
+                    "paired": {"auc": 0.52 + 0.01 * s, "tpr_at_1pct_fpr": 0.02, "implied_epsilon": 0.1 * s},
+                    "loss": {"auc": 0.5, "tpr_at_1pct_fpr": 0.01, "implied_epsilon": 0.0},
+                    "ref-neighbour-cosine": {"auc": 0.78, "tpr_at_1pct_fpr": 0.3}}}}
+
+    def edge(s):
+        return {"cell_id": f"e{s}", "kind": "edge-attack", "status": "FINISHED", "start_time": 20 + s,
+                "target_config_hash": f"h{s}",
+                "attacks": {"link-stealing": {"cosine": {"auc": 0.7, "tpr_at_1pct_fpr": 0.05, "implied_epsilon": 1}}}}
+
+    (row,) = collect_records([run(0), run(1), feature(0), feature(1), edge(0), edge(1)])
+    assert row.claim_unit == "feature row"
+    b = row.strongest("feature row")
+    assert b.name == "attribute-inference.paired" and b.held_out and b.candidates == 2
+    assert b.auc == pytest.approx(0.525) and row.strongest("edge membership").name == "link-stealing.cosine"
+    header, cells = header_for("feature"), row_cells(row, "feature")
+    assert len(cells) == len(header) and header[10] == "strongest attack on feature row (AUC)"
+    assert header[13] == "node membership attack (AUC)"
+    assert cells[10].startswith("0.525 (attribute-inference.paired; held-out choice of 2)")
+    assert "outside" not in cells[10] and "reference attribute-inference.ref-neighbour-cosine (no model): 0.780" in cells[10]
+    assert "[node membership: outside the feature-level claim]" in cells[13]
+    line = dict(zip(CSV_COLUMNS, next(csv.reader(io.StringIO(to_csv([row]).splitlines()[1])))))
+    assert line["strongest_attack_unit"] == "feature row" and line["feature_row_attack"] == "attribute-inference.paired"
+    assert line["feature_row_reference"] == "attribute-inference.ref-neighbour-cosine"
+
+
 def test_a_rows_white_box_bound_joins_from_its_seed_zero_run():
     """scripts.whitebox_audits' records join the row of the run they audit (config_hash): the column shows
     lb / claimed = ratio and the source; a row without one shows '-'; the CSV carries the numbers."""

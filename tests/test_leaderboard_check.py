@@ -206,18 +206,27 @@ EDGE_CORRUPTIONS = {
 }
 
 
+def _feature_record(commit: str) -> dict:
+    rec = _edge_record(commit)
+    rec.update(kind="feature-attack", name="feature-attacks/x", attacks={"attribute-inference": {
+        "paired": rec["attacks"]["link-stealing"]["cosine"]}})
+    rec["params"].update(method="drw", privacy_unit="feature", target_epsilon="8.0")
+    return rec
+
+
+@pytest.mark.parametrize("kind", ["edge", "feature"])
 @pytest.mark.parametrize("what", sorted(EDGE_CORRUPTIONS))
-def test_edge_attack_records_check_out_and_each_corruption_fails(tmp_path, good, what):
-    rec = _edge_record(good[0]["git_commit"])
+def test_unit_attack_records_check_out_and_each_corruption_fails(tmp_path, good, what, kind):
+    rec = (_edge_record if kind == "edge" else _feature_record)(good[0]["git_commit"])
     assert check_export(_write(tmp_path, [rec]), count_units=False).ok
-    EDGE_CORRUPTIONS[what](rec["attacks"]["link-stealing"]["cosine"])
+    EDGE_CORRUPTIONS[what](next(iter(next(iter(rec["attacks"].values())).values())))
     report = check_export(_write(tmp_path, [rec]), count_units=False)
     assert len(report.failures) == 1 and what in "; ".join(report.failures[0][1]), report.failures
 
 
-def test_the_published_edge_attacks_check_out():
+def test_the_published_unit_attacks_check_out():
     if not ATTACKS.is_dir():
-        pytest.skip("no published edge attacks")
+        pytest.skip("no published unit attacks")
     report = check_export(ATTACKS, count_units=False)
     assert report.ok, "\n".join(f"{w}: {'; '.join(p)}" for w, p in report.failures[:20])
     assert report.checked > 0 and report.legacy_dirty == 0

@@ -111,6 +111,37 @@ def test_edge_attacks_pick_the_edge_rows_runs_and_write_records_the_check_accept
     assert check_record(rec) == []
 
 
+def test_feature_attacks_pick_the_feature_rows_runs_and_write_records_the_check_accepts():
+    """scripts.unit_attacks --level feature: the feature-level and reference runs of the attack seeds on the
+    feature rows' splits, and one feature-attack record end to end that --check accepts."""
+    import torch
+
+    from bench.check import check_record
+    from scripts.unit_attacks import attack_run, targets
+
+    runs = targets("configs/leaderboard.yaml", "docs/leaderboard/runs/", ["cora"], "feature")
+    got = {(r["params"]["method"], r["params"]["split"], r["params"]["target_epsilon"], r["params"]["seed"])
+           for r in runs}
+    assert len(runs) == len(got) and {m for m, *_ in got} >= {"drw", "drw-r", "drw-d", "dp-mlp-feature", "gcn", "mlp"}
+    assert {r["params"]["privacy_unit"] for r in runs} == {"feature", "none"}
+    assert {r["params"]["split"] for r in runs} == {"random-75-10-15", "public"}
+
+    csbm = "csbm:nodes=300,classes=3,features=8,degree=6"
+    run = {"cell_id": "c", "run_id": "r", "name": "drw/csbm", "metrics": {"test_acc": 0.0},
+           "params": {"method": "drw", "dataset": csbm, "split": "random-75-10-15", "seed": "0",
+                      "privacy_unit": "feature", "target_epsilon": "8.0", "delta": "0.001", "config_hash": "h",
+                      "hp.max_steps": "20", "hp.hidden": "16", "hp.walk_length": "2", "hp.batch_size": "20"}}
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        rec = attack_run(run, {"attribute-inference": {"targets": 60}}, "a" * 40, {}, level="feature")
+    finally:
+        torch.set_num_threads(before)
+    assert rec["kind"] == "feature-attack" and not rec["not_applicable"]
+    assert set(rec["attacks"]["attribute-inference"]) >= {"loss", "paired", "ref-neighbour-cosine"}
+    assert check_record(rec) == []
+
+
 def test_whitebox_audits_pick_the_private_cells_and_write_records_the_check_accepts():
     """scripts.whitebox_audits: the seed-0 run of every private cell it covers (composed everywhere, pooled on the
     pooled datasets only), and one composed and one pooled record end to end that --check accepts."""

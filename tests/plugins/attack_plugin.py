@@ -9,6 +9,8 @@
   [0.52, 0.67] against such a model.)
 * ``memorise``: a lookup table: each training node gets 0.9 on its own label, every other node the
   prior. Every node attack should reach AUC ~ 1.
+* ``memorise-rows``: a lookup table of (training row, label): a training node holding its own feature row gets
+  0.9 on its label, anything else the prior. The feature attack should reach AUC 1.
 * ``propagate``: one propagation step over the training graph of features through fixed random
   weights (nothing learnt): its posteriors depend on the edges and nothing else of the training
   data. Serves ``predict_proba_features`` (LinkTeller's feature queries).
@@ -97,6 +99,29 @@ class MemoriseMethod(Method):
         return TableFitted(p)
 
 
+class MemoriseRowsMethod(Method):
+    """A lookup table of (training row, label): a training node gets 0.9 on its label while it holds its own row,
+    the prior otherwise (whatever its neighbours); serves feature queries."""
+
+    description = "a lookup table of the training nodes' feature rows and labels (test instrument)"
+    privacy_unit = "none"
+    Config = MemoriseConfig
+
+    def fit(self, task: Task, budget: Budget, seed: int, device="cpu", progress=False):
+        self.check_budget(budget)
+        x0, train, y = task.data.x.clone(), task.train_mask.clone(), task.data.y
+        prior = _prior(task, task.train_mask)
+        peak = self.config.peak
+
+        def forward(x: torch.Tensor) -> torch.Tensor:
+            p = prior.expand(task.num_nodes, -1).clone()
+            hit = train & (x.to(x0.dtype) == x0).all(1)
+            p[hit] = _peaked(y[hit], task.num_classes, peak)
+            return p
+
+        return TableFitted(forward(x0), features_fn=forward)
+
+
 @dataclass
 class PropagateConfig:
     temperature: float = 3.0
@@ -173,7 +198,7 @@ class MaxPosteriorAttack(Attack):
         return {"max": view.posteriors(view.candidates).max(1).values}
 
 
-METHODS = {"prior": PriorMethod, "memorise": MemoriseMethod, "propagate": PropagateMethod,
+METHODS = {"prior": PriorMethod, "memorise": MemoriseMethod, "memorise-rows": MemoriseRowsMethod, "propagate": PropagateMethod,
            "kd-queries": KDQueriesMethod}
 ATTACKS = {"max-posterior": MaxPosteriorAttack}
 
