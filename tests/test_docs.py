@@ -205,8 +205,9 @@ def test_the_readme_results_excerpt_matches_the_published_leaderboard():
         # "0.844 (edge)": the strongest attack on what the row's unit protects, as the page's column on that unit
         value, infers = row["strongest attack on its unit (AUC)"].split(" (", 1)
         infers = infers.split(":")[0].rstrip(")")
-        column = f"strongest attack on {infers} membership (AUC)"
-        column = column if column in pub else f"{infers} membership attack (AUC)"
+        unit = infers if infers == "feature row" else f"{infers} membership"
+        column = f"strongest attack on {unit} (AUC)"
+        column = column if column in pub else f"{unit} attack (AUC)"
         assert pub[column].startswith(value + " "), (row["method"], column, value, pub[column])
         assert ("outside the" in pub[column]) == ("outside the claim" in row["strongest attack on its unit (AUC)"])
         # "0.89": the white-box bound's ratio to the claim, as the page's cell (lb / claimed = ratio (source))
