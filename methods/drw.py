@@ -316,6 +316,62 @@ class _FullGraph(torch.nn.Module):
     def forward(self, g: GraphInput) -> torch.Tensor:
         return dense_gcn_full_graph(self.model, g)
 
+    def forward_nodes(self, g: GraphInput, nodes: torch.Tensor) -> torch.Tensor:
+        """``forward(g)[nodes]``, computed on the receptive field of ``nodes`` only: layer l is evaluated on the rows
+        layer l + 1 reads (the columns of the served adjacency's rows it needs), with the adjacency's own weights,
+        so the result equals the full forward's rows up to float rounding. A feature query that changes one row
+        and reads a few nodes then costs their L-hop neighbourhood, not the whole graph."""
+        a, lins = g.edge_index, self.model.lins
+        if a.layout != torch.sparse_csr or len(lins) == 0:
+            return self.forward(g)[nodes]
+        need = [torch.as_tensor(nodes, dtype=torch.long, device=g.x.device)]
+        blocks = []
+        for _ in lins:  # from the output layer down: the block A[rows, cols] and the cols it reads
+            rows = need[-1]
+            block, cols = _csr_block(a, rows)
+            blocks.append(block)
+            need.append(cols)
+        h = _gather_rows(g.x, need[-1])
+        for i, (lin, block) in enumerate(zip(lins, reversed(blocks))):
+            h = block @ lin(h)
+            if i < len(lins) - 1:
+                h = self.model.act(h)
+        return h
+
+
+def _csr_rows(x: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Rows ``rows`` of the CSR matrix ``x``: (crow, col, values) of the sub-matrix over all of x's columns."""
+    crow, col, val = x.crow_indices(), x.col_indices(), x.values()
+    starts, counts = crow[rows], crow[rows + 1] - crow[rows]
+    idx = torch.repeat_interleave(starts - (torch.cumsum(counts, 0) - counts), counts)
+    idx = idx + torch.arange(idx.numel(), device=x.device)
+    new_crow = torch.zeros(rows.numel() + 1, dtype=crow.dtype, device=x.device)
+    new_crow[1:] = torch.cumsum(counts, 0)
+    return new_crow, col[idx], val[idx]
+
+
+def _csr_block(a: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rows ``rows`` of the CSR matrix ``a`` restricted to the columns they use: (the block [len(rows),
+    len(cols)] as CSR, cols in increasing order)."""
+    crow, col, val = _csr_rows(a, rows)
+    cols, local = torch.unique(col, return_inverse=True)
+    return _csr(crow, local.to(col.dtype), val, (rows.numel(), cols.numel())), cols
+
+
+def _gather_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``x[rows]`` for a dense or CSR ``x`` (CSR stays CSR)."""
+    if x.layout != torch.sparse_csr:
+        return x[rows]
+    return _csr(*_csr_rows(x, rows), (rows.numel(), x.size(1)))
+
+
+def _csr(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
+        return torch.sparse_csr_tensor(crow, col, val, shape)
+
 
 @register("drw")
 class DRW(DRWBase):

@@ -179,9 +179,15 @@ class FeatureQueryFitted(ModelFitted):
         return self._query(xq, nodes)
 
     def _query(self, xq: Tensor, nodes: Tensor | None) -> Tensor:
-        g = self.graph
+        """Posteriors of ``nodes`` (all when None) on features ``xq``; a model with ``forward_nodes(g, nodes)``
+        (DRW's full-graph GCN) computes only the receptive field of the nodes read."""
+        g = GraphInput(xq, self.graph.edge_index, self.graph.edge_weight)
+        local = getattr(self.model, "forward_nodes", None)
         with torch.no_grad():
-            p = torch.softmax(self.model(GraphInput(xq, g.edge_index, g.edge_weight)).float(), dim=-1).cpu()
+            if nodes is not None and callable(local):
+                idx = torch.as_tensor(nodes, dtype=torch.long).to(xq.device)
+                return torch.softmax(local(g, idx).float(), dim=-1).cpu()
+            p = torch.softmax(self.model(g).float(), dim=-1).cpu()
         return p if nodes is None else p[torch.as_tensor(nodes, dtype=torch.long)]
 
 

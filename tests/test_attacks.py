@@ -168,8 +168,8 @@ def sparse_task(task, features: int = 64, per_row: int = 2, seed: int = 0):
 @pytest.mark.parametrize("method", FEATURE_QUERY_METHODS)
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_a_row_query_equals_the_whole_matrix_query(tasks, method, sparse):
-    """predict_proba_rows (a CSR splice on bag-of-words features) answers what predict_proba_features does on the
-    modified matrix, and leaves later queries unchanged."""
+    """predict_proba_rows (a CSR splice on bag-of-words features; DRW's GCN on the read nodes' receptive field only)
+    answers what the whole-graph forward does on the modified matrix, and leaves later queries unchanged."""
     from methods.models import sparse_input
 
     task = sparse_task(tasks["random-75-10-15"]) if sparse else tasks["random-75-10-15"]
@@ -184,9 +184,10 @@ def test_a_row_query_equals_the_whole_matrix_query(tasks, method, sparse):
         moved = x.clone()
         moved[rows] = values
         nodes = torch.tensor([0, 4, 5, 9, 31, 40])
-        want = fitted.predict_proba_features(moved, nodes)
-        got = fitted.predict_proba_rows(rows, values, nodes)
+        want = fitted.predict_proba_features(moved)[nodes]  # the whole graph's forward
+        got = fitted.predict_proba_rows(rows, values, nodes)  # DRW/RW: only the nodes' receptive field
         assert torch.allclose(got, want, atol=1e-5), (got - want).abs().max()
+        assert torch.allclose(fitted.predict_proba_features(moved, nodes), want, atol=1e-5)
     assert torch.allclose(fitted.predict_proba_rows(torch.tensor([], dtype=torch.long), x[:0]), fitted.predict_proba(),
                           atol=1e-5)
     with pytest.raises(Exception, match="row query"):
