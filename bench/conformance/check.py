@@ -36,6 +36,8 @@ TIGHT_FACTOR = 1.01
 DEFAULT_RTOL = 1e-6
 VERDICTS = ("TIGHT", "LOOSE", "UNSOUND", "UNSUPPORTED", "ERROR")
 FAILING = ("UNSOUND", "ERROR")
+#: the reference name of a case without a sound reference (ratios are then to its lower limit)
+LIMIT_AS_REFERENCE = "lower limit"
 GOLDEN_VERSION = 1
 GOLDEN_KIND = "accountant-conformance-golden"
 #: libraries whose versions a golden file records (what the built-in accountants compute with)
@@ -80,11 +82,11 @@ def verdict(value: float, lower_limit: float, reference: float) -> tuple[str, st
     """(verdict, detail) of a value against a lower limit and the tightest sound reference."""
     if value < lower_limit * (1 - SOUNDNESS_SLACK):
         short = (lower_limit - value) / lower_limit if lower_limit > 0 else math.inf
-        return "UNSOUND", f"{_fmt(value)} < lower limit {_fmt(lower_limit)} (by {short:.3g} relative)"
+        return "UNSOUND", f"{fmt_value(value)} < lower limit {fmt_value(lower_limit)} (by {short:.3g} relative)"
     if value <= TIGHT_FACTOR * reference:
         return "TIGHT", ""
     factor = value / reference if reference > 0 else math.inf
-    return "LOOSE", f"x{factor:.4g}"
+    return "LOOSE", f"x{factor:.5g}"
 
 
 def evaluate(case, accountant: Any) -> Result:
@@ -92,7 +94,7 @@ def evaluate(case, accountant: Any) -> Result:
     from bench.conformance.adapters import Unsupported, check_epsilon
 
     best = case.best_reference()
-    ref, ref_name = (best.epsilon, best.name) if best is not None else (case.lower_limit, "lower limit")
+    ref, ref_name = (best.epsilon, best.name) if best is not None else (case.lower_limit, LIMIT_AS_REFERENCE)
     base = dict(case=case.id, accountant=accountant.name, lower_limit=case.lower_limit, reference=ref,
                 reference_name=ref_name)
     start = time.perf_counter()
@@ -285,15 +287,15 @@ def against(report: Report, path: str | os.PathLike, rtol: float = DEFAULT_RTOL)
             continue
         compared += 1
         if row["status"] != r.status:
-            old = _fmt(_from_num(row["value"])) if row["status"] == "value" else row["status"]
-            now = _fmt(r.value) if r.status == "value" else f"{r.status} ({r.detail})"
+            old = fmt_value(_from_num(row["value"])) if row["status"] == "value" else row["status"]
+            now = fmt_value(r.value) if r.status == "value" else f"{r.status} ({r.detail})"
             diffs.append(Difference(r.case, r.accountant, "support", old, now))
         elif r.status == "value":
             old_v = _from_num(row["value"])
             if _moved(old_v, r.value, rtol):
                 rel = abs(r.value - old_v) / abs(old_v) if old_v and math.isfinite(old_v) else math.inf
-                diffs.append(Difference(r.case, r.accountant, "value", _fmt(old_v),
-                                        f"{_fmt(r.value)} (relative change {rel:.3g})"))
+                diffs.append(Difference(r.case, r.accountant, "value", fmt_value(old_v),
+                                        f"{fmt_value(r.value)} (relative change {rel:.3g})"))
     versions: dict[str, tuple[str, str]] = {}
     for name, ver in doc.get("libraries", {}).items():
         now = report.libraries.get(name)
@@ -349,8 +351,9 @@ def junit_xml(report: Report, differences: Iterable[Difference] = ()) -> str:
                 skipped += 1
                 ET.SubElement(tc, "skipped", message=r.detail)
             out = ET.SubElement(tc, "system-out")
-            out.text = (f"value={_fmt(r.value)} lower_limit={_fmt(r.lower_limit)} reference={_fmt(r.reference)} "
-                        f"({r.reference_name}) verdict={r.verdict} {r.detail}").rstrip()
+            out.text = (f"value={fmt_value(r.value)} lower_limit={fmt_value(r.lower_limit)} "
+                        f"reference={fmt_value(r.reference)} ({r.reference_name}) verdict={r.verdict} "
+                        f"{r.detail}").rstrip()
         suite.set("tests", str(len(mine)))
         suite.set("failures", str(failures))
         suite.set("errors", "0")
@@ -508,7 +511,7 @@ def _from_num(x: Any) -> float:
     return out
 
 
-def _fmt(x: float | None) -> str:
+def fmt_value(x: float | None) -> str:
     if x is None:
         return "-"
     if math.isinf(x):
