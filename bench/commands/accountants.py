@@ -1,6 +1,6 @@
 """``bench accountants``: privacy accountants against the conformance corpus (:func:`bench.api.check_accountants`).
 
-    bench accountants list [--json]
+    bench accountants list [NAME ...] [--json]
     bench accountants check [--accountant NAME ...|all] [--cases GLOB] [--tag TAG ...] [--corpus FILE ...]
                             [--json] [--junit FILE] [--record FILE] [--against FILE] [--rtol R]
 
@@ -31,6 +31,7 @@ def _accountants_parser(sub) -> argparse.ArgumentParser:
     actions = p.add_subparsers(dest="action", metavar="ACTION", title="actions")
     actions.required = True
     q = actions.add_parser("list", help="the registered accountants (built-in and plugins') with versions")
+    q.add_argument("names", nargs="*", metavar="NAME", help="only these accountants (default: all)")
     q.add_argument("--json", action="store_true", help="print JSON")
     c = actions.add_parser("check", help="run accountants over the corpus: a verdict per case and accountant",
                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,9 +66,11 @@ def cmd_accountants(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from bench.conformance.adapters import available_accountants, describe
+    from bench.conformance.check import accountant_names
     from bench.io import format_table
 
-    rows = [describe(name) for name in available_accountants()]
+    names = accountant_names(args.names) if args.names else list(available_accountants())
+    rows = [describe(name) for name in names]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
