@@ -232,9 +232,15 @@ def test_golden_round_trip_and_a_moved_value(capsys, tmp_path):
         if row["case"] == "mini-wor-gaussian" and row["accountant"] == "basic-composition":
             row.update(status="value", value=2.0)  # the golden run had a value: support changed
     golden.write_text(json.dumps(doc))
-    code, out, _ = cli(capsys, *args, "--against", str(golden))
+    xml = tmp_path / "junit.xml"
+    code, out, _ = cli(capsys, *args, "--against", str(golden), "--junit", str(xml))
     diffs = [line for line in out.splitlines() if line.startswith("  DIFF ")]
     assert code == 1 and len(diffs) == 2, out
+    failed = {(tc.get("classname"), tc.get("name")): tc.find("failure")
+              for tc in ET.parse(xml).getroot().iter("testcase") if tc.find("failure") is not None}
+    assert set(failed) == {("accountants.ours-rdp", "mini-laplace"), ("accountants.basic-composition",
+                                                                       "mini-wor-gaussian")}
+    assert all(f.get("type") == "GOLDEN" for f in failed.values())
     assert "mini-laplace / ours-rdp: value" in diffs[0] or "mini-laplace / ours-rdp: value" in diffs[1]
     assert any("mini-wor-gaussian / basic-composition: support 2 -> unsupported" in d for d in diffs)
     assert "FAIL: 0 unsound, 0 errors, 2 golden differences" in out
@@ -288,9 +294,16 @@ def _bad(tmp_path):
     bad_event.write_text(json.dumps({"version": 1, "cases": [
         {"id": "x", "events": [{"kind": "gaussian", "sigma": -1.0, "sensitivity": 1.0, "count": 1}], "delta": 1e-5,
          "lower_limit": 0.0, "lower_limit_method": "none"}]}))
+    other = tmp_path / "other-golden.json"
+    other.write_text(json.dumps({"version": 1, "kind": "accountant-conformance-golden", "libraries": {},
+                                 "accountants": {}, "results": [{"case": "elsewhere", "accountant": "ours-rdp",
+                                                                 "status": "value", "value": 1.0}]}))
     return {
+        "golden file of other cases": (["--against", str(other)], "holds none of the selected cases"),
         "unknown accountant": (["-a", "nope"], "unknown accountant 'nope'"),
         "tag matching nothing": (["--tag", "no-such-tag"], "no case has tag 'no-such-tag'"),
+        "tag and glob matching nothing together": (["--tag", "laplace", "--cases", "mini-gaussian-*"],
+                                                   "no selected case has tag 'laplace'"),
         "glob matching nothing": (["--cases", "zzz*"], "matches no case id"),
         "missing corpus": (["--corpus", str(tmp_path / "missing.json")], "not found"),
         "malformed corpus": (["--corpus", str(not_json)], "is not JSON"),

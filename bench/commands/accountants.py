@@ -84,7 +84,7 @@ def _check(args: argparse.Namespace) -> int:
 
     out = api.check_accountants(args.accountants, cases=args.cases, tags=args.tags, corpus=args.corpus,
                                 against=args.against, rtol=args.rtol, record=args.record, junit=args.junit,
-                                progress=not args.no_progress and not args.json)
+                                progress=not args.no_progress)
     if args.json:
         print(json.dumps(out.to_dict(), indent=2))
     else:

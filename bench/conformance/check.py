@@ -24,7 +24,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from methods.errors import BenchError
 
@@ -81,8 +81,8 @@ class Result:
 def verdict(value: float, lower_limit: float, reference: float) -> tuple[str, str]:
     """(verdict, detail) of a value against a lower limit and the tightest sound reference."""
     if value < lower_limit * (1 - SOUNDNESS_SLACK):
-        short = (lower_limit - value) / lower_limit if lower_limit > 0 else math.inf
-        return "UNSOUND", f"{fmt_value(value)} < lower limit {fmt_value(lower_limit)} (by {short:.3g} relative)"
+        short = f" (by {(lower_limit - value) / lower_limit:.3g} relative)" if lower_limit > 0 else ""
+        return "UNSOUND", f"{fmt_value(value)} < lower limit {fmt_value(lower_limit)}{short}"
     if value <= TIGHT_FACTOR * reference:
         return "TIGHT", ""
     factor = value / reference if reference > 0 else math.inf
@@ -153,8 +153,7 @@ def library_versions() -> dict[str, str]:
     return {name: library_version(name).split(" ", 1)[1] for name in LIBRARIES}
 
 
-def check(cases: Sequence, accountants: Iterable[Any], *, progress: bool = False,
-          on_result: Callable[[Result], None] | None = None) -> Report:
+def check(cases: Sequence, accountants: Iterable[Any], *, progress: bool = False) -> Report:
     """Every accountant (a registered name or an instance with ``name``, ``description``, ``version()`` and
     ``epsilon()``) on every case. A case's failure never stops the run: it is that result's ERROR."""
     from bench.conformance.adapters import describe, get_accountant
@@ -174,10 +173,7 @@ def check(cases: Sequence, accountants: Iterable[Any], *, progress: bool = False
         for case in cases:
             for acc in accs:
                 bar.set_postfix_str(f"{acc.name} on {case.id}", refresh=False)
-                r = evaluate(case, acc)
-                results.append(r)
-                if on_result is not None:
-                    on_result(r)
+                results.append(evaluate(case, acc))
                 bar.update(1)
     return Report(results=results, accountants=infos, libraries=library_versions(), cases=[c.id for c in cases])
 
@@ -218,6 +214,10 @@ def load_golden(path: str | os.PathLike) -> dict[str, Any]:
     rows = doc.get("results")
     if not isinstance(rows, list):
         raise BenchError(f"golden file {path}: no results list")
+    accs = doc.get("accountants", {})
+    if not isinstance(doc.get("libraries", {}), dict) or not isinstance(accs, dict) or \
+            not all(isinstance(v, dict) for v in accs.values()):
+        raise BenchError(f"golden file {path}: libraries and accountants must be objects")
     for i, row in enumerate(rows):
         ok = isinstance(row, dict) and isinstance(row.get("case"), str) and isinstance(row.get("accountant"), str) \
             and row.get("status") in ("value", "unsupported", "error")
@@ -438,7 +438,7 @@ def corpus_cases(corpus: Iterable[str | os.PathLike] | None = None, pattern: str
         raise BenchError(f"no case in {where}")
     if not cases:
         raise BenchError(f"--cases {pattern!r} matches no case id in {where}")
-    cases = select(cases, tags)
+    cases = select(cases, tags, universe=everything)
     for c in cases:
         if not 0 <= c.delta < 1:
             raise BenchError(f"case {c.id}: delta must be in [0, 1) (got {c.delta})")
@@ -463,9 +463,13 @@ def check_job(accountants: str | Iterable[str] | None = None, *, pattern: str | 
     names = accountant_names(accountants)
     check_output_file(record_path, "--record")
     check_output_file(junit_path, "--junit")
-    if against_path is not None:
-        load_golden(against_path)
+    golden = None if against_path is None else load_golden(against_path)
     cases = corpus_cases(corpus, pattern, tags)
+    if golden is not None:
+        held = {(row["case"], row["accountant"]) for row in golden["results"]}
+        if not any((c.id, n) in held for c in cases for n in names):
+            raise BenchError(f"golden file {against_path} holds none of the selected cases for "
+                             f"{', '.join(names)}: nothing to compare")
     report = check(cases, names, progress=progress)
     comparison = None if against_path is None else against(report, against_path, rtol)
     if record_path is not None:
@@ -480,17 +484,20 @@ def check_job(accountants: str | Iterable[str] | None = None, *, pattern: str | 
 # --------------------------------------------------------------------------------------------------------------
 
 
-def select(cases: Sequence, tags: Iterable[str] = ()) -> list:
-    """The cases carrying any of ``tags`` (all cases without tags); a tag no case carries is a BenchError, so a
-    typo never silently checks nothing."""
+def select(cases: Sequence, tags: Iterable[str] = (), universe: Sequence | None = None) -> list:
+    """The cases carrying any of ``tags`` (all cases without tags). A tag no case of ``universe`` (default:
+    ``cases``) carries is a BenchError, and so is a selection left empty, so that a typo never checks nothing."""
     tags = list(dict.fromkeys(tags))
     if not tags:
         return list(cases)
-    known = sorted({t for c in cases for t in c.tags})
+    known = sorted({t for c in (cases if universe is None else universe) for t in c.tags})
     missing = [t for t in tags if t not in known]
     if missing:
         raise BenchError(f"no case has tag {', '.join(repr(t) for t in missing)} (tags: {', '.join(known) or 'none'})")
-    return [c for c in cases if set(c.tags) & set(tags)]
+    out = [c for c in cases if set(c.tags) & set(tags)]
+    if not out:
+        raise BenchError(f"no selected case has tag {', '.join(repr(t) for t in tags)}")
+    return out
 
 
 def _num(x: float | None) -> float | str | None:
