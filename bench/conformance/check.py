@@ -444,7 +444,7 @@ def corpus_cases(corpus: Iterable[str | os.PathLike] | None = None, pattern: str
             raise BenchError(f"case {c.id}: delta must be in [0, 1) (got {c.delta})")
         try:
             c.ledger_events()
-        except (BenchError, TypeError) as e:
+        except (BenchError, TypeError, ValueError) as e:
             raise BenchError(f"case {c.id}: invalid event ({e})") from None
     return cases
 
