@@ -18,7 +18,9 @@ marked FAILED in MLflow):
   (``bench verify``);
 * :func:`sweep` -- a resumable grid of runs and audits from a YAML file or a dict (``bench sweep``); its cells
   go through :func:`run` and :func:`audit`;
-* :func:`leaderboard` -- tables and plots of an experiment's runs (``bench leaderboard``).
+* :func:`leaderboard` -- tables and plots of an experiment's runs (``bench leaderboard``);
+* :func:`check_accountants` -- privacy accountants (ours, libraries', a plugin's) against the conformance corpus:
+  sound, how tight, what a library upgrade changed (``bench accountants check``).
 
 Helpers: :func:`results_table`, :func:`attack_table`, :func:`runs` (an experiment's runs as plain data),
 :func:`catalog` (methods, datasets, splits, attacks) and :func:`options` (a method's or attack's hyperparameters
@@ -258,6 +260,28 @@ def _sweep_cell(*job: Any) -> dict[str, Any]:
     return execute_cell(*args, run=run, audit=audit, verify=verify, export=export)
 
 
+def check_accountants(accountants: str | Iterable[str] | None = None, *, cases: str | None = None,
+                      tags: str | Iterable[str] = (),
+                      corpus: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
+                      against: str | os.PathLike | None = None, rtol: float = 1e-6,
+                      record: str | os.PathLike | None = None, junit: str | os.PathLike | None = None,
+                      progress: bool = False):
+    """Run accountants over the conformance corpus (:mod:`bench.conformance`; ``bench accountants check``):
+    each ``accountants`` name (default ``ours-rdp`` and ``ours-pld``; ``"all"``: every registered one, plugins
+    included) on each case of the ``corpus`` files (default: the shipped corpus) whose id matches the glob
+    ``cases`` and that carries any of ``tags``. Each result is TIGHT, LOOSE, UNSOUND, UNSUPPORTED or ERROR.
+    ``against``: a golden file to compare with (values moved beyond ``rtol``, relative, or support changed);
+    ``record``: write the golden file of this check; ``junit``: write JUnit XML. Bad input raises a
+    :class:`~methods.errors.BenchError` before any accountant runs. Returns a
+    :class:`bench.conformance.check.CheckOutcome` (``failed``, ``report.results``, ``report.summary()``,
+    ``comparison``)."""
+    from bench.conformance.check import check_job
+
+    corpus = [corpus] if isinstance(corpus, (str, os.PathLike)) else corpus
+    return check_job(accountants, pattern=cases, tags=_names(tags), corpus=corpus, against_path=against,
+                     rtol=float(rtol), record_path=record, junit_path=junit, progress=progress)
+
+
 def leaderboard(experiment: str = DEFAULT_EXPERIMENT, fmt: str = "md", track: bool = False):
     """The experiment's leaderboard: ``(text, rows)``, ``text`` in ``fmt`` (md, html or csv) and one
     :class:`bench.leaderboard.Row` per (dataset, unit, method, split, target epsilon, hyperparameter variant).
@@ -348,5 +372,6 @@ def options(name: str) -> dict[str, Any]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-__all__ = ["attack", "attack_table", "audit", "catalog", "cells", "leaderboard", "options", "results_table", "run", "runs",
+__all__ = ["attack", "attack_table", "audit", "catalog", "cells", "check_accountants", "leaderboard", "options",
+           "results_table", "run", "runs",
            "sweep"]

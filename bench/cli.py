@@ -27,8 +27,9 @@ from methods.errors import BenchError
 
 #: the modules that register commands (``bench.cliargs.command``), in ``--help`` order; a missing optional
 #: module (a command another checkout does not have yet) is left out
-COMMAND_MODULES = ("bench.commands.run", "bench.commands.list", "bench.account", "bench.perf",
-                   "bench.commands.audit", "bench.commands.verify", "bench.commands.sweep", "bench.commands.leaderboard")
+COMMAND_MODULES = ("bench.commands.run", "bench.commands.list", "bench.account", "bench.commands.accountants",
+                   "bench.perf", "bench.commands.audit", "bench.commands.verify", "bench.commands.sweep",
+                   "bench.commands.leaderboard")
 
 
 # --------------------------------------------------------------------------------------

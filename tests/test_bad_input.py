@@ -24,6 +24,7 @@ D = "csbm:nodes=60,classes=2"
 LINUX_PROC = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 DPSGD = ["account", "dpsgd", "--sampling", "poisson", "--sampling-rate", "0.01", "--noise-multiplier", "1",
          "--steps", "10", "--delta", "1e-5"]
+MINI = str(Path(__file__).parent / "data" / "conformance_mini.json")  # the conformance tool's test corpus
 PROGAP_NODE = ["account", "progap", "--level", "node", "--depth", "2", "--num-train", "100", "--batch-size", "10",
                "--steps-per-stage", "5", "--max-degree", "3", "--noise-multiplier", "1", "--delta", "1e-5"]
 
@@ -227,6 +228,22 @@ CASES = [
     case("account pate --queries 10 --lam 1 --delta 0", "delta must be in (0, 1)"),
     case("account run nope", "no tracked run 'nope'"),
     case("account run nope --delta 2", "delta must be in [0, 1)"),
+    # --- bench accountants ------------------------------------------------------------------------------------
+    case("accountants list nope", "unknown accountant 'nope'"),
+    case("accountants check -a nope", "unknown accountant 'nope'"),
+    case(["accountants", "check", "-a", ","], "no accountant given"),
+    case(f"accountants check --corpus {MINI} --tag no-such-tag", "no case has tag 'no-such-tag'"),
+    case(f"accountants check --corpus {MINI} --cases zzz*", "--cases 'zzz*' matches no case id"),
+    case("accountants check --corpus {tmp}/missing.json", "conformance corpus file {tmp}/missing.json not found"),
+    case("accountants check --corpus {tmp}/blocker", "is not JSON"),
+    case(f"accountants check --corpus {MINI} --against {{tmp}}/missing.json",
+         "golden file {tmp}/missing.json not found"),
+    case(f"accountants check --corpus {MINI} --against {{tmp}}/blocker", "golden file {tmp}/blocker is not JSON"),
+    case(f"accountants check --corpus {MINI} --rtol -1", "--rtol must be a finite number >= 0"),
+    case(f"accountants check --corpus {MINI} --record {{tmp}}/missing/g.json", "--record {tmp}/missing/g.json: "
+                                                                                "cannot write in {tmp}/missing"),
+    case(f"accountants check --corpus {MINI} --junit {{tmp}}/folder", "--junit {tmp}/folder is a directory"),
+    case(f"accountants check --corpus {MINI} --record /proc/g.json", "cannot write in /proc", LINUX_PROC),
     # --- bench perf: argument checks only (every case fails before anything is timed) -------------------------
     case("perf dpsgd --batch 0", "--batch must be >= 1"),
     case("perf dpsgd --density 2", "--density must be in (0, 1]"),

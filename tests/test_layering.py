@@ -150,7 +150,7 @@ def test_building_the_parser_imports_no_torch():
     assert _loaded("from bench.cli import build_parser\nbuild_parser()") == []
 
 
-OWN_COMMANDS = ["run", "list", "account", "attack", "audit", "sweep"]
+OWN_COMMANDS = ["run", "list", "account", "accountants", "attack", "audit", "sweep"]
 
 
 @pytest.mark.parametrize("command", OWN_COMMANDS + ["leaderboard", "perf"])
