@@ -174,3 +174,30 @@ def test_whitebox_audits_pick_the_private_cells_and_write_records_the_check_acce
     w = rec["whitebox"]
     assert w["source"] == "pooled" and w["runs"] == 1 and 0 <= w["epsilon_lb"] <= w["pair_epsilon"] <= w["claimed"]
     assert check_record(rec) == []
+
+
+def test_the_accountant_conformance_page_counts_verdicts_and_names_every_unsound_result():
+    """scripts.accountant_conformance: the page of a check on the mini corpus: the summary rows, the per-kind
+    counts, the UNSOUND row of a deliberately unsound plugin accountant, our accountants' non-TIGHT cases."""
+    from bench import api
+    from bench.conformance.adapters import unregister_accountant
+    from bench.conformance.check import corpus_cases
+    from bench.cli import load_plugin
+    from scripts.accountant_conformance import page
+
+    corpus = ["tests/data/conformance_mini.json"]
+    load_plugin("tests/plugins/accountant_plugin.py")
+    try:
+        outcome = api.check_accountants(["ours-rdp", "ours-pld", "rdp-x0.9"], corpus=corpus)
+    finally:
+        for name in ("rdp-x0.9", "basic-composition"):
+            unregister_accountant(name)
+    text = page(outcome, "f" * 40, corpus_cases(corpus))
+    s = outcome.report.summary()
+    assert f"| ours-pld | {s['ours-pld']['version']} | 8 | {s['ours-pld']['sound']} |" in text
+    unsound = [r for r in outcome.report.results if r.verdict == "UNSOUND"]
+    assert unsound and all(r.accountant == "rdp-x0.9" for r in unsound)
+    assert all(f"| {r.case} | rdp-x0.9 |" in text.split("## UNSOUND and ERROR results")[1] for r in unsound)
+    assert "| gaussian |" in text and "ffffffffff" in text
+    loose = [r for r in outcome.report.results if r.accountant == "ours-rdp" and r.verdict == "LOOSE"]
+    assert all(f"| {r.case} | ours-rdp | LOOSE |" in text for r in loose)
