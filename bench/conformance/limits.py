@@ -234,12 +234,15 @@ def _mixture_pair(masses: dict[float, np.ndarray], w_p: dict[float, float], w_q:
     if np.isscalar(diff):
         diff = np.zeros_like(p)
     # a bin whose mass underflows under one distribution has an infinite loss: leaving it out of P rounds that
-    # loss down to -inf, which keeps the limit a lower bound
-    keep_p = keep_q = (p > 0) & (q > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fwd = np.log1p(diff / q)
-        bwd = np.log1p(-diff / p)
-    return (BinnedPair(fwd[keep_p], p[keep_p], count), BinnedPair(bwd[keep_q], q[keep_q], count))
+    # loss down to -inf, which keeps the limit a lower bound (so does leaving out any non-finite loss)
+    keep = (p > 0) & (q > 0)
+    p, q, diff = p[keep], q[keep], diff[keep]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        direct = np.log(p) - np.log(q)
+        fwd = np.where(np.abs(diff) < 0.5 * q, np.log1p(diff / q), direct)
+        bwd = np.where(np.abs(diff) < 0.5 * p, np.log1p(-diff / p), -direct)
+    f, b = np.isfinite(fwd), np.isfinite(bwd)
+    return (BinnedPair(fwd[f], p[f], count), BinnedPair(bwd[b], q[b], count))
 
 
 def _gauss_edges(shifts: Iterable[float], tail: float) -> np.ndarray:
