@@ -410,8 +410,8 @@ def poisson_gaussian_pairs(rate: float, noise_multiplier: float, steps: int,
                            delta: float) -> tuple[BinnedPair, BinnedPair]:
     """DP-SGD with Poisson sampling (add/remove): the example's clipped gradient is C u, every other one 0, so
     the noisy sum is P = (1 - q) N(0, 1) + q N(1/z, 1) with the example, Q = N(0, 1) without (in noise stds;
-    Mironov, Talwar & Zhang 2019; it is in fact the dominating pair, Zhu, Dong & Wang 2022). Remove and add
-    directions."""
+    Mironov, Talwar & Zhang 2019; it is the tight pair of Poisson subsampling, Koskela, Jälkö & Honkela 2020,
+    Zhu, Dong & Wang 2022). Remove and add directions."""
     _check_rate(rate)
     _check_positive("noise_multiplier", noise_multiplier)
     mu = 1.0 / noise_multiplier
@@ -426,9 +426,8 @@ def wor_gaussian_pairs(rate: float, noise_multiplier: float, steps: int,
     it is (m - 2) C u when the example is drawn (probability q = m/n). In noise stds, after centring:
     N(0, 1) vs (1 - q) N(0, 1) + q N(-1/z, 1), i.e. the Poisson pair with multiplier z (mirrored), both
     directions: :func:`poisson_gaussian_pairs`. (The symmetric pair, gradient +C u vs -C u with all others 0,
-    (1-q) N(0,1) + q N(+-1/(2z), 1), is realisable too but weaker: its losses grow half as fast; the one-sided
-    pair is the dominating pair of WOR replace-one subsampling, Zhu, Dong & Wang 2022.) At q = 1 both are the
-    Gaussian with multiplier z."""
+    (1-q) N(0,1) + q N(+-1/(2z), 1), is realisable too but weaker: its privacy loss grows half as fast in x, and
+    it gave the smaller limit wherever we compared.) At q = 1 both are the Gaussian with multiplier z."""
     return poisson_gaussian_pairs(rate, noise_multiplier, steps, delta)
 
 

@@ -9,6 +9,7 @@ the ledger. None of them calls :mod:`methods.privacy` (the accountants under tes
   Laplace release), exact hence sound;
 * ``optimal pure-DP composition``: a ledger of pure mechanisms is dominated by randomized responses of the same
   epsilons (Kairouz, Oh & Viswanath 2015), whose composition is computed exactly;
+* ``no amplification``: without-replacement steps bounded by the unsubsampled Gaussians (joint convexity);
 * ``paper RDP (mpmath)``: the papers' RDP bounds evaluated in high precision where no library has them
   (Wang, Balle & Kasiviswanathan 2019 Thm 27; Daigavane et al. 2022 Thm 1) or as closed forms (Mironov 2017),
   converted with Balle et al. (2020) Theorem 21.
@@ -144,11 +145,25 @@ def dpa_pld(events: Iterable[Any], delta: float) -> Reference | None:
                      f"privacy_loss_distribution.from_* (pessimistic), interval {vdi:g}, composed")
 
 
+def wor_unamplified(events: Iterable[Any], delta: float) -> Reference | None:
+    """Without-replacement steps bounded by the same steps with no subsampling: the batches are drawn the same
+    way in both datasets, so P = E_B[P_B], Q = E_B[Q_B], and the hockey-stick divergence is jointly convex:
+    H(P || Q) <= E_B H(P_B || Q_B) <= that of the adaptive composition of Gaussians whose shifts are at most the
+    sensitivity, i.e. mu-GDP with mu = sqrt(sum T / z^2) (Dong, Roth & Su 2022, Cor. 3.3). Exact in mpmath. Loose
+    for small q, tight as q -> 1 (where subsampled RDP bounds can exceed it)."""
+    evs = _events(events)
+    if not evs or _kinds(evs) != {"fixed_size_gaussian"}:
+        return None
+    mu = math.sqrt(sum(e.count / e.noise_multiplier ** 2 for e in evs))
+    return Reference("no amplification", L.gaussian_epsilon(mu, delta), f"mpmath {mpmath.__version__}", True,
+                     "the Gaussians without subsampling (joint convexity over the batches), mu-GDP exact")
+
+
 def wor_pair_pld(events: Iterable[Any], delta: float) -> Reference | None:
     """dp-accounting's pessimistic PLD of the one-sided pair N(0,1) vs (1-q)N(0,1)+qN(1/z,1) that gives the
-    without-replacement lower limit: an upper bound on THAT pair's epsilon. It bounds the mechanism if that pair
-    dominates WOR replace-one subsampling (Zhu, Dong & Wang 2022 treat subsampling this way), which is not proven
-    here: ``sound=False``, an estimate of the truth that should sit just above the lower limit."""
+    without-replacement lower limit: an upper bound on THAT pair's epsilon. It bounds the mechanism only if that
+    pair dominates WOR replace-one subsampling, which is not proven here: ``sound=False``, an estimate of the truth
+    that should sit just above the lower limit."""
     from dp_accounting.pld import privacy_loss_distribution as P
 
     evs = _events(events)
@@ -462,7 +477,8 @@ def paper_rdp(events: Iterable[Any], delta: float) -> Reference | None:
 
 #: every reference function, in the order they appear in a case
 REFERENCE_FUNCTIONS: tuple[Callable[[Iterable[Any], float], Reference | None], ...] = (
-    exact, dpa_rdp, dpa_pld, opacus_rdp, opacus_prv, paper_rdp, optimal_pure_composition, opacus_gdp, wor_pair_pld)
+    exact, dpa_rdp, dpa_pld, opacus_rdp, opacus_prv, paper_rdp, optimal_pure_composition, wor_unamplified, opacus_gdp,
+    wor_pair_pld)
 
 
 def references(events: Iterable[Any], delta: float) -> tuple[list[Reference], list[str]]:
@@ -485,4 +501,4 @@ def references(events: Iterable[Any], delta: float) -> tuple[list[Reference], li
 
 __all__ = ["PAPER_ORDERS", "REFERENCE_FUNCTIONS", "dpa_pld", "dpa_rdp", "exact", "hypergeometric_rdp", "laplace_rdp",
            "opacus_gdp", "opacus_prv", "opacus_rdp", "optimal_pure_composition", "paper_rdp", "rdp_to_epsilon",
-           "references", "rr_rdp", "version", "wor_pair_pld", "wor_rdp"]
+           "references", "rr_rdp", "version", "wor_pair_pld", "wor_rdp", "wor_unamplified"]
