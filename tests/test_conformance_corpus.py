@@ -88,7 +88,8 @@ def test_the_gaussian_closed_form_matches_dp_accounting_pld(z, steps, delta):
     from dp_accounting.pld import privacy_loss_distribution as P
 
     exact = L.gaussian_lower_limit(z, steps, delta)
-    pld = P.from_gaussian_mechanism(z, value_discretization_interval=1e-5).self_compose(steps)
+    pld = P.from_gaussian_mechanism(z, value_discretization_interval=1e-4)  # connect-the-dots: tight
+    pld = pld.self_compose(steps) if steps > 1 else pld
     assert exact == pytest.approx(pld.get_epsilon_for_delta(delta), abs=1e-3)
     assert exact <= pld.get_epsilon_for_delta(delta) + 1e-9
     # the mu-GDP form evaluated at the solution gives back delta
@@ -101,7 +102,7 @@ def test_the_randomized_response_sum_matches_dp_accounting_pld(eps0, steps, delt
     from dp_accounting.pld import privacy_loss_distribution as P
 
     exact = L.rr_lower_limit(eps0, steps, delta)
-    one = P.from_randomized_response(2 / (1 + math.exp(eps0)), 2, value_discretization_interval=1e-5,
+    one = P.from_randomized_response(2 / (1 + math.exp(eps0)), 2, value_discretization_interval=1e-4,
                                      neighboring_relation=NeighboringRelation.REPLACE_ONE)
     pld = one.self_compose(steps) if steps > 1 else one
     assert exact == pytest.approx(pld.get_epsilon_for_delta(delta), abs=1e-3)
@@ -200,8 +201,8 @@ def _tol(e: float) -> float:
     return 2e-3 + 2e-4 * e  # the PLD limits' slack (Hoeffding and the grid)
 
 
-@settings(max_examples=10, deadline=None)
-@given(q=st.floats(0.01, 0.6), z=st.floats(0.7, 5), t=st.integers(1, 30), delta=deltas)
+@settings(max_examples=6, deadline=None)
+@given(q=st.floats(0.01, 0.6), z=st.floats(0.7, 5), t=st.integers(1, 20), delta=deltas)
 def test_the_poisson_limit_is_monotone_in_noise_steps_rate_and_delta(q, z, t, delta):
     e = _pois(q, z, t, delta)
     assert _pois(q, z * 1.3, t, delta) <= e + _tol(e)
@@ -210,8 +211,8 @@ def test_the_poisson_limit_is_monotone_in_noise_steps_rate_and_delta(q, z, t, de
     assert _pois(q, z, t, delta / 100) >= e - _tol(e)
 
 
-@settings(max_examples=10, deadline=None)
-@given(n=st.integers(50, 5000), frac=st.floats(0.01, 1.0), z=st.floats(0.7, 10), t=st.integers(1, 30),
+@settings(max_examples=6, deadline=None)
+@given(n=st.integers(50, 5000), frac=st.floats(0.01, 1.0), z=st.floats(0.7, 10), t=st.integers(1, 20),
        delta=deltas)
 def test_the_wor_limit_is_at_most_the_gaussian_at_rate_one(n, frac, z, t, delta):
     """Subsampling is post-processing of the full-batch release (the same kernel in both worlds), so the
@@ -226,7 +227,7 @@ def test_the_wor_limit_is_at_most_the_gaussian_at_rate_one(n, frac, z, t, delta)
     assert full >= wor - _tol(wor)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(n=st.integers(20, 2000), frac=st.floats(0.01, 1.0), lam=st.floats(0.5, 8), t=st.integers(1, 20))
 def test_the_hypergeometric_limit_with_one_occurrence_is_the_poisson_pair(n, frac, lam, t):
     """One occurrence in the batch with probability m/n: the DP-GNN pair is then the Poisson pair with rate m/n
@@ -241,8 +242,8 @@ def test_the_hypergeometric_limit_with_one_occurrence_is_the_poisson_pair(n, fra
     assert two >= one - _tol(one)
 
 
-@settings(max_examples=8, deadline=None)
-@given(q=st.floats(0.01, 1.0), e0=st.floats(0.05, 3), t=st.integers(1, 40))
+@settings(max_examples=5, deadline=None)
+@given(q=st.floats(0.01, 1.0), e0=st.floats(0.05, 3), t=st.integers(1, 30))
 def test_the_poisson_laplace_limit_grows_with_the_rate_to_the_laplace_limit(q, e0, t):
     def pl(rate: float) -> float:
         ev = {"kind": "poisson_laplace", "rate": rate, "scale": 1 / e0, "count": t}

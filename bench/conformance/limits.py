@@ -45,13 +45,13 @@ TAIL_TRUNCATION = 1e-15
 #: Hoeffding failure probability, relative to delta
 ETA_RELATIVE = 1e-4
 #: target Hoeffding slack s (in epsilon) that chooses the loss grid, and the grid's limits
-SLACK_TARGET = 2e-4
+SLACK_TARGET = 5e-4
 DISC_MAX = 1e-4
 DISC_MIN = 1e-7
 #: most grid points one application's loss range may take, and the composition's window (about 24 standard
 #: deviations of the composed loss) may take: they bound the FFTs' size, hence time and memory
-GRID_MAX = 2 ** 19
-WINDOW_MAX = 2 ** 21
+GRID_MAX = 2 ** 21
+WINDOW_MAX = 2 ** 23
 #: width of the output bins of a Gaussian-noise pair, in noise standard deviations
 BIN_WIDTH = 0.005
 
@@ -358,7 +358,7 @@ def pld_lower_epsilon(parts: Sequence[BinnedPair], delta: float, disc: float | N
     delta(eps) is at most the pair's (a pointwise smaller privacy loss under the same P), and dp-accounting's
     optimistic truncations only round down further; its self-composition adds up to TAIL_TRUNCATION to the
     infinity mass and may alias as much into the window, so it is read at delta + 2 TAIL_TRUNCATION per
-    self-composition. Bias correction: the residuals l - k disc are in [0, disc), independent over the T
+    self-composition (plus twice the FFT's negative round-off mass). Bias correction: the residuals l - k disc are in [0, disc), independent over the T
     applications, with mean m_i per part known exactly; with c = sum T_i m_i - disc sqrt(T ln(1/eta)/2),
     Hoeffding gives delta_true(eps) >= delta_rounded(eps - c) - eta, hence
     eps_true >= eps_rounded(delta + eta) + c, with eta = ETA_RELATIVE * delta."""
@@ -389,6 +389,9 @@ def pld_lower_epsilon(parts: Sequence[BinnedPair], delta: float, disc: float | N
             guard += 2 * TAIL_TRUNCATION
         pld = one if pld is None else pld.compose(one, tail_mass_truncation=TAIL_TRUNCATION)
     lower, probs, inf_mass, d = _dense(pld)
+    # FFT round-off leaves noise of both signs in the composed masses; the negative part is dropped (clipped), so
+    # the positive part is offset by querying at delta plus twice the dropped mass
+    guard += 2.0 * float(-probs[probs < 0].sum())
     plain = _epsilon_of_pmf(lower, probs, inf_mass, d, delta + guard)
     slack = disc * math.sqrt(total * math.log(1.0 / eta) / 2.0)
     c = mean_residual - slack
