@@ -358,10 +358,11 @@ def pld_lower_epsilon(parts: Sequence[BinnedPair], delta: float, disc: float | N
     delta(eps) is at most the pair's (a pointwise smaller privacy loss under the same P), and dp-accounting's
     optimistic truncations only round down further; its self-composition adds up to TAIL_TRUNCATION to the
     infinity mass and may alias as much into the window, so it is read at delta + 2 TAIL_TRUNCATION per
-    self-composition (plus twice the FFT's negative round-off mass). Bias correction: the residuals l - k disc are in [0, disc), independent over the T
-    applications, with mean m_i per part known exactly; with c = sum T_i m_i - disc sqrt(T ln(1/eta)/2),
-    Hoeffding gives delta_true(eps) >= delta_rounded(eps - c) - eta, hence
-    eps_true >= eps_rounded(delta + eta) + c, with eta = ETA_RELATIVE * delta."""
+    self-composition (plus twice the FFT's negative round-off mass). Bias correction: the residuals l - k disc are
+    in [0, disc), independent over the T applications, with mean m_i per part known exactly; with c = sum T_i m_i -
+    disc sqrt(T ln(1/eta)/2), Hoeffding gives delta_true(eps) >= delta_rounded(eps - c) - eta, hence eps_true >=
+    eps_rounded(delta + eta) + c, with eta = ETA_RELATIVE * delta.
+    """
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
     delta = _check_delta(delta)

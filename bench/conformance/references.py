@@ -413,7 +413,8 @@ def laplace_rdp(eps0: float, alpha: float) -> mpmath.mpf:
     """Mironov (2017) Proposition 6: RDP of the Laplace mechanism with eps0 = sensitivity / scale."""
     with mpmath.workdps(40):
         a, e = mpmath.mpf(alpha), mpmath.mpf(eps0)
-        return mpmath.log(a / (2 * a - 1) * mpmath.exp((a - 1) * e) + (a - 1) / (2 * a - 1) * mpmath.exp(-a * e)) / (a - 1)
+        inner = a / (2 * a - 1) * mpmath.exp((a - 1) * e) + (a - 1) / (2 * a - 1) * mpmath.exp(-a * e)
+        return mpmath.log(inner) / (a - 1)
 
 
 def rr_rdp(eps0: float, alpha: float) -> mpmath.mpf:
