@@ -37,7 +37,8 @@ import torch
 
 from methods.base import Budget, BudgetError, ConfigError, ContractViolation, FitContext, Method, Task, register
 from methods.dpsgd import DPOptimizer, FixedSizeSampler
-from methods.models import DenseGCN, GraphInput, SparseFeatures, SparseRows, dense_gcn_full_graph, prepare_graph
+from methods.models import (DenseGCN, GraphInput, SparseFeatures, SparseRows, _csr_tensor, _gather_rows,
+                            dense_gcn_full_graph, prepare_graph)
 from methods.privacy import PrivacyLedger, presets
 from methods.privacy.events import Event, FixedSizeGaussian
 from methods.samplers.random_walks import disjoint_random_walks, min_subgraphs, random_walk_csr
@@ -331,7 +332,7 @@ class _FullGraph(torch.nn.Module):
             block, cols = _csr_block(a, rows)
             blocks.append(block)
             need.append(cols)
-        h = _gather_rows(g.x, need[-1])
+        h = _rows_of(g.x, need[-1])
         for i, (lin, block) in enumerate(zip(lins, reversed(blocks))):
             h = block @ lin(h)
             if i < len(lins) - 1:
@@ -339,38 +340,20 @@ class _FullGraph(torch.nn.Module):
         return h
 
 
-def _csr_rows(x: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Rows ``rows`` of the CSR matrix ``x``: (crow, col, values) of the sub-matrix over all of x's columns."""
-    crow, col, val = x.crow_indices(), x.col_indices(), x.values()
-    starts, counts = crow[rows], crow[rows + 1] - crow[rows]
-    idx = torch.repeat_interleave(starts - (torch.cumsum(counts, 0) - counts), counts)
-    idx = idx + torch.arange(idx.numel(), device=x.device)
-    new_crow = torch.zeros(rows.numel() + 1, dtype=crow.dtype, device=x.device)
-    new_crow[1:] = torch.cumsum(counts, 0)
-    return new_crow, col[idx], val[idx]
-
-
 def _csr_block(a: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The rows ``rows`` of the CSR matrix ``a`` restricted to the columns they use: (the block [len(rows),
     len(cols)] as CSR, cols in increasing order)."""
-    crow, col, val = _csr_rows(a, rows)
+    crow, col, val, _ = _gather_rows(a.crow_indices(), a.col_indices(), a.values(), rows)
     cols, local = torch.unique(col, return_inverse=True)
-    return _csr(crow, local.to(col.dtype), val, (rows.numel(), cols.numel())), cols
+    return _csr_tensor(crow, local.to(col.dtype), val, (rows.numel(), cols.numel())), cols
 
 
-def _gather_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+def _rows_of(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     """``x[rows]`` for a dense or CSR ``x`` (CSR stays CSR)."""
     if x.layout != torch.sparse_csr:
         return x[rows]
-    return _csr(*_csr_rows(x, rows), (rows.numel(), x.size(1)))
-
-
-def _csr(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
-        return torch.sparse_csr_tensor(crow, col, val, shape)
+    crow, col, val, _ = _gather_rows(x.crow_indices(), x.col_indices(), x.values(), rows)
+    return _csr_tensor(crow, col, val, (rows.numel(), x.size(1)))
 
 
 @register("drw")

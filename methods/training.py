@@ -193,28 +193,22 @@ class FeatureQueryFitted(ModelFitted):
 
 def replace_csr_rows(x: Tensor, rows: Tensor, values: Tensor) -> Tensor:
     """A CSR matrix equal to ``x`` (CSR) with rows ``rows`` replaced by the dense ``values``: O(nnz) copies, no sort."""
-    import warnings
+    from methods.models import _counts_to_ptr, _csr_tensor
 
     crow, col, val = x.crow_indices(), x.col_indices(), x.values()
     order = torch.argsort(rows)
     rows, values = rows[order], values[order]
     counts = crow[1:] - crow[:-1]
-    new_counts = counts.clone()
     cols, vals, cut = [], [], 0
     for r, v in zip(rows.tolist(), values):
         nz = v.nonzero().view(-1)
-        start, end = int(crow[r]), int(crow[r + 1])
-        cols += [col[cut:start], nz.to(col.dtype)]
-        vals += [val[cut:start], v[nz]]
-        new_counts[r] = nz.numel()
-        cut = end
+        cols += [col[cut:int(crow[r])], nz.to(col.dtype)]
+        vals += [val[cut:int(crow[r])], v[nz]]
+        counts[r] = nz.numel()
+        cut = int(crow[r + 1])
     cols.append(col[cut:])
     vals.append(val[cut:])
-    new_crow = torch.zeros_like(crow)
-    new_crow[1:] = torch.cumsum(new_counts, 0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
-        return torch.sparse_csr_tensor(new_crow, torch.cat(cols), torch.cat(vals), tuple(x.shape))
+    return _csr_tensor(_counts_to_ptr(counts).to(crow.dtype), torch.cat(cols), torch.cat(vals), tuple(x.shape))
 
 
 def feature_map(normalize_features: bool) -> Callable[[Tensor], Tensor]:
