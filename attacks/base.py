@@ -27,6 +27,7 @@ attacker builds with :meth:`NodeView.reference` from what it may see.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from abc import ABC, abstractmethod
@@ -324,8 +325,6 @@ class FeatureView(_View):
 
 
 def _field_names(cls: type[Method]) -> list[str]:
-    import dataclasses
-
     return [f.name for f in dataclasses.fields(cls.Config)] if cls.Config is not NoConfig else []
 
 
@@ -538,8 +537,6 @@ def run_attack(attack: Attack, target: Target, n_bootstrap: int = M.DEFAULT_BOOT
 
 
 def _attack_config(attack: Attack) -> dict[str, Any]:
-    import dataclasses
-
     return {f.name: getattr(attack.config, f.name) for f in dataclasses.fields(attack.config)}
 
 
@@ -662,8 +659,6 @@ def _feature_game(attack: Attack, target: Target, n_bootstrap: int, progress: bo
     hidden_x[train] = 0
     data = task.data.__class__(x=hidden_x, y=y, edge_index=task.data.edge_index)
     data.num_nodes = task.num_nodes
-    import dataclasses
-
     view = FeatureView(target, dataclasses.replace(task, data=data), nodes, rows, known, attack.name, progress)
     ids = torch.stack([nodes, src])[:, ~known].numpy()
     variants, notes = _score_and_measure(attack, view, labels, known, n_bootstrap, ids,
