@@ -17,23 +17,7 @@ An accountant is a class with a ``description``, ``version()`` and ``epsilon(eve
 import math
 
 from bench.conformance.adapters import Unsupported, register_accountant
-
-
-def gaussian_epsilon(mu: float, delta: float) -> float:
-    """The exact epsilon of one Gaussian mechanism whose shift is ``mu`` noise standard deviations, at ``delta``:
-    the root of delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
-    from scipy.optimize import brentq
-    from scipy.special import log_ndtr
-
-    def gap(eps: float) -> float:
-        return math.exp(log_ndtr(-eps / mu + mu / 2)) - math.exp(eps + log_ndtr(-eps / mu - mu / 2)) - delta
-
-    if gap(0.0) <= 0:
-        return 0.0
-    hi = 1.0
-    while gap(hi) > 0:
-        hi *= 2
-    return brentq(gap, 0.0, hi, xtol=1e-14, rtol=1e-14)
+from bench.conformance.limits import gaussian_epsilon  # exact mu-GDP epsilon at delta (mpmath)
 
 
 @register_accountant("basic-composition")
