@@ -14,8 +14,6 @@ An accountant is a class with a ``description``, ``version()`` and ``epsilon(eve
 ``e.kind``, ``e.count`` and the kind's parameters (``e.noise_multiplier`` of a Gaussian, ...).
 """
 
-import math
-
 from bench.conformance.adapters import Unsupported, register_accountant
 from bench.conformance.limits import gaussian_epsilon  # exact mu-GDP epsilon at delta (mpmath)
 
