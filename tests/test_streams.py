@@ -170,6 +170,12 @@ def test_secure_noise_changes_the_noise_and_nothing_else(name, small_task, small
     task = _task(cls, small_task, small_private_public_task)
     budget = Budget(4.0, 1e-4)
     a = fit_method(_smoke(cls), task, budget, RunStreams(SEED, secure_noise=True))
-    b = fit_method(_smoke(cls), task, budget, RunStreams(SEED, secure_noise=True))
-    assert not torch.equal(a.predict_proba(), b.predict_proba()), f"{name}: secure noise did not change the output"
-    assert a.ledger.same_events(b.ledger) and math.isclose(a.epsilon(1e-4), b.epsilon(1e-4))
+    # A mechanism with a discrete output (PATE's noisy argmax over a few teachers) can give two noise draws the
+    # same released labels, hence the same model: one coincidence is allowed, four in a row are not.
+    for _ in range(4):
+        b = fit_method(_smoke(cls), task, budget, RunStreams(SEED, secure_noise=True))
+        assert a.ledger.same_events(b.ledger) and math.isclose(a.epsilon(1e-4), b.epsilon(1e-4))
+        if not torch.equal(a.predict_proba(), b.predict_proba()):
+            break
+    else:
+        pytest.fail(f"{name}: secure noise did not change the output in four fits")
