@@ -194,3 +194,22 @@ def test_perf_fit_times_both_devices_and_checks_the_ledger(capsys):
         assert set(r["seconds"]) == {"device", "reference"} and r["speedup"] > 0
         assert r["same_ledger"] and r["same_epsilon"]
     assert d["rows"][0]["epsilon"] == 8.0 and d["rows"][1]["epsilon"] == float("inf")
+
+
+def test_perf_privgnn_task_mode_reports_the_batched_over_sequential_ratio_with_equal_votes():
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, bench_env
+
+    res = subprocess.run([sys.executable, "-m", "bench", "perf", "privgnn", "--dataset",
+                          "csbm:nodes=300,classes=3,features=12,degree=6", "--queries", "6", "--epochs", "5",
+                          "--teacher-batch", "3", "--rounds", "1", "--sequential", "--threads", "1", "--json"],
+                         cwd=REPO, env=bench_env(), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert set(out["seconds"]) == {"this tree", "this tree, one at a time"} and out["device"] == "cpu"
+    assert out["batched_speedup_vs_sequential"] > 0
+    assert out["sequential_agreement"]["argmax_equal"] == 1.0
+    assert out["sequential_agreement"]["max_abs_log_posterior_diff"] < 1e-3

@@ -208,3 +208,49 @@ def test_output_shape_and_no_dropout_masks_without_dropout(dropout):
     batch = build_batch(x, y, ei, [torch.arange(7)])
     assert model(batch).shape == (1, 7, 2)
     assert (dropout_masks(model, batch, gens([1])) is None) == (dropout == 0.0)
+
+
+@pytest.fixture(scope="module")
+def pp_graphs():
+    from bench.datasets import load_dataset
+    from bench.splits import make_task
+    from methods.privgnn.common import split_graphs
+
+    task = make_task(load_dataset("csbm:nodes=300,classes=3,features=12,degree=6"), "private-public", 0)
+    return split_graphs(task, "none")
+
+
+def test_privgnn_batched_teachers_cast_the_votes_of_teachers_trained_one_at_a_time(pp_graphs):
+    """Batching is a speed-up only: on a fixed seed, the teachers trained 5 at once answer every query with the
+    class (the vote) the same teachers trained one at a time give, and nearly the same posteriors."""
+    from methods.privgnn.common import choose_queries
+    from methods.privgnn.privgnn import PrivGNN
+
+    queries = choose_queries(pp_graphs, 12, 0)
+
+    def posteriors(batch: int) -> torch.Tensor:
+        m = PrivGNN(queries=12, k=40, teacher_epochs=20, hidden=8, teacher_batch=batch)
+        return m.teacher_log_posteriors(pp_graphs, queries, 7, torch.device("cpu"))
+
+    batched, alone = posteriors(5), posteriors(1)
+    assert torch.equal(batched.argmax(1), alone.argmax(1))
+    assert torch.allclose(batched, alone, atol=1e-4)
+    assert not torch.equal(posteriors(5), PrivGNN(queries=12, k=40, teacher_epochs=20, hidden=8, teacher_batch=5)
+                           .teacher_log_posteriors(pp_graphs, queries, 8, torch.device("cpu")))  # the seed matters
+
+
+@pytest.mark.parametrize("name", ["pate-m", "pate-g"])
+def test_pate_batched_teachers_cast_the_votes_of_teachers_trained_one_at_a_time(pp_graphs, name):
+    from methods import get_method
+    from methods.privgnn.common import choose_queries
+
+    cls = get_method(name)
+    queries = choose_queries(pp_graphs, 16, 0)
+
+    def votes(batch: int) -> torch.Tensor:
+        m = cls(teachers=6, queries=16, epochs=15, hidden=8, teacher_batch=batch)
+        return m.vote_counts(pp_graphs, queries, 3, torch.device("cpu"))
+
+    batched = votes(4)
+    assert torch.equal(batched, votes(1))
+    assert int(batched.sum()) == 6 * 16  # every teacher voted on every query

@@ -132,8 +132,13 @@ task = make_task(load_dataset(args["dataset"], args["data_root"]), args["split"]
 method = PrivGNN(queries=args["queries"], teacher_epochs=args["epochs"], teacher_batch=args["teacher_batch"])
 graphs = split_graphs(task, method.config.features)
 queries = choose_queries(graphs, args["queries"], 0)
+device = torch.device(args.get("device") or "cpu")
+if device.type == "cuda":  # the context and the BLAS handles are not the teachers' time
+    (torch.ones(8, 8, device=device) @ torch.ones(8, 8, device=device)).sum().item()
 t = time.perf_counter()
-out = method.teacher_log_posteriors(graphs, queries, 0, torch.device("cpu"))
+out = method.teacher_log_posteriors(graphs, queries, 0, device)
+if device.type == "cuda":
+    torch.cuda.synchronize(device)
 seconds = time.perf_counter() - t
 if args["save"]:
     torch.save(out, args["save"])
@@ -152,34 +157,46 @@ def _task_run(tree, args: dict, save: str | None) -> dict:
 
 
 def perf_privgnn_task(dataset: str, split: str, queries: int, epochs: int, teacher_batch: int, rounds: int,
-                      threads: int, data_root: str | None, baseline_rev: str | None) -> dict:
+                      threads: int, data_root: str | None, baseline_rev: str | None, device: str = "cpu",
+                      sequential: bool = False) -> dict:
+    """Task mode. Variants (each a subprocess, alternating over ``rounds``): this tree with ``teacher_batch``
+    teachers at once; with ``sequential``, this tree training them one at a time (the batched/sequential ratio and
+    the votes' agreement, same run); with ``baseline_rev``, that revision."""
     import torch
     args = {"dataset": dataset, "split": split, "queries": queries, "epochs": epochs, "teacher_batch": teacher_batch,
-            "threads": threads, "data_root": data_root}
-    trees = {"this tree": REPO}
+            "threads": threads, "data_root": data_root, "device": device}
+    variants = {"this tree": (REPO, teacher_batch)}
+    if sequential:
+        variants["this tree, one at a time"] = (REPO, 1)
     if baseline_rev:
-        trees[f"@ {baseline_rev}"] = baseline_tree(baseline_rev)
-    times: dict[str, list[float]] = {k: [] for k in trees}
+        variants[f"@ {baseline_rev}"] = (baseline_tree(baseline_rev), teacher_batch)
+    times: dict[str, list[float]] = {k: [] for k in variants}
     errors: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        saved = {k: os.path.join(tmp, f"post{i}.pt") for i, k in enumerate(trees)}
+        saved = {k: os.path.join(tmp, f"post{i}.pt") for i, k in enumerate(variants)}
         for r in range(rounds):
-            for k, tree in trees.items():
-                res = _task_run(tree, args, saved[k] if r == 0 else None)
+            for k, (tree, size) in variants.items():
+                res = _task_run(tree, {**args, "teacher_batch": size}, saved[k] if r == 0 else None)
                 if "error" in res:
                     errors[k] = res["error"]
                 else:
                     times[k].append(res["seconds"])
-        out = {"benchmark": "privgnn-teachers", "mode": "task", "dataset": dataset, "split": split,
+        out = {"benchmark": "privgnn-teachers", "mode": "task", "dataset": dataset, "split": split, "device": device,
                "queries": queries, "teacher_epochs": epochs, "teacher_batch": teacher_batch, "rounds": rounds,
                "seconds": {k: statistics.median(v) for k, v in times.items() if v},
                "teachers_per_second": {k: queries / statistics.median(v) for k, v in times.items() if v}}
         if errors:
             out["errors"] = errors
-        if len(trees) == 2 and all(os.path.exists(p) for p in saved.values()):
-            a, b = (torch.load(p) for p in saved.values())
-            out["baseline_agreement"] = {"max_abs_log_posterior_diff": float((a - b).abs().max()),
-                                         "argmax_equal": float((a.argmax(1) == b.argmax(1)).float().mean())}
+        ref = saved["this tree"]
+        for k, path in saved.items():
+            if k == "this tree" or not (os.path.exists(ref) and os.path.exists(path)):
+                continue
+            a, b = torch.load(ref), torch.load(path)
+            key = "sequential_agreement" if k == "this tree, one at a time" else "baseline_agreement"
+            out[key] = {"max_abs_log_posterior_diff": float((a - b).abs().max()),
+                        "argmax_equal": float((a.argmax(1) == b.argmax(1)).float().mean())}
+        if "this tree, one at a time" in out["seconds"] and "this tree" in out["seconds"]:
+            out["batched_speedup_vs_sequential"] = out["seconds"]["this tree, one at a time"] / out["seconds"]["this tree"]
     return out
 
 
@@ -201,6 +218,9 @@ def _args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--queries", type=int, default=64, help="task mode: teachers to train (the first queries)")
     q.add_argument("--teacher-batch", type=int, default=32, help="task mode: teachers trained at once")
     q.add_argument("--data-root")
+    q.add_argument("--device", default="cpu", help="task mode: where the teachers train (e.g. cuda)")
+    q.add_argument("--sequential", action="store_true",
+                   help="task mode: also train the same teachers one at a time (batched/sequential ratio, same run)")
     common_args(q)
     q.set_defaults(func=_run)
 
@@ -214,11 +234,18 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("teachers, nodes, features, classes, epochs, rounds, queries and teacher-batch must be >= 1")
     if args.nodes > args.private:
         raise ConfigError(f"--nodes ({args.nodes}) cannot exceed --private ({args.private})")
+    if args.device != "cpu" and not args.dataset:
+        raise ConfigError("--device applies to task mode (--dataset)")
+    if args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(f"--device {args.device}: no CUDA device is visible")
     set_threads(args.threads)
     start = machine()
     if args.dataset:
         out = perf_privgnn_task(args.dataset, args.split, args.queries, epochs, args.teacher_batch, args.rounds,
-                                args.threads, args.data_root, args.baseline_rev)
+                                args.threads, args.data_root, args.baseline_rev, args.device, args.sequential)
         out["machine"] = start
         return emit(out, args, _render_task)
     base = None
@@ -260,9 +287,12 @@ def _render_task(out: dict) -> None:
     rows = [[k, f"{out['seconds'][k]:.1f}", f"{out['teachers_per_second'][k]:.3f}",
              f"{1000 / out['teachers_per_second'][k] / 60:.1f}"] for k in out["seconds"]]
     print(format_table(["code", "s", "teachers / s", "min for |Q| = 1000 (extrapolated)"], rows))
-    if "baseline_agreement" in out:
-        a = out["baseline_agreement"]
-        print(f"# vs the baseline: max |log-posterior difference| {a['max_abs_log_posterior_diff']:.2e}, "
-              f"equal argmax on {100 * a['argmax_equal']:.1f}% of queries", file=sys.stderr)
+    if "batched_speedup_vs_sequential" in out:
+        print(f"# batched / one at a time: {out['batched_speedup_vs_sequential']:.2f}x faster", file=sys.stderr)
+    for key, what in (("sequential_agreement", "one at a time"), ("baseline_agreement", "the baseline")):
+        if key in out:
+            a = out[key]
+            print(f"# vs {what}: max |log-posterior difference| {a['max_abs_log_posterior_diff']:.2e}, "
+                  f"equal argmax on {100 * a['argmax_equal']:.1f}% of queries", file=sys.stderr)
     for k, e in out.get("errors", {}).items():
         print(f"# {k} failed: {e}", file=sys.stderr)
