@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One accelerator session's checks and benchmarks, in the order that matters if time runs out: the CUDA tests,
+# PrivGNN's |Q| = 1000 teachers on Computers, the DP-SGD step against the non-private one, then a sample of the
+# leaderboard refit on the device (scripts.device_sample). Logs and JSON go to $OUT (default ./device-out).
+#
+#   OUT=/tmp/out BENCH_DATA_ROOT=/path/to/datasets bash scripts/device_check.sh [COMMIT] [SAMPLE_SECONDS]
+#
+# COMMIT is recorded in the sample's records (default: HEAD of this clean work tree). Wheels in ./.whl (packages the
+# machine lacks, e.g. opacus and dp-accounting) are installed into /tmp/site first.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-./device-out}"
+mkdir -p "$OUT"
+commit="${1:-$(git rev-parse HEAD 2>/dev/null)}"
+sample_seconds="${2:-180}"
+export PYTHONUNBUFFERED=1
+if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        || exit 1
+    export PYTHONPATH="/tmp/site"
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+step() { echo "== $1 ($(date +%T))"; }
+
+step "device"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/device.txt"
+python3 -c "import sys, torch, torch_geometric; print('python', sys.version.split()[0], 'torch', torch.__version__,
+'torch-geometric', torch_geometric.__version__, 'cores', __import__('os').cpu_count())" | tee -a "$OUT/device.txt"
+
+step "CUDA tests"
+timeout 150 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_cuda.py \
+    2>&1 | tail -25 | tee "$OUT/cuda_tests.txt"
+
+step "PrivGNN, |Q| = 1000 on Computers"
+timeout 240 python3 -m bench perf privgnn --dataset computers --queries 1000 --teacher-batch 250 --device cuda \
+    --rounds 1 --json > "$OUT/privgnn.json"
+tail -c 1500 "$OUT/privgnn.json"
+
+step "DP-SGD step vs non-private step"
+for f in 128 1433; do
+    timeout 90 python3 -m bench perf dpsgd --device cuda --features "$f" --json > "$OUT/dpsgd_$f.json"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: v for k, v in d.items() if 'ratio' in k
+or k in ('seconds', 'features')})" "$OUT/dpsgd_$f.json"
+done
+
+step "leaderboard sample"
+timeout $((sample_seconds + 150)) python3 -m scripts.device_sample --device cuda --out "$OUT/device_sample.jsonl" \
+    --budget-seconds "$sample_seconds" --commit "$commit" 2>&1 | tail -200 > "$OUT/device_sample.log"
+tail -n 40 "$OUT/device_sample.log"
+step "done"
