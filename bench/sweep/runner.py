@@ -36,7 +36,8 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
     """Run every cell of ``cfg`` that is not done (see :mod:`bench.sweep`); returns the summary (plain data).
 
     ``export``: a JSON-Lines export (:mod:`bench.records`); every cell it holds a FINISHED record of counts as
-    done (a sweep resumes from it on a machine without the MLflow store) and every cell finished now is appended.
+    done (a sweep resumes from it on a machine without the MLflow store) and this process appends every cell
+    finished now, as it ends.
 
     ``threads`` per cell: None leaves them as they are in this process and gives workers cores / workers; 0 is
     every core in this process (cores / workers in workers).
@@ -84,18 +85,21 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
                        gpus=gpus_per_cell)
     if not threads and executor != "inprocess":
         threads = max(1, (os.cpu_count() or 1) // max(1, workers))  # no oversubscription by default
-    jobs = [(c.to_dict(), cfg.experiment, owner, env, failures[c.cell_id], max_retries, threads,
-             None if export is None else str(export)) for c in plan.todo]
+    # the driver appends finished cells to the export (below): the file need not be reachable from Ray's nodes
+    jobs = [(c.to_dict(), cfg.experiment, owner, env, failures[c.cell_id], max_retries, threads, None)
+            for c in plan.todo]
     bar = progress_bar(len(jobs), "sweep", progress, file=out)  # a line per cell below; the bar or ETA lines too
     try:
         def lost(job: tuple, reason: str, seconds: float) -> dict[str, Any]:
             cid = job[0]["cell_id"]
-            run_id = (reclaim_attempt(cfg.experiment, cid, owner) or [None])[0]
-            return {"cell_id": cid, "status": "failed", "run_id": run_id, "error": f"worker lost ({reason})",
+            reclaim_attempt(cfg.experiment, cid, owner)  # the last attempt's runs: KILLED, not left RUNNING
+            return {"cell_id": cid, "status": "failed", "run_id": None, "error": f"worker lost ({reason})",
                     "seconds": seconds, "attempts": max_retries + 1}
 
         for res in ex.run(cell_fn, jobs, lost=lost):
             c = by_id[res["cell_id"]]
+            if export and res["status"] == "finished" and res["run_id"]:
+                records.append(export, records.record_for(res["run_id"]))
             summary["results"].append({**res, "label": c.label})
             note = f" ({res['error']})" if res["error"] else ""
             bar.write(f"  {res['status']:<8} {c.label}  {res['seconds']:.1f}s{note}", file=out)
