@@ -17,7 +17,6 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import yaml
