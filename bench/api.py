@@ -207,7 +207,7 @@ def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: st
           executor: str = "inprocess", workers: int = 1, max_retries: int = 1, address: str | None = None,
           dry_run: bool = False, reclaim_remote: bool = False, threads: int | None = None, progress: bool = False,
           out: Any = None, export: str | os.PathLike | None = None,
-          teacher_cache: str | os.PathLike | None = None) -> dict[str, Any]:
+          teacher_cache: str | os.PathLike | None = None, gpus_per_cell: float = 0) -> dict[str, Any]:
     """Run a resumable grid: ``config`` is a YAML path, the same mapping as a dict, or a
     :class:`bench.sweep.SweepConfig`. Cells already FINISHED in ``experiment`` (default: the config's) are not
     run again. Returns the summary: ``results`` (one per cell run now: ``status``, ``run_id``, ``error``),
@@ -217,7 +217,10 @@ def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: st
     ``teacher_cache``: a directory where the run and verify cells keep the PrivGNN family's noise-free teacher
     outputs (:func:`bench.sweep.execute.reuse_teachers`): a seed's cells at several epsilons train their teachers
     once, with exactly the results of separate fits; a verification's determinism fit always recomputes. Not
-    committed."""
+    committed.
+    ``gpus_per_cell`` (Ray only): the GPUs each cell's Ray task asks for (fractions share a GPU); Ray makes only
+    those visible to the cell (``CUDA_VISIBLE_DEVICES``). ``max_retries`` on Ray also bounds the retries of a cell
+    whose worker process or node died (the dead attempt's runs are marked KILLED)."""
     from bench.sweep import SweepConfig, SweepError, build_config, load_config, run_sweep
     from bench.sweep.execute import TEACHER_CACHE_ENV
 
@@ -229,6 +232,10 @@ def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: st
         raise SweepError("--threads must be >= 0")
     if address and executor != "ray":
         raise SweepError("--address is for --executor ray")
+    if gpus_per_cell < 0:
+        raise SweepError("--gpus-per-cell must be >= 0")
+    if gpus_per_cell and executor != "ray":
+        raise SweepError("--gpus-per-cell is for --executor ray")
     if isinstance(config, SweepConfig):
         cfg = config
     elif isinstance(config, Mapping):
@@ -242,7 +249,8 @@ def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: st
         os.environ[TEACHER_CACHE_ENV] = os.path.abspath(os.fspath(teacher_cache))
     try:
         return run_sweep(cfg, _sweep_cell, executor, workers, max_retries, address, dry_run, reclaim_remote,
-                         progress=progress, out=out, threads=threads, export=None if export is None else str(export))
+                         progress=progress, out=out, threads=threads, export=None if export is None else str(export),
+                         gpus_per_cell=gpus_per_cell)
     finally:
         if teacher_cache is not None:
             if before is None:

@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from bench.cliargs import COMMANDS, join_negative_numbers
+from bench.plugins import load_plugin
 from bench.tracking import RunFailed
 from methods.errors import BenchError
 
@@ -30,44 +31,6 @@ from methods.errors import BenchError
 COMMAND_MODULES = ("bench.commands.run", "bench.commands.list", "bench.account", "bench.commands.accountants",
                    "bench.perf", "bench.commands.audit", "bench.commands.verify", "bench.commands.sweep",
                    "bench.commands.leaderboard")
-
-
-# --------------------------------------------------------------------------------------
-# Plugins
-# --------------------------------------------------------------------------------------
-
-
-def load_plugin(spec: str) -> None:
-    """Import a plugin module (dotted name) or file (``*.py``); its classes register themselves."""
-    path = Path(spec)
-    if spec.endswith(".py") or path.exists():
-        if not path.is_file():
-            raise BenchError(f"plugin file {spec} not found")
-        name = f"bench_plugin_{abs(hash(str(path.resolve())))}"
-        if name in sys.modules:
-            return
-        mod_spec = importlib.util.spec_from_file_location(name, path)
-        if mod_spec is None or mod_spec.loader is None:
-            raise BenchError(f"cannot import plugin file {spec}")
-        module = importlib.util.module_from_spec(mod_spec)
-        sys.modules[name] = module
-        try:
-            mod_spec.loader.exec_module(module)
-        except BenchError:
-            del sys.modules[name]
-            raise
-        except Exception as e:
-            del sys.modules[name]
-            raise BenchError(f"plugin {spec} failed to import: {type(e).__name__}: {e}") from e
-        return
-    try:
-        importlib.import_module(spec)
-    except ModuleNotFoundError as e:
-        raise BenchError(f"plugin module {spec!r} not found ({e})") from e
-    except BenchError:
-        raise
-    except Exception as e:
-        raise BenchError(f"plugin {spec} failed to import: {type(e).__name__}: {e}") from e
 
 
 # --------------------------------------------------------------------------------------

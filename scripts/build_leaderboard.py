@@ -2,7 +2,7 @@
 
     python -m scripts.build_leaderboard [--datasets D ...] [--methods M ... | --skip-methods M ...] [--seeds S ...]
                                         [--no-verify] [--teacher-cache DIR] [--workers 2] [--threads 1]
-                                        [--no-tune] [--dry-run]
+                                        [--no-tune] [--dry-run] [--executor ray --address HOST:PORT --gpus-per-cell 1]
 
 For each dataset, in the config's order: tune its methods on validation accuracy (``scripts.tune``: resumes from
 docs/leaderboard/tuning.jsonl, rewrites configs/hparams_tuned.yaml), then run the config's cells on that dataset
@@ -25,6 +25,9 @@ their teachers (the same results; the second cell costs minutes) and makes a kil
 teachers where it stopped; ``--no-verify`` runs those resumable cells before the verifications, which cannot
 resume mid-way. A seed's first verification retrains five times (91 min on photo); with the cache its second (the other
 epsilon) fits the same worlds and retrains only its determinism fit, which never reads the cache.
+
+``--executor ray --address HOST:PORT`` runs each dataset's cells on a Ray cluster (``--workers`` of them at once,
+each asking Ray for ``--gpus-per-cell`` GPUs); tuning and the site stay on this machine (docs/sweeps.md).
 """
 
 from __future__ import annotations
@@ -138,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
                         "across the run cells of a seed: its epsilon-4 and epsilon-8 cells and their LiRA "
                         "references train the teachers once (exactly the same results), and so do a seed's "
                         "verifications, but for their determinism fit, which recomputes")
+    p.add_argument("--executor", choices=["inprocess", "process", "ray"],
+                   help="where the cells run (default: process with --workers > 1, else inprocess)")
+    p.add_argument("--address", help="the Ray cluster's address (--executor ray; default: a local instance)")
+    p.add_argument("--gpus-per-cell", type=float, default=0, help="GPUs each cell asks Ray for (--executor ray)")
     args = p.parse_args(argv)
 
     from bench import api
@@ -180,9 +187,10 @@ def main(argv: list[str] | None = None) -> int:
             if rc:
                 return rc
         print(f"=== {d}: cells", file=sys.stderr, flush=True)
-        api.sweep(part, executor="process" if args.workers > 1 else "inprocess",
+        api.sweep(part, executor=args.executor or ("process" if args.workers > 1 else "inprocess"),
                   workers=args.workers, threads=args.threads, export=export, dry_run=args.dry_run,
-                  out=sys.stderr, teacher_cache=args.teacher_cache)
+                  out=sys.stderr, teacher_cache=args.teacher_cache, address=args.address,
+                  gpus_per_cell=args.gpus_per_cell)
         if args.dry_run:
             continue
         moved = prune_superseded(export, [c for c in api.cells(raw) if not c.skip], site / "superseded.jsonl")

@@ -18,7 +18,11 @@ def _sweep_parser(sub) -> argparse.ArgumentParser:
                    help="where cells run: this process, local worker processes, or Ray (default: %(default)s)")
     p.add_argument("--address", help="Ray cluster address (e.g. ray://host:10001 or auto); default: a local instance")
     p.add_argument("--workers", type=int, default=1, help="parallel cells for process/ray executors (default: 1)")
-    p.add_argument("--max-retries", type=int, default=1, help="retries of a FAILED cell (default: %(default)s)")
+    p.add_argument("--gpus-per-cell", type=float, default=0, metavar="N",
+                   help="GPUs each cell's Ray task asks for (e.g. 1: one GPU per cell; 0.5: two cells share one); "
+                        "Ray makes only those visible to the cell (default: %(default)s)")
+    p.add_argument("--max-retries", type=int, default=1,
+                   help="retries of a FAILED cell, and on Ray of a cell whose worker died (default: %(default)s)")
     p.add_argument("--experiment", help="MLflow experiment (overrides the config's)")
     p.add_argument("--reclaim-remote", action="store_true",
                    help="also mark KILLED RUNNING cells owned by sweeps on other hosts (they cannot be checked)")
@@ -51,7 +55,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     summary = api.sweep(args.config, experiment=args.experiment, executor=args.executor, workers=args.workers,
                         max_retries=args.max_retries, address=args.address, dry_run=args.dry_run,
                         reclaim_remote=args.reclaim_remote, threads=args.threads, progress=not args.no_progress,
-                        export=args.export, teacher_cache=args.teacher_cache)
+                        export=args.export, teacher_cache=args.teacher_cache, gpus_per_cell=args.gpus_per_cell)
     if args.output:
         write_json_atomic(args.output, summary)
     if args.dry_run:

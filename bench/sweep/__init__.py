@@ -11,7 +11,8 @@ reclaims orphaned runs, :mod:`~bench.sweep.execute` runs one cell through the jo
 it ended, :mod:`~bench.sweep.runner` drives the whole grid on an executor (:mod:`bench.executors`).
 
 Resuming: a rerun skips FINISHED cells, retries FAILED ones up to ``--max-retries``, leaves cells RUNNING in a
-live sweep alone and reclaims (marks KILLED, then reruns) those of a dead one, child runs included. Cells that
+live sweep alone and reclaims (marks KILLED, then reruns) those of a dead one, child runs included. On Ray a cell
+whose worker process or node died is retried by Ray; the new attempt marks the dead one's runs KILLED first. Cells that
 cannot run (a split the method does not support, a split the dataset does not have) are skipped with their
 reason, never crash the sweep. ``--dry-run`` prints the plan: what would run, what is done.
 """

@@ -10,6 +10,9 @@ cell ends follows where it failed:
   when the error is a BenchError raised inside ``fit``) or outside any run; retried at once while the cell has
   failed at most ``max_retries`` times;
 * ``finished``: the run ended FINISHED (an audit VIOLATION is a finished measurement).
+
+A worker process first loads the driver's plugins (:func:`bench.plugins.load_from_env`) and marks KILLED the
+runs an earlier attempt of the cell left RUNNING when its worker died (:func:`bench.sweep.state.reclaim_attempt`).
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ def execute_cell(cell: dict[str, Any], experiment: str, owner: str, env: dict[st
     Returns ``{"cell_id", "status": finished|failed|skipped, "run_id", "error", "seconds", "attempts"}``.
     With ``export``, a finished cell's record is appended to that file (:mod:`bench.records`).
     """
+    from bench.plugins import load_from_env
     from bench.run import using_threads
+    from bench.sweep.state import reclaim_attempt
 
     os.environ.update(env)
     c = Cell.from_dict(cell)
@@ -48,6 +53,11 @@ def execute_cell(cell: dict[str, Any], experiment: str, owner: str, env: dict[st
         return {"cell_id": c.cell_id, "status": status, "run_id": run_id, "error": error,
                 "seconds": time.perf_counter() - t0, "attempts": attempts}
 
+    try:
+        load_from_env()
+    except BenchError as e:  # a plugin this worker cannot load (e.g. its file is not on this node)
+        return result("failed", error=str(e))
+    reclaim_attempt(experiment, c.cell_id, owner)
     with using_threads(threads):
         while True:
             attempts += 1

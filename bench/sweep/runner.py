@@ -13,30 +13,37 @@ import time
 from typing import Any, Callable
 
 from bench.sweep.cells import Cell, SweepConfig
-from bench.sweep.state import CellState, cell_states, make_plan, owner_id, reclaim_orphans
+from bench.sweep.state import CellState, cell_states, make_plan, owner_id, reclaim_attempt, reclaim_orphans
 
 ENV_KEYS = ("MLFLOW_TRACKING_URI", "BENCH_TRACKING_DIR", "BENCH_DATA_ROOT", "BENCH_CACHE_DIR", "BENCH_TEACHER_CACHE")
 
 
 def worker_env() -> dict[str, str]:
     from bench import tracking
+    from bench.plugins import PLUGINS_ENV, loaded_plugins
 
     env = {k: os.environ[k] for k in ENV_KEYS if os.environ.get(k)}
     env["MLFLOW_TRACKING_URI"] = tracking.tracking_uri()  # workers log to the same store as the driver
+    if loaded_plugins():  # workers load the driver's plugins before a cell
+        env[PLUGINS_ENV] = os.pathsep.join(loaded_plugins())
     return env
 
 
 def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor: str = "inprocess",
               workers: int = 1, max_retries: int = 1, address: str | None = None, dry_run: bool = False,
               reclaim_remote: bool = False, progress: bool = True, out=None, threads: int | None = None,
-              export: str | None = None) -> dict[str, Any]:
+              export: str | None = None, gpus_per_cell: float = 0) -> dict[str, Any]:
     """Run every cell of ``cfg`` that is not done (see :mod:`bench.sweep`); returns the summary (plain data).
 
     ``export``: a JSON-Lines export (:mod:`bench.records`); every cell it holds a FINISHED record of counts as
-    done (a sweep resumes from it on a machine without the MLflow store) and every cell finished now is appended.
+    done (a sweep resumes from it on a machine without the MLflow store) and this process appends every cell
+    finished now, as it ends.
 
     ``threads`` per cell: None leaves them as they are in this process and gives workers cores / workers; 0 is
-    every core in this process (cores / workers in workers)."""
+    every core in this process (cores / workers in workers).
+
+    On Ray, ``max_retries`` is also how often a cell whose worker died is retried and ``gpus_per_cell`` the GPUs
+    each cell asks for; a cell still lost after its retries is ``failed`` and its runs are marked KILLED."""
     from bench.executors import make_executor
     from methods.progress import progress_bar
 
@@ -74,15 +81,25 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
     by_id = {c.cell_id: c for c in plan.todo}
     failures = {c.cell_id: len(states.get(c.cell_id, CellState()).failed) for c in plan.todo}
     t0 = time.perf_counter()
-    ex = make_executor(executor, workers=workers, address=address, env=env)
+    ex = make_executor(executor, workers=workers, address=address, env=env, max_retries=max_retries,
+                       gpus=gpus_per_cell)
     if not threads and executor != "inprocess":
         threads = max(1, (os.cpu_count() or 1) // max(1, workers))  # no oversubscription by default
-    jobs = [(c.to_dict(), cfg.experiment, owner, env, failures[c.cell_id], max_retries, threads,
-             None if export is None else str(export)) for c in plan.todo]
+    # the driver appends finished cells to the export (below): the file need not be reachable from Ray's nodes
+    jobs = [(c.to_dict(), cfg.experiment, owner, env, failures[c.cell_id], max_retries, threads, None)
+            for c in plan.todo]
     bar = progress_bar(len(jobs), "sweep", progress, file=out)  # a line per cell below; the bar or ETA lines too
     try:
-        for res in ex.run(cell_fn, jobs):
+        def lost(job: tuple, reason: str, seconds: float) -> dict[str, Any]:
+            cid = job[0]["cell_id"]
+            reclaim_attempt(cfg.experiment, cid, owner)  # the last attempt's runs: KILLED, not left RUNNING
+            return {"cell_id": cid, "status": "failed", "run_id": None, "error": f"worker lost ({reason})",
+                    "seconds": seconds, "attempts": max_retries + 1}
+
+        for res in ex.run(cell_fn, jobs, lost=lost):
             c = by_id[res["cell_id"]]
+            if export and res["status"] == "finished" and res["run_id"]:
+                records.append(export, records.record_for(res["run_id"]))
             summary["results"].append({**res, "label": c.label})
             note = f" ({res['error']})" if res["error"] else ""
             bar.write(f"  {res['status']:<8} {c.label}  {res['seconds']:.1f}s{note}", file=out)

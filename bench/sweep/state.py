@@ -9,6 +9,10 @@ that submitted it); attack child runs carry them too. On every start the sweep r
   such runs) and every RUNNING child run whose parent is no longer running (an attack child of such a run), so
   their cells run again and nothing stays RUNNING. RUNNING runs of a live sweep (or of another host) are left
   alone and their cells are not started twice.
+
+A cell that starts again under the sweep that submitted it (:func:`reclaim_attempt`) marks KILLED that sweep's
+RUNNING runs of the cell: an executor retries a cell only when the worker of the earlier attempt died (Ray's
+``max_retries``), so they can never finish.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ORPHANED = "orphaned: the sweep that ran it died (reclaimed by a later sweep)"
+RETRIED = "orphaned: the worker that ran it died (the cell was retried)"
 
 
 def _proc_start(pid: int) -> str:
@@ -109,6 +114,24 @@ def reclaim_orphans(states: dict[str, CellState], experiment: str, reclaim_remot
     return reclaimed
 
 
+def reclaim_attempt(experiment: str, cell_id: str, owner: str) -> list[str]:
+    """Mark KILLED the RUNNING runs of ``cell_id`` submitted by the sweep ``owner``, child runs included (they carry
+    the same tags); called as a cell starts, so it finds only the runs of an earlier attempt whose worker died.
+    Returns their run ids."""
+    from bench import tracking
+
+    def quoted(v: str) -> str:
+        return "'" + v.replace("'", "\\'") + "'"
+
+    runs = tracking.search_runs(experiment, f"tags.sweep_cell = {quoted(cell_id)} AND tags.sweep_owner = "
+                                            f"{quoted(owner)} AND attributes.status = 'RUNNING'")
+    c = tracking.client()
+    for r in runs:
+        c.set_tag(r.info.run_id, "error", RETRIED)
+        c.set_terminated(r.info.run_id, status="KILLED")
+    return [r.info.run_id for r in runs]
+
+
 @dataclass
 class Plan:
     todo: list[Any]
@@ -138,4 +161,5 @@ def make_plan(cells: list[Any], states: dict[str, CellState], max_retries: int,
     return plan
 
 
-__all__ = ["CellState", "Plan", "cell_states", "make_plan", "owner_alive", "owner_id", "reclaim_orphans"]
+__all__ = ["CellState", "Plan", "cell_states", "make_plan", "owner_alive", "owner_id", "reclaim_attempt",
+           "reclaim_orphans"]
