@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections import Counter
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -73,6 +74,40 @@ def test_no_sound_reference_is_below_the_lower_limit(cases):
                 assert c.lower_limit <= r.epsilon * (1 + 1e-6), (c.id, r.name, r.epsilon, c.lower_limit)
             elif "FINDING" in r.note:
                 assert r.epsilon < c.lower_limit
+
+
+def test_the_mixture_pair_is_not_a_bound_on_a_dpgnn_step(cases):
+    """(num_train, N, m, lambda) = (3, 2, 2, 0.25), noise std s = lambda N in units of 2C: occurrences' gradients
+    +C u in one graph and -C u in the other, all others 0, give sum_k h(k) N(+-k/2, s^2), separated at epsilon 0
+    by the half-space x > 0 with delta sum_k h(k) (2 Phi(k / (2 s)) - 1). The mixture pair sum_k h(k) N(k, s^2) vs
+    N(0, s^2) has a smaller delta at epsilon 0, so it does not dominate the step, and no reference built on it may
+    be sound."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    from bench.conformance import references as R
+
+    h, s = L.hypergeometric_weights(3, 2, 2), 0.25 * 2
+    assert h == pytest.approx({1: 2 / 3, 2: 1 / 3})
+    realised = sum(p * (2 * norm.cdf(k / (2 * s)) - 1) for k, p in h.items())
+    # the pair's likelihood ratio grows in x: delta(0) = P(x > c) - Q(x > c) where the densities cross
+    c = brentq(lambda x: sum(p * math.exp((k * x - k * k / 2) / s ** 2) for k, p in h.items()) - 1, -10, 10)
+    pair = sum(p * norm.sf(c, k, s) for k, p in h.items()) - norm.sf(c, 0, s)
+    x = np.linspace(-8, 10, 180_001)
+    dens = sum(p * norm.pdf(x, k, s) for k, p in h.items()) - norm.pdf(x, 0, s)
+    assert pair == pytest.approx(float(np.maximum(dens, 0).sum() * (x[1] - x[0])), abs=1e-6)
+    assert realised == pytest.approx(0.7733, abs=1e-4) and pair == pytest.approx(0.7428, abs=1e-4)
+    assert realised > pair + 0.03
+
+    ev = [{"kind": "hypergeometric_gaussian", "num_train": 3, "occurrence_bound": 2, "batch_size": 2,
+           "noise_multiplier": 50.0, "count": 1}]  # large lambda: the library's mixture PLD is quick there
+    assert not R.dpa_pld(ev, 1e-5).sound
+    assert R.paper_rdp(ev, 1e-5).sound and R.hyp_revealed_pld(ev, 1e-5).sound
+    hyp = [c for c in cases if "hypergeometric_gaussian" in c.kinds]
+    assert len(hyp) >= 40
+    for c in hyp:
+        assert all(not r.sound for r in c.references if r.name == "dp-accounting PLD"), c.id
+        assert {"paper RDP (mpmath)", "k-revealed PLD"} <= {r.name for r in c.references if r.sound}, c.id
 
 
 def test_the_corpus_is_current_for_the_closed_forms(cases):

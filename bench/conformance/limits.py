@@ -450,11 +450,14 @@ def hypergeometric_weights(num_train: int, occurrence_bound: int, batch_size: in
 def hypergeometric_pairs(num_train: int, occurrence_bound: int, batch_size: int, noise_multiplier: float,
                          steps: int, delta: float) -> tuple[BinnedPair, BinnedPair]:
     """One DP-GNN step (Daigavane et al. 2022, Thm. 1; add/remove one node): the node lies in N =
-    occurrence_bound of the num_train training subgraphs and turns each one's clipped gradient from +C u to
-    -C u (the 2C per occurrence of Lemma 2, all in one direction), the batch holds k ~ Hypergeometric(num_train,
-    N, m) of them, and the noise std is sigma = lambda * 2 C N. In noise stds: P = sum_k h(k) N(k / (lambda N),
-    1) vs Q = N(0, 1); Theorem 1's RDP at k, alpha k^2 / (2 lambda^2 N^2), is that of N(k/(lambda N)) vs N(0).
-    Both directions. (The pair keeps num_train fixed in both graphs, as the theorem's model does.)"""
+    occurrence_bound of the num_train training subgraphs and turns each one's clipped gradient from -C u to
+    +C u (the 2C per occurrence of Lemma 2, all in one direction), every other subgraph's is -C u in both graphs,
+    the batch holds k ~ Hypergeometric(num_train, N, m) of them, and the noise std is sigma = lambda * 2 C N. The
+    batch sum is -m C u for every batch in one graph and (2k - m) C u in the other; in noise stds, after
+    centring: P = sum_k h(k) N(k / (lambda N), 1) vs Q = N(0, 1), realisable, hence a lower limit (not a proven
+    upper bound: :func:`bench.conformance.references.dpa_pld`). Theorem 1's RDP at k, alpha k^2 / (2 lambda^2
+    N^2), is that of N(k/(lambda N)) vs N(0). Both directions. (The pair keeps num_train fixed in both graphs, as
+    the theorem's model does.)"""
     _check_positive("noise_multiplier", noise_multiplier)
     for name, v in (("num_train", num_train), ("occurrence_bound", occurrence_bound), ("batch_size", batch_size)):
         if not isinstance(v, int) or v < 1:

@@ -3,13 +3,16 @@
 Each function returns a :class:`~bench.conformance.cases.Reference` or None when its method does not cover
 the ledger. None of them calls :mod:`methods.privacy` (the accountants under test):
 
-* ``dp-accounting RDP`` / ``dp-accounting PLD`` (pessimistic): the library's events and PLDs;
+* ``dp-accounting RDP`` / ``dp-accounting PLD`` (pessimistic): the library's events and PLDs (for DP-GNN steps
+  its mixture-of-Gaussians pair, an unproven estimate);
 * ``Opacus RDP`` / ``Opacus PRV`` (its ``eps_upper``) / ``Opacus GDP`` (a CLT estimate: unsound);
 * ``exact``: the closed forms of :mod:`bench.conformance.limits` (Gaussian mu-GDP, randomized response, one
   Laplace release), exact hence sound;
 * ``optimal pure-DP composition``: a ledger of pure mechanisms is dominated by randomized responses of the same
   epsilons (Kairouz, Oh & Viswanath 2015), whose composition is computed exactly;
-* ``no amplification``: without-replacement steps bounded by the unsubsampled Gaussians (joint convexity);
+* ``no amplification``: without-replacement and DP-GNN steps bounded by the unsubsampled Gaussians (joint
+  convexity);
+* ``k-revealed PLD``: DP-GNN steps with the batch's occurrence count revealed, a mixture of Gaussian PLDs;
 * ``paper RDP (mpmath)``: the papers' RDP bounds evaluated in high precision where no library has them
   (Wang, Balle & Kasiviswanathan 2019 Thm 27; Daigavane et al. 2022 Thm 1) or as closed forms (Mironov 2017),
   converted with Balle et al. (2020) Theorem 21.
@@ -99,13 +102,16 @@ def dpa_rdp(events: Iterable[Any], delta: float) -> Reference | None:
 def dpa_pld(events: Iterable[Any], delta: float) -> Reference | None:
     """dp-accounting's privacy-loss distributions (pessimistic; connect-the-dots where the library has it;
     interval 1e-4, as ``PLDAccountant``), one per event, self-composed and composed. Randomized response uses
-    REPLACE_ONE (the flipped bit), the rest both add/remove directions. A DP-GNN step is the library's Mixture of
-    Gaussians N(0, (lambda N)^2) vs sum_k h(k) N(k, (lambda N)^2) in units of one occurrence's 2C (on a 1e-3 grid:
-    the library inverts that loss point by point; connect-the-dots stays an upper bound on any grid): a dominating
-    pair, since the vector mixture is dominated by the scalar one with the shifts' norms (Choquette-Choo et al.
-    2023, Cor. 4.7), each norm is at most 2Ck (Lemma 2) and the scalar mixture's hockey-stick divergences grow
-    with every shift and, by Lemma 6, with the occurrence count (the optimal tests are half-lines).
-    Without-replacement sampling has no PLD in the library: None."""
+    REPLACE_ONE (the flipped bit), the rest both add/remove directions. Without-replacement sampling has no PLD in
+    the library: None.
+
+    A DP-GNN step is the library's Mixture of Gaussians N(0, (lambda N)^2) vs sum_k h(k) N(k, (lambda N)^2), in
+    units of one occurrence's 2C (on a 1e-3 grid: the library inverts that loss point by point). That pair is
+    realisable (the lower limit's), but it is not a proven bound on the step, so the reference is kept as an
+    unproven estimate (``sound=False``): for N >= 2 the neighbour's output need not be one fixed Gaussian, e.g.
+    occurrences' gradients +C u in one graph and -C u in the other (all others 0) give sum_k h(k) N(+-k C u)
+    whose delta at epsilon 0 exceeds the mixture pair's (0.773 vs 0.743 at num_train 3, N 2, m 2, lambda 0.25);
+    for N = 1 the pair is the fixed-size replace-one pair of :func:`wor_pair_pld`, not proven either."""
     from dp_accounting import NeighboringRelation
     from dp_accounting.pld import privacy_loss_distribution as P
 
@@ -141,8 +147,12 @@ def dpa_pld(events: Iterable[Any], delta: float) -> Reference | None:
     if total is None:
         return None
     eps = float(total.get_epsilon_for_delta(delta))
-    return Reference("dp-accounting PLD", max(eps, 0.0), version("dp-accounting"), True,
-                     f"privacy_loss_distribution.from_* (pessimistic), interval {vdi:g}, composed")
+    note = f"privacy_loss_distribution.from_* (pessimistic), interval {vdi:g}, composed"
+    proven = "hypergeometric_gaussian" not in _kinds(evs)
+    if not proven:
+        note += ("; DP-GNN steps as the mixture-of-Gaussians pair, which is realisable but not a proven "
+                 "dominating pair (for occurrence bound >= 2 it is not one)")
+    return Reference("dp-accounting PLD", max(eps, 0.0), version("dp-accounting"), proven, note)
 
 
 def wor_unamplified(events: Iterable[Any], delta: float) -> Reference | None:
@@ -150,13 +160,52 @@ def wor_unamplified(events: Iterable[Any], delta: float) -> Reference | None:
     way in both datasets, so P = E_B[P_B], Q = E_B[Q_B], and the hockey-stick divergence is jointly convex:
     H(P || Q) <= E_B H(P_B || Q_B) <= that of the adaptive composition of Gaussians whose shifts are at most the
     sensitivity, i.e. mu-GDP with mu = sqrt(sum T / z^2) (Dong, Roth & Su 2022, Cor. 3.3). Exact in mpmath. Loose
-    for small q, tight as q -> 1 (where subsampled RDP bounds can exceed it)."""
+    for small q, tight as q -> 1 (where subsampled RDP bounds can exceed it). A DP-GNN step is one such step:
+    shift at most 2C N (N occurrences, Lemma 2), std lambda 2C N, so z = lambda."""
     evs = _events(events)
-    if not evs or _kinds(evs) != {"fixed_size_gaussian"}:
+    if not evs or not _kinds(evs) <= {"fixed_size_gaussian", "hypergeometric_gaussian"}:
         return None
     mu = math.sqrt(sum(e.count / e.noise_multiplier ** 2 for e in evs))
     return Reference("no amplification", L.gaussian_epsilon(mu, delta), f"mpmath {mpmath.__version__}", True,
                      "the Gaussians without subsampling (joint convexity over the batches), mu-GDP exact")
+
+
+def hyp_revealed_pld(events: Iterable[Any], delta: float) -> Reference | None:
+    """A DP-GNN step with the batch's occurrence count k revealed (Daigavane et al. 2022's model: the node lies
+    in at most N of the num_train subgraphs, k ~ Hypergeometric(num_train, N, m)): dropping k is post-processing,
+    and given the batch the outputs are Gaussians with std lambda 2C N whose means differ by at most 2C k
+    (Lemma 2), dominated by N(0, 1) vs N(k / (lambda N), 1) (rotation invariance). Its privacy loss distribution
+    is sum_k h(k) PLD_k; dominating pairs compose adaptively (Zhu, Dong & Wang 2022, Thm 10). Theorem 1's RDP is
+    this pair's. dp-accounting's pessimistic Gaussian PLDs (interval 1e-4), mixed, self-composed and composed.
+    Ledgers of DP-GNN steps only."""
+    from dp_accounting.pld import privacy_loss_distribution as P
+
+    evs = _events(events)
+    if not evs or _kinds(evs) != {"hypergeometric_gaussian"}:
+        return None
+    total = None
+    for e in evs:
+        w = L.hypergeometric_weights(e.num_train, e.occurrence_bound, e.batch_size)
+        mass: dict[int, float] = {}
+        inf_mass = 0.0
+        for k, hk in w.items():
+            if k == 0:  # identical outputs: loss 0
+                mass[0] = mass.get(0, 0.0) + hk
+                continue
+            g = P.from_gaussian_mechanism(e.noise_multiplier * e.occurrence_bound / k,
+                                          value_discretization_interval=PLD_DISCRETIZATION)
+            lower, probs, inf_k, _ = L._dense(g)  # noqa: SLF001 - the same reader as the lower limit's
+            for i in np.flatnonzero(probs > 0):
+                mass[lower + int(i)] = mass.get(lower + int(i), 0.0) + hk * float(probs[i])
+            inf_mass += hk * inf_k
+        one = P.PrivacyLossDistribution.create_from_rounded_probability(mass, inf_mass, PLD_DISCRETIZATION,
+                                                                        pessimistic_estimate=True)
+        one = one.self_compose(e.count) if e.count > 1 else one
+        total = one if total is None else total.compose(one)
+    eps = float(total.get_epsilon_for_delta(delta))
+    return Reference("k-revealed PLD", max(eps, 0.0), version("dp-accounting"), True,
+                     f"sum_k h(k) PLD of N(0,1) vs N(k/(lambda N),1) (pessimistic Gaussian PLDs, interval "
+                     f"{PLD_DISCRETIZATION:g}), self-composed and composed")
 
 
 def wor_pair_pld(events: Iterable[Any], delta: float) -> Reference | None:
@@ -479,7 +528,7 @@ def paper_rdp(events: Iterable[Any], delta: float) -> Reference | None:
 #: every reference function, in the order they appear in a case
 REFERENCE_FUNCTIONS: tuple[Callable[[Iterable[Any], float], Reference | None], ...] = (
     exact, dpa_rdp, dpa_pld, opacus_rdp, opacus_prv, paper_rdp, optimal_pure_composition, wor_unamplified, opacus_gdp,
-    wor_pair_pld)
+    wor_pair_pld, hyp_revealed_pld)
 
 
 def references(events: Iterable[Any], delta: float) -> tuple[list[Reference], list[str]]:
@@ -500,6 +549,6 @@ def references(events: Iterable[Any], delta: float) -> tuple[list[Reference], li
     return refs, failures
 
 
-__all__ = ["PAPER_ORDERS", "REFERENCE_FUNCTIONS", "dpa_pld", "dpa_rdp", "exact", "hypergeometric_rdp", "laplace_rdp",
-           "opacus_gdp", "opacus_prv", "opacus_rdp", "optimal_pure_composition", "paper_rdp", "rdp_to_epsilon",
-           "references", "rr_rdp", "version", "wor_pair_pld", "wor_rdp", "wor_unamplified"]
+__all__ = ["PAPER_ORDERS", "REFERENCE_FUNCTIONS", "dpa_pld", "dpa_rdp", "exact", "hyp_revealed_pld", "hypergeometric_rdp",
+           "laplace_rdp", "opacus_gdp", "opacus_prv", "opacus_rdp", "optimal_pure_composition", "paper_rdp",
+           "rdp_to_epsilon", "references", "rr_rdp", "version", "wor_pair_pld", "wor_rdp", "wor_unamplified"]
