@@ -166,8 +166,25 @@ def test_pld_accountant_matches_dp_accounting():
 def test_pld_refuses_what_it_cannot_account():
     with pytest.raises(LedgerError, match="PLD accountant does not support"):
         P.drw(1000, 3, 10, 1.0, 100).epsilon(1e-5, accountant="pld")
-    with pytest.raises(LedgerError, match="PLD accountant does not support"):
-        P.dpgnn(1000, 10, 3, 1, 1.0, 100).epsilon(1e-5, accountant="pld")
+
+
+def test_dpgnn_pld_is_theorem_1s_pair_and_below_its_rdp():
+    """The PLD of a DP-GNN step is that of Theorem 1's k-revealed pair: at one step, the exact hockey-stick of
+    sum_k h(k) [N(k a) vs N(0)] (a = 1 / (lambda N(K,r))); composed, below Theorem 1's RDP bound."""
+    from scipy.stats import norm
+
+    from bench.conformance.limits import hypergeometric_weights
+    from methods.privacy.events import HypergeometricGaussian
+
+    e = HypergeometricGaussian(num_train=50, occurrence_bound=4, batch_size=10, noise_multiplier=0.8)
+    a = 1.0 / (0.8 * 4)
+    for eps in (0.5, 1.5):
+        # delta(eps) of N(mu, 1) vs N(0, 1): Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu), mixed over k
+        exact = sum(w * (norm.cdf(k * a / 2 - eps / (k * a)) - math.exp(eps) * norm.cdf(-k * a / 2 - eps / (k * a)))
+                    for k, w in hypergeometric_weights(50, 4, 10).items() if k)
+        assert exact <= e.pld().get_delta_for_epsilon(eps) <= exact + 1e-3  # pessimistic, on a 1e-4 grid
+    led = P.dpgnn(1000, 10, 3, 1, 1.0, 100)
+    assert 0.8 * led.epsilon(1e-5) < led.epsilon(1e-5, accountant="pld") < led.epsilon(1e-5)
 
 
 # --------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def test_our_accountants_are_sound_on_the_ci_slice_and_nothing_moved_from_the_go
 
 
 @pytest.mark.slow
-def test_our_accountants_are_sound_on_the_whole_corpus_and_tight_on_four_cases_in_five():
+def test_our_accountants_are_sound_on_the_whole_corpus_and_tight_on_nine_cases_in_ten():
     from bench import api
     from scripts.accountant_conformance import _best_of_ours
 
@@ -34,4 +34,4 @@ def test_our_accountants_are_sound_on_the_whole_corpus_and_tight_on_four_cases_i
     assert not outcome.report.failures, [(r.case, r.accountant, r.detail) for r in outcome.report.failures]
     best = _best_of_ours(outcome.report.results)
     assert best["cases"] >= 300 and best["unsound"] == 0
-    assert best["tight"] >= 0.8 * best["cases"], best
+    assert best["tight"] >= 0.9 * best["cases"], best

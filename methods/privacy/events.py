@@ -230,6 +230,10 @@ class FixedSizeGaussian(Event):
         return R.wor_gaussian_rdp(orders, self.sample_size / self.population, self.noise_multiplier)
 
 
+#: the upper tail of a DP-GNN step's occurrence count that its PLD books as infinite loss (a delta of this size)
+_HYP_TAIL = 1e-15
+
+
 @dataclass(frozen=True, kw_only=True)
 class HypergeometricGaussian(Event):
     """One DP-GNN step (Daigavane et al. 2022, Theorem 1): m of N training subgraphs drawn without
@@ -261,6 +265,48 @@ class HypergeometricGaussian(Event):
     def _rdp(self, orders):
         return R.hypergeometric_gaussian_rdp(orders, self.num_train, self.occurrence_bound, self.batch_size,
                                              self.noise_multiplier)
+
+    def pld(self):
+        """The PLD of Theorem 1's own pair: the batch's occurrence count k ~ Hypergeometric(N, N(K,r), m) revealed,
+        then N(0, 1) vs N(k / (lambda N(K,r)), 1) (Lemma 2: the means differ by at most 2Ck; rotation invariance).
+        Revealing k only adds information, so this dominates the step, and its Renyi divergence is exactly
+        Theorem 1's gamma; the PLD is its exact (pessimistically discretised) loss, the h(k)-mixture of the
+        Gaussian PLDs. Not the tighter mixture-of-Gaussians pair N(0) vs sum_k h(k) N(k): that one is not a
+        dominating pair once N(K,r) >= 2 (docs/accounting.md)."""
+        import numpy as np
+        from dp_accounting.pld import pld_pmf
+        from dp_accounting.pld import privacy_loss_distribution as PLD
+
+        n, d_bound, m = self.num_train, self.occurrence_bound, self.batch_size
+        d = min(d_bound, n)
+        ks = np.arange(max(0, m + d - n), min(m, d) + 1)
+        logw = np.array([R.log_comb(d, k) + R.log_comb(n - d, m - k) for k in ks]) - R.log_comb(n, m)
+        w = np.exp(logw)
+        # the far upper tail of k (total mass <= 1e-15; the costliest PLDs, with the smallest noise) counts as
+        # infinite loss: pessimistic, so still an upper bound
+        tail = np.cumsum(w[::-1])[::-1]
+        keep = tail > _HYP_TAIL
+        parts, inf_mass = [], float(w[~keep].sum())
+        interval = None
+        for k, wk in zip(ks[keep].tolist(), w[keep].tolist()):
+            if wk <= 0.0:
+                continue
+            if k == 0:  # identical outputs: privacy loss 0
+                parts.append((0, np.array([wk])))
+                continue
+            g = PLD.from_gaussian_mechanism(self.noise_multiplier * d_bound / k)._pmf_remove  # noqa: SLF001
+            if not hasattr(g, "_probs"):  # a sparse PMF (a tiny loss range)
+                g = g.to_dense_pmf()
+            interval = g._discretization  # noqa: SLF001
+            parts.append((g._lower_loss, wk * g._probs))  # noqa: SLF001
+            inf_mass += wk * g._infinity_mass  # noqa: SLF001
+        lower = min(lo for lo, _ in parts)
+        probs = np.zeros(max(lo + len(pr) for lo, pr in parts) - lower)
+        for lo, pr in parts:
+            probs[lo - lower: lo - lower + len(pr)] += pr
+        if interval is None:  # every batch misses the node: the step reveals nothing about it
+            return PLD.identity()
+        return PLD.PrivacyLossDistribution(pld_pmf.DensePLDPmf(interval, lower, probs, inf_mass, True))
 
 
 @dataclass(frozen=True, kw_only=True)
