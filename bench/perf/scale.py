@@ -344,7 +344,6 @@ def run_scale(args: argparse.Namespace, log=lambda s: None) -> list[dict]:
     points = grid(args.nodes, args.degrees)
     methods = resolve_families(args.families)
     records_path = Path(args.records)
-    records_path.parent.mkdir(parents=True, exist_ok=True)
     work = Path(args.work).expanduser() if args.work else _default_work()
     work.mkdir(parents=True, exist_ok=True)
     done = {record_key(r) for r in load_records(records_path) if r.get("status") in DONE}
@@ -660,13 +659,20 @@ def _run(args: argparse.Namespace) -> int:
 
         if not torch.cuda.is_available():
             raise ConfigError("--device cuda: no CUDA device here (use --device cpu)")
+    from bench.io import check_input, check_output_dir, check_output_file
+
     if args.report:
+        check_input(args.records, "--records")
+        check_output_dir(args.out, "--out")
         records = load_records(Path(args.records))
         if not records:
             raise ConfigError(f"no records in {args.records}")
         path = write_report(records, Path(args.out), args.device)
         print(path)
         return 0
+    check_output_file(args.records, "--records")
+    if args.work:
+        check_output_dir(args.work, "--work", parents=True)
     start = machine()
     print(f"# {args.threads} torch thread(s) per fit, {start['cpu_count']} cores, load average "
           f"{start['load_average_1min']} at the start", file=sys.stderr)
