@@ -88,8 +88,8 @@ def test_summary_fits_from_100k_nodes_up_and_marks_failures():
     (m,) = scale.summarize(recs)["methods"]
     assert m["slope"] == pytest.approx(1.0) and m["slope_points"] == 2  # the 10k point is left out
     assert m["largest"]["nodes"] == 1_000_000
-    a, b = m["rss_fit"]
-    assert a + b * 6e7 == pytest.approx(6e9)
+    a, b, d = m["rss_fit"]
+    assert a + b * 6e7 == pytest.approx(6e9) and d == 10
     assert scale.describe(recs[-1]).startswith("oom: out of memory")
 
 
