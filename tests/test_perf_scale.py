@@ -67,6 +67,14 @@ def test_run_child_kills_at_the_cap_and_reports_a_failure(tmp_path):
     assert bad["status"] == "error" and bad["reason"], bad
 
 
+def test_resume_retries_failures_only_under_a_larger_cap():
+    assert scale.settled({"status": "ok"}, 24, 3600)
+    assert scale.settled({"status": "oom", "mem_cap_gib": 24}, 24, 3600)
+    assert not scale.settled({"status": "oom", "mem_cap_gib": 8}, 24, 3600)
+    assert not scale.settled({"status": "timeout", "timeout_s": 600}, 24, 3600)
+    assert not scale.settled({"status": "error"}, 24, 3600)
+
+
 def test_slope_is_least_squares_on_log_log():
     edges = [1e5, 1e6, 1e7, 3e7]
     assert scale.fit_slope(edges, [2e-4 * e for e in edges]) == pytest.approx(1.0)

@@ -10,7 +10,8 @@ subprocess that loads the saved graph: its fit seconds (``Method.fit`` plus the 
 times them) and peak resident memory (the child's ``ru_maxrss``; on CUDA also ``torch.cuda.max_memory_allocated``).
 A watcher kills a child whose RSS passes ``--mem-cap`` GiB (recorded as ``oom``) or that runs past ``--timeout``
 (``timeout``). One JSON record per fit is appended to ``--records`` as it finishes; a rerun skips the (graph,
-method, device, epoch cap) pairs already recorded ok, oom or timeout (``--redo``: run them again).
+method, device, epoch cap) pairs already recorded ok, or oom / timeout under a cap / timeout at least as large
+(``--redo``: run them all again).
 
 Settings: each method's defaults (the papers' values, which the leaderboard uses where no tuned entry exists) at the
 leaderboard's headline budget (edge 1, node 8, feature 8). ``--max-epochs N`` caps every epoch count at N; such a
@@ -351,6 +352,16 @@ def load_records(path: Path) -> list[dict]:
     return out
 
 
+def settled(r: dict, mem_cap: float, timeout: float) -> bool:
+    """Whether a rerun skips ``r``: ok, or out of memory / out of time under a cap / timeout at least this large."""
+    status = r.get("status")
+    if status == "oom":
+        return (r.get("mem_cap_gib") or 0) >= mem_cap
+    if status == "timeout":
+        return (r.get("timeout_s") or 0) >= timeout
+    return status == "ok"
+
+
 def record_key(r: dict) -> tuple:
     return (r["graph"], r["method"], r["device"], r.get("max_epochs") or 0)
 
@@ -366,7 +377,7 @@ def run_scale(args: argparse.Namespace, log=lambda s: None) -> list[dict]:
     records_path = Path(args.records)
     work = Path(args.work).expanduser() if args.work else _default_work()
     work.mkdir(parents=True, exist_ok=True)
-    done = {record_key(r) for r in load_records(records_path) if r.get("status") in DONE}
+    done = {record_key(r) for r in load_records(records_path) if settled(r, args.mem_cap, args.timeout)}
     commit = commit_of(REPO)
     host = {**machine(), "host": host_description(args.device)}
     new: list[dict] = []
