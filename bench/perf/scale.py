@@ -60,8 +60,12 @@ MEMORY = {
     "gcn": "normalised adjacency as CSR with self-loops (col int64 1.0 GB + values 0.5 GB), 2 layers of N x 64 "
            "activations (0.6 GB each) kept for backward: ~6-8 GB; no N x N or E x hidden tensor",
     "dp-mlp": "never reads the graph: N x 100 features and 256-row batches: ~3.5 GB",
-    "dpgnn-adam": "one depth-1 tree (<= 11 nodes) per training node, built once (1.8M x 11 ids, ~0.3 GB padded), "
-                  "the full-graph GCN pass at evaluation (CSR 1.5 GB + N x 100 activations 1 GB): ~7-9 GB",
+    "dpgnn-adam": "one depth-1 tree (<= 11 nodes) per training node, built once (~0.3 GB); the full-graph passes "
+                  "(validation every epoch, the predictions) gathered every edge's message at once, E x hidden "
+                  "floats = 122.4M x 100 x 4 B = 49 GB: out of memory at 24 GiB (measured: 2.9 GiB at 100k nodes / "
+                  "2.5M edges against 1.2 GiB at 0.5M). They now add messages in blocks of 2^20 edges (0.4 GB; "
+                  "methods.dpgnn.MESSAGE_BLOCK, the same sums): ~6-8 GB. The GAT backbone (not the default) "
+                  "still forms E x heads attention weights",
     "drw": "the walk sampler's CSR (col int64 1.0 GB) and walk batches of fixed size: ~5-7 GB",
     "gap-edge": "the aggregation matrix as CSR (1.5 GB) and K+1 cached N x 16 aggregates (0.15 GB each): ~5-7 GB",
     "gap-node": "the out-degree cut (a copy of edge_index, 2 GB) then the CSR (1.5 GB), N x 16 aggregates: ~7-8 GB",
@@ -605,8 +609,9 @@ def write_report(records: list[dict], out: Path, device: str = "cpu", target_nod
         "",
         "What each method holds on the ogbn-products stand-in (2.4M nodes, 61.2M edges, 100 features), read from "
         "the code; every fit also holds the loaded graph (x 0.96 GB, edge_index 1.96 GB) and the process (~0.4 GB). "
-        "No family builds an N x N or an E x hidden tensor: every estimate is well under 24 GiB, so none needed a "
-        "streamed variant. The table's last column is the measured counterpart where two sizes are done.",
+        "No family builds an N x N tensor; DP-GNN's full-graph passes built an E x hidden one and now stream it "
+        "(below). The table's last column is the measured counterpart where two sizes are done; records made before "
+        "a fix keep their numbers in records.jsonl, the table shows the latest.",
         "",
         *[f"- `{m}`: {text}" for m, text in MEMORY.items()],
         "",
