@@ -84,8 +84,8 @@ def test_slope_is_least_squares_on_log_log():
     assert scale.fit_slope([1e5], [1.0]) is None and scale.fit_slope([1e5, 1e5], [1.0, 2.0]) is None
 
 
-def _rec(nodes, edges, seconds, method="gcn", status="ok", **kw):
-    return {"graph": f"csbm:nodes={nodes}", "nodes": nodes, "degree": 10, "edges": edges, "method": method,
+def _rec(nodes, edges, seconds, method="gcn", status="ok", degree=10, **kw):
+    return {"graph": f"csbm:nodes={nodes},degree={degree}", "nodes": nodes, "degree": degree, "edges": edges, "method": method,
             "device": "cpu", "max_epochs": 0, "status": status, "fit_seconds": seconds, "full_fit_seconds": seconds,
             "peak_rss": edges * 100, "extrapolated": False, "commit": "abc", "dirty": False, **kw}
 
@@ -96,9 +96,15 @@ def test_summary_fits_from_100k_nodes_up_and_marks_failures():
     (m,) = scale.summarize(recs)["methods"]
     assert m["slope"] == pytest.approx(1.0) and m["slope_points"] == 2  # the 10k point is left out
     assert m["largest"]["nodes"] == 1_000_000
-    a, b, d = m["rss_fit"]
-    assert a + b * 6e7 == pytest.approx(6e9) and d == 10
-    assert scale.describe(recs[-1]).startswith("oom: out of memory")
+    a, b, c, d = m["rss_fit"]  # one degree: the line through its two largest points
+    assert a + b * 2.4e6 + c * 6e7 == pytest.approx(6e9) and d == 10 and b == 0
+    recs.append(_rec(100_000, 2.5e6, 3.0, degree=50))
+    recs[-1]["peak_rss"] = 1e9 + 10 * 1e5 + 300 * 2.5e6
+    for r in recs[1:3]:
+        r["peak_rss"] = 1e9 + 10 * r["nodes"] + 300 * r["edges"]
+    a, b, c, d = scale.summarize(recs)["methods"][0]["rss_fit"]  # two sizes, two degrees: a + b nodes + c edges
+    assert d == -1 and a == pytest.approx(1e9) and b == pytest.approx(10) and c == pytest.approx(300)
+    assert scale.describe(recs[3]).startswith("oom: out of memory")
 
 
 def test_report_from_records(tmp_path):

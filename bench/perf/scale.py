@@ -521,9 +521,17 @@ def summarize(records: list[dict], device: str = "cpu") -> dict[str, Any]:
     return out
 
 
-def _rss_line(ok: list[dict], degree: float = 51) -> tuple[float, float, float] | None:
-    """Peak RSS = a + b * edges through the two largest ok points of one mean degree (the one nearest ``degree``
-    that has two sizes), and that degree; None without two sizes at any degree."""
+def _rss_line(ok: list[dict], degree: float = 51) -> tuple[float, float, float, float] | None:
+    """Peak RSS = a + b * nodes + c * edges, and a label: least squares over the ok points with at least
+    SLOPE_FROM nodes when they span two sizes and two degrees ("fit"), else the line through the two largest points
+    of the degree nearest ``degree`` (c only, b = 0; the label is that degree); None without two sizes."""
+    import numpy as np
+
+    big = [r for r in ok if r.get("edges") and r["nodes"] >= SLOPE_FROM]
+    if len({r["nodes"] for r in big}) >= 2 and len({r["degree"] for r in big}) >= 2 and len(big) >= 3:
+        a = np.array([[1.0, r["nodes"], r["edges"]] for r in big])
+        coef = np.linalg.lstsq(a, np.array([float(r["peak_rss"]) for r in big]), rcond=None)[0]
+        return float(coef[0]), float(coef[1]), float(coef[2]), -1.0
     by_degree: dict[float, dict[float, float]] = {}
     for r in ok:
         if r.get("edges"):
@@ -533,8 +541,8 @@ def _rss_line(ok: list[dict], degree: float = 51) -> tuple[float, float, float] 
         return None
     d = min(usable, key=lambda x: (abs(x - degree), -x))
     (e0, m0), (e1, m1) = sorted(by_degree[d].items())[-2:]
-    b = (m1 - m0) / (e1 - e0)
-    return m0 - b * e0, b, d
+    c = (m1 - m0) / (e1 - e0)
+    return m0 - c * e0, 0.0, c, d
 
 
 def _fmt_n(n: float) -> str:
@@ -570,8 +578,8 @@ def write_report(records: list[dict], out: Path, device: str = "cpu", target_nod
         kk = "-" if k is None else f"{k:.2f}" + (" (extrapolated times)" if m["extrapolated"] else "") + \
              f" ({m['slope_points']} points)"
         line = m["rss_fit"]
-        est = "-" if line is None else f"~{(line[0] + line[1] * target_edges) / GIB:.1f} GiB" + (
-            "" if line[2] >= 40 else f" (from degree {line[2]:g}: a rough guess)")
+        est = "-" if line is None else f"~{(line[0] + line[1] * target_nodes + line[2] * target_edges) / GIB:.1f} " \
+            "GiB" + ("" if line[3] < 0 else f" (two points at degree {line[3]:g}: a rough guess)")
         name = m["method"] if m["family"] == m["method"] else f"{m['method']} ({m['family'].split(' ')[0]})"
         lines.append("| " + " | ".join([name] + cells + [kk, verdict, est]) + " |")
     graphs = ["| graph (nodes / mean degree) | edges | stands in for | build s | build peak RSS |",
@@ -591,9 +599,11 @@ def write_report(records: list[dict], out: Path, device: str = "cpu", target_nod
         f"Device {device}. Each cell: fit seconds (`Method.fit` plus predictions, the graph loaded beforehand) and "
         "the fit process's peak RSS (graph included), or why there is no number. Edges are undirected. "
         f"Slope k: least squares of log seconds against log edges over the ok points with at least "
-        f"{_fmt_n(SLOPE_FROM)} nodes (the goal is k <= {SLOPE_GOAL}). The last column extends the peak RSS of the "
-        f"two largest points done at the mean degree nearest 51 linearly in edges to {_fmt_n(target_edges)} edges "
-        "(an estimate, not a measurement: see [Memory at 2.4M nodes](#memory-at-24m-nodes)).",
+        f"{_fmt_n(SLOPE_FROM)} nodes (the goal is k <= {SLOPE_GOAL}). The last column fits peak RSS = a + b nodes + "
+        f"c edges to the ok points from {_fmt_n(SLOPE_FROM)} nodes up (two sizes and two degrees needed; else the "
+        f"line through two points of one degree) and evaluates it at {_fmt_n(target_nodes)} nodes and "
+        f"{_fmt_n(target_edges)} edges: an estimate, not a measurement (see "
+        "[Memory at 2.4M nodes](#memory-at-24m-nodes)).",
         "",
         *lines,
         "",
