@@ -566,7 +566,7 @@ def write_report(records: list[dict], out: Path, device: str = "cpu", target_nod
     pts = s["points"]
     head = ["method (family)"] + [f"{_fmt_n(p['nodes'])} / {p['degree']:g}" for p in pts] + \
            [f"slope k ({_fmt_n(SLOPE_FROM)}+ nodes)", f"k <= {SLOPE_GOAL}",
-            f"RSS at {_fmt_n(target_nodes)} nodes (linear in edges)"]
+            f"peak RSS estimate at {_fmt_n(target_nodes)} nodes, {_fmt_n(target_edges)} edges"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m in s["methods"]:
         cells = []
