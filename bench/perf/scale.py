@@ -74,9 +74,14 @@ MEMORY = {
     "edgerand": "randomised response on 61M upper-triangle keys (int64 0.5 GB, sorted copies), about as many "
                 "released edges in both directions (2 GB) plus their sort, then GraphSAGE on the released CSR: "
                 "~9-11 GB",
-    "privgnn": "private/public induced subgraphs (copies of edge_index, 2 GB), KNN over 32 queries' 0.3 x 1.2M "
-               "candidates per teacher batch (~11.5M rows of indices and distances, ~0.5 GB): ~6-8 GB",
-    "pate-m": "private/public induced subgraphs (2 GB) and 20 teachers on 60k-node partitions: ~6-7 GB",
+    "privgnn": "the private-public split keeps several int64 copies of edge_index alive at once (the dataset's, "
+               "the task's without private-public edges, split_graphs' private and public subgraphs, the serving "
+               "graph) plus KNN over 32 queries' 0.3 x 1.2M candidates per teacher batch (~0.5 GB): as pate-m, "
+               "~20 GB by the measured growth; within 24 GiB only narrowly, not measured at 2.4M",
+    "pate-m": "the same private-public copies of edge_index (2 GB each at 2.4M) and 20 teachers on partitions: "
+              "measured 3.8 GiB at 1M nodes / 5M edges and 8.8 GiB at 1M / 25M, so ~0.25 KB per edge: ~20-22 GB at "
+              "2.4M, within 24 GiB only narrowly, not measured there. Local fix if needed: free the dataset's and "
+              "the task's full edge lists once split_graphs has its subgraphs",
 }
 #: config fields that count epochs (capped by --max-epochs)
 EPOCH_FIELDS = ("epochs", "encoder_epochs", "teacher_epochs")
