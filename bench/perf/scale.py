@@ -57,8 +57,9 @@ FAMILIES = {"baseline (gcn)": "gcn", "dp-mlp": "dp-mlp", "dpgnn": "dpgnn-adam", 
 #: what each representative holds at 2.4M nodes / 61.2M edges (122.4M stored entries) / 100 features, read from the
 #: code; every fit also holds the loaded graph: x 0.96 GB (float32) + edge_index 1.96 GB (int64) + ~0.4 GB process
 MEMORY = {
-    "gcn": "normalised adjacency as CSR with self-loops (col int64 1.0 GB + values 0.5 GB), 2 layers of N x 64 "
-           "activations (0.6 GB each) kept for backward: ~6-8 GB; no N x N or E x hidden tensor",
+    "gcn": "normalised adjacency as CSR with self-loops (col int64 1.0 GB + values 0.5 GB) and N x 64 activations "
+           "(0.6 GB each); no N x N or E x hidden tensor, but the measured growth (~0.2 KB per edge: transient copies "
+           "while the adjacency is normalised and converted) puts it at ~17 GB: under 24 GiB, not measured there",
     "dp-mlp": "never reads the graph: N x 100 features and 256-row batches: ~3.5 GB",
     "dpgnn-adam": "one depth-1 tree (<= 11 nodes) per training node, built once (~0.3 GB); the full-graph passes "
                   "(validation every epoch, the predictions) gathered every edge's message at once, E x hidden "
@@ -72,8 +73,9 @@ MEMORY = {
     "progap-edge": "as gap-edge, one CSR and one N x 16 aggregate per stage: ~5-7 GB",
     "progap-node": "as gap-node: ~7-8 GB",
     "edgerand": "randomised response on 61M upper-triangle keys (int64 0.5 GB, sorted copies), about as many "
-                "released edges in both directions (2 GB) plus their sort, then GraphSAGE on the released CSR: "
-                "~9-11 GB",
+                "released edges in both directions (2 GB) plus their sort, then GraphSAGE on the released CSR; "
+                "measured 7.7 GiB at 1M nodes / 25M edges, ~18 GB at 2.4M by the measured growth: under 24 GiB, "
+                "not measured there",
     "privgnn": "the private-public split keeps several int64 copies of edge_index alive at once (the dataset's, "
                "the task's without private-public edges, split_graphs' private and public subgraphs, the serving "
                "graph) plus KNN over 32 queries' 0.3 x 1.2M candidates per teacher batch (~0.5 GB): as pate-m, "
