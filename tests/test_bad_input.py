@@ -272,6 +272,13 @@ CASES = [
     case("perf fit --device gpu", "unknown --device 'gpu'"),
     case("perf fit --device cpu --reference tpu", "unknown --reference 'tpu'"),
     case("perf fit --device cpu --reference-threads 0", "--reference-threads must be >= 1"),
+    case("perf scale --families nope", "unknown family 'nope'"),
+    case("perf scale --nodes 0", "--nodes must be >= 2"),
+    case("perf scale --degrees 0", "--degrees must be > 0"),
+    case("perf scale --max-epochs -1", "--max-epochs must be >= 0"),
+    case("perf scale --mem-cap 0", "--mem-cap must be > 0"),
+    case("perf scale --records {tmp}/missing/r.jsonl", "--records"),
+    case("perf scale --report --records {tmp}/missing.jsonl", "not found"),
 ]
 
 

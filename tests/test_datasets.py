@@ -47,6 +47,21 @@ def test_normalize_rejects_malformed_edges():
         normalize_graph(torch.tensor([0, 1, 2]), 3)
 
 
+@pytest.mark.parametrize("block", [1, 7 * 16, 10 ** 9])
+def test_csbm_features_in_row_blocks_equal_one_draw(block, monkeypatch):
+    """Row blocks of any size give the features of one (nodes x features) draw (a block of everything is it)."""
+    from bench.datasets import csbm
+
+    kw = dict(nodes=1000, classes=4, degree=6, features=16, signal=1.5, seed=3)
+    monkeypatch.setattr(csbm, "X_BLOCK", 10 ** 9)
+    whole = make_csbm(**kw)
+    monkeypatch.setattr(csbm, "X_BLOCK", block)
+    part = make_csbm(**kw)
+    assert part.x.dtype == torch.float32
+    assert torch.equal(whole.x, part.x) and torch.equal(whole.edge_index, part.edge_index)
+    assert torch.equal(whole.y, part.y)
+
+
 def test_csbm_is_seeded_balanced_and_homophilous():
     a = make_csbm(nodes=3000, classes=3, degree=12, homophily=0.8, features=16, seed=5)
     b = make_csbm(nodes=3000, classes=3, degree=12, homophily=0.8, features=16, seed=5)

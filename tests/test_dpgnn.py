@@ -144,3 +144,24 @@ def test_bad_configuration_is_a_clear_error(small_task, overrides, match):
     cls = get_method("dpgnn")
     with pytest.raises(ConfigError, match=match):
         cls(**{**cls.smoke_config, **overrides}).fit(small_task, Budget(4.0, 1e-4), seed=0)
+
+
+@pytest.mark.parametrize("backbone", ["gcn", "gin"])
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_full_graph_messages_in_edge_blocks_equal_all_at_once(backbone, block, monkeypatch):
+    """Without autograd a large graph's messages are added block by block: the same logits as all edges at once."""
+    from methods import dpgnn
+
+    g = torch.Generator().manual_seed(3)
+    n, e = 50, 400
+    edge_index = torch.randint(0, n, (2, e), generator=g)
+    x = torch.randn(n, 12, generator=g)
+    torch.manual_seed(0)
+    model = DPGNNModel(12, 4, backbone, hidden=16, layers=2).eval()
+    with torch.no_grad():
+        whole = model.full_graph(x, edge_index)
+        monkeypatch.setattr(dpgnn, "MESSAGE_BLOCK", block)
+        streamed = model.full_graph(x, edge_index)
+    assert torch.equal(whole, streamed)
+    with torch.enable_grad():  # with autograd: one pass (the tree batches), gradients intact
+        assert torch.equal(model.full_graph(x, edge_index), whole)

@@ -235,3 +235,44 @@ def test_quantile_clipping_tracks_the_target_quantile():
         info = dp.step(inputs, target, noise_std=0.0, denominator=64)
     assert info.count_noise_std == 1.0
     assert abs(float((norms <= dp.clip).float().mean()) - 0.5) < 0.15
+
+
+def test_poisson_batches_by_gaps_have_the_coins_distribution():
+    """Above GAP_SAMPLING_FROM, Poisson batches come from geometric gaps: sorted distinct members in range, batch
+    sizes Binomial(n, q) (mean and variance), every example included with probability q (first, middle, last)."""
+    from methods.dpsgd import poisson_by_gaps
+
+    n, q, trials = 3000, 0.02, 3000
+    g = torch.Generator().manual_seed(0)
+    counts = torch.zeros(n)
+    sizes = []
+    for _ in range(trials):
+        idx = poisson_by_gaps(n, q, g)
+        assert idx.numel() == 0 or (idx.min() >= 0 and idx.max() < n and bool((idx[1:] > idx[:-1]).all()))
+        counts[idx] += 1
+        sizes.append(idx.numel())
+    sizes = torch.tensor(sizes, dtype=torch.float64)
+    mean, var = n * q, n * q * (1 - q)
+    assert abs(float(sizes.mean()) - mean) < 4 * math.sqrt(var / trials)
+    assert 0.85 < float(sizes.var()) / var < 1.15
+    freq = counts / trials
+    sd = math.sqrt(q * (1 - q) / trials)
+    assert abs(float(freq.mean()) - q) < 4 * sd / math.sqrt(n)
+    for part in (freq[:300], freq[1350:1650], freq[-300:]):  # no edge effect at either end
+        assert abs(float(part.mean()) - q) < 4 * sd / math.sqrt(part.numel())
+    assert poisson_by_gaps(10, 1e-9, g).numel() == 0
+    assert poisson_by_gaps(5, 0.4999, torch.Generator().manual_seed(1)).max() < 5
+
+
+def test_poisson_sampler_switches_to_gaps_only_for_large_populations(monkeypatch):
+    from methods import dpsgd
+
+    small = dpsgd.PoissonSampler(1000, 0.05, torch.Generator().manual_seed(4))
+    coins = (torch.rand(1000, generator=torch.Generator().manual_seed(4)) < 0.05).nonzero().view(-1)
+    assert torch.equal(small.sample(), coins)  # below the threshold: the published stream, unchanged
+    monkeypatch.setattr(dpsgd, "GAP_SAMPLING_FROM", 1000)
+    big = dpsgd.PoissonSampler(1000, 0.05, torch.Generator().manual_seed(4))
+    assert torch.equal(big.sample(), dpsgd.poisson_by_gaps(1000, 0.05, torch.Generator().manual_seed(4)))
+    half = dpsgd.PoissonSampler(1000, 0.5, torch.Generator().manual_seed(4))
+    rates = (torch.rand(1000, generator=torch.Generator().manual_seed(4)) < 0.5).nonzero().view(-1)
+    assert torch.equal(half.sample(), rates)

@@ -6,6 +6,7 @@
     bench perf drw-sampler    the disjoint-random-walk sampler vs the pseudo-code (coalesced and shuffled edges)
     bench perf privgnn        PrivGNN teachers per second: this code vs the one-by-one PyG loop
     bench perf fit            whole fits per method family on a device (cuda) vs a reference (2-thread cpu)
+    bench perf scale          fit seconds and peak RSS per method family on csbm graphs from 10k to 2.4M nodes
 
 Each benchmark lives in its own module of this package and registers itself with :func:`benchmark`. Every one
 prints a table (``--json``: one JSON object on stdout instead) with the torch threads and the machine's load
@@ -31,7 +32,7 @@ from typing import Any, Callable
 from bench.cliargs import COMMANDS, command
 
 #: the benchmark modules of this package, imported when ``bench perf`` builds its parser
-MODULES = ("dpsgd", "dpgnn_fit", "dpgnn_sampler", "drw_sampler", "privgnn", "fit")
+MODULES = ("dpsgd", "dpgnn_fit", "dpgnn_sampler", "drw_sampler", "privgnn", "fit", "scale")
 
 BENCHMARKS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], tuple[str, ...]]] = {}
 
