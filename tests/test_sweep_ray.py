@@ -105,12 +105,21 @@ def cluster(monkeypatch):
         remember()
         c.shutdown()
         gone, alive = psutil.wait_procs(list(spawned.values()), timeout=30)
+        # a zombie has exited: only its parent (init, when a Ray process died first) has not reaped it yet
+        alive = [p for p in alive if _running(p, psutil)]
         for p in alive:  # never leave a stray Ray process, even when the assertion below fails
             p.kill()
         import shutil
 
         shutil.rmtree(temp, ignore_errors=True)
         assert not alive, f"Ray processes outlived the cluster: {[p.pid for p in alive]}"
+
+
+def _running(p, psutil) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def by_cell(experiment):
