@@ -10,6 +10,7 @@ missing Ray fails.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -104,15 +105,20 @@ def cluster(monkeypatch):
     finally:
         remember()
         c.shutdown()
-        gone, alive = psutil.wait_procs(list(spawned.values()), timeout=30)
-        # a zombie has exited: only its parent (init, when a Ray process died first) has not reaped it yet
-        alive = [p for p in alive if _running(p, psutil)]
-        for p in alive:  # never leave a stray Ray process, even when the assertion below fails
-            p.kill()
+        # Ray's workers exit on their own after shutdown, slowly on a loaded machine: whatever is left after a
+        # minute is killed (never a stray Ray process, even when an assertion failed); one that survives even
+        # SIGKILL fails the test. A zombie has exited: only its parent (init, once a Ray process died) has not
+        # reaped it yet.
+        _, alive = psutil.wait_procs(list(spawned.values()), timeout=60)
+        for p in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        _, stuck = psutil.wait_procs(alive, timeout=10)
+        stuck = [p for p in stuck if _running(p, psutil)]
         import shutil
 
         shutil.rmtree(temp, ignore_errors=True)
-        assert not alive, f"Ray processes outlived the cluster: {[p.pid for p in alive]}"
+        assert not stuck, f"Ray processes outlived the cluster and SIGKILL: {[p.pid for p in stuck]}"
 
 
 def _running(p, psutil) -> bool:
