@@ -85,7 +85,8 @@ def cluster(monkeypatch):
 
     import psutil  # Ray ships psutil (on sys.path once ray is imported)
 
-    temp = tempfile.mkdtemp(prefix="bench-ray-")  # short: Ray's Unix sockets live under it
+    # short whatever TMPDIR is: Ray's Unix sockets live under it, and AF_UNIX paths stop at 107 bytes
+    temp = tempfile.mkdtemp(prefix="bray-", dir="/tmp" if os.path.isdir("/tmp") else None)
     monkeypatch.setenv("RAY_TMPDIR", temp)
     me = psutil.Process()
     spawned: dict[int, psutil.Process] = {}
