@@ -2,7 +2,6 @@
 
 import math
 import statistics
-from pathlib import Path
 
 import pytest
 
@@ -90,4 +89,4 @@ def test_the_committed_device_sample_agrees_with_the_cpu_grid(current):
     assert rep["ledgers_equal"] == rep["sampled"], [c["name"] for c in rep["cells"] if not c["ledger_equal"]]
     assert all(s["epsilon"] is None or math.isclose(s["epsilon"], s["cpu_epsilon"], rel_tol=1e-9) for s in sample)
     assert rep["inside"] >= 0.85 * rep["sampled"], D.format_report(rep, sample)
-    assert all(Path(REPO).joinpath(".git").exists() is False or len(s["git_commit"]) == 40 for s in sample)
+    assert all(len(s["git_commit"]) == 40 for s in sample)  # a full commit anyone can check out
