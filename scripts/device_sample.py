@@ -21,7 +21,6 @@ what concurrent cells sharing the device would take.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
