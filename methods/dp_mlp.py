@@ -20,6 +20,7 @@ import torch
 from methods.base import ConfigError, FitContext, Method, register
 from methods.baselines import row_normalized
 from methods.dpsgd import DPOptimizer, FixedSizeSampler, PoissonSampler
+from methods.dpsgd_graph import CapturedStep, captured_step_reason, make_capturable, poisson_capacity
 from methods.models import GraphInput, SparseFeatures, SparseRows, linear_mlp
 from methods.privacy import PrivacyLedger, calibrate_noise, presets
 from methods.training import FeatureQueryFitted, ModelFitted, feature_map, row_normalize
@@ -90,12 +91,19 @@ class DPMLP(Method):
         x_train = row_normalize(train_data.x) if norm else train_data.x
         x_all = row_normalize(task.data.x) if norm else task.data.x
         x, y = x_train[train_idx].to(dev), train_data.y[train_idx].to(dev)
-        sparse = SparseFeatures.maybe(x)  # bag-of-words features: the batches are sparse rows
         with ctx.init():
             net = linear_mlp(task.num_features, c.hidden, task.num_classes, c.layers).to(dev)
         opt_cls = torch.optim.Adam if c.optimizer == "adam" else torch.optim.SGD
         dp = DPOptimizer(net, opt_cls(net.parameters(), lr=c.lr), clip=c.clip,
                          generator=ctx.generator("noise", device=dev))
+        noise_std = z * sensitivity * c.clip
+        captured = None  # on a GPU: the step replayed from one CUDA graph (methods.dpsgd_graph)
+        if captured_step_reason(dp, (x,), dev) is None:
+            make_capturable(dp.optimizer)
+            cap = poisson_capacity(n, sampler.rate) if isinstance(sampler, PoissonSampler) else int(sampler.m)
+            captured = CapturedStep(dp, (x,), y, cap, noise_std, sampler.expected_size)
+        # bag-of-words features: the eager batches are sparse rows
+        sparse = SparseFeatures.maybe(x) if captured is None else None
         val_idx = task.val_mask.nonzero().view(-1)
         history = []
         done = 0
@@ -103,10 +111,12 @@ class DPMLP(Method):
         for epoch in range(1, c.epochs + 1):
             infos = []
             for _ in range(steps_per_epoch):
-                idx = sampler.sample().to(dev)
-                xb = x[idx] if sparse is None else SparseRows(sparse, idx)
-                infos.append(dp.step((xb,), y[idx], noise_std=z * sensitivity * c.clip,
-                                     denominator=sampler.expected_size))
+                if captured is not None:
+                    infos.append(captured.step(sampler.sample()))
+                else:
+                    idx = sampler.sample().to(dev)
+                    xb = x[idx] if sparse is None else SparseRows(sparse, idx)
+                    infos.append(dp.step((xb,), y[idx], noise_std=noise_std, denominator=sampler.expected_size))
                 done += 1
                 bar.update(1)
             row = {"epoch": epoch, "train_loss": sum(i.loss for i in infos) / len(infos),

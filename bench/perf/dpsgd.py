@@ -7,7 +7,8 @@ The batch is ``--batch`` padded subgraphs of <= ``--nodes`` nodes (60-100% real)
 ``--density`` non-zeros, a ``--layers``-layer DenseGCN. Variants, timed in interleaved rounds (each round times
 every variant back to back, so drifting load hits all alike): the non-private step (mean loss, backward, Adam),
 and the DP-SGD step (per-example gradients, clipping, noise, Adam) for each per-example-gradient route
-(``bookkeeping``, ``vmap``). With ``--input sparse`` every variant reads the features as
+(``bookkeeping``, ``vmap``); on CUDA also both steps replayed from a CUDA graph (``(graph)``: the private one is
+:class:`methods.dpsgd_graph.CapturedStep`, what DP-MLP fits use on a GPU). With ``--input sparse`` every variant reads the features as
 :class:`methods.models.SparseRows` (the sparse first layer; vmap densifies) carrying each subgraph's Gram matrix,
 computed once before timing as DP-GNN and DRW do for their fixed subgraphs; ``--input sparse-uncached`` makes
 every private step compute them. Reported: the median time per step and the median over rounds of each
@@ -43,7 +44,7 @@ def _subgraph_batch(batch: int, nodes: int, features: int, classes: int, gen: to
 def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: int = 64, layers: int = 2,
                classes: int = 7, device: str = "cpu", min_run_time: float = 2.0, rounds: int = 7,
                density: float = 0.05, sparse: bool = False, modes: tuple[str, ...] = ("bookkeeping", "vmap"),
-               cached_grams: bool = True) -> dict:
+               cached_grams: bool = True, graphs: bool = True) -> dict:
     import torch
     from torch.utils.benchmark import Timer
 
@@ -76,6 +77,8 @@ def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: 
     variants = {"non-private": plain_step}
     for mode, dp in dps.items():
         variants[mode] = (lambda d: (lambda: d.step((x, adj), y, noise_std=1.0, denominator=batch)))(dp)
+    if dev.type == "cuda" and graphs and not sparse:
+        variants.update(_graphed_variants(model, x, adj, y, batch, dev))
     timers = {k: Timer(stmt="fn(); sync()", globals={"fn": fn, "sync": sync}) for k, fn in variants.items()}
     numbers = {}
     for k, fn in variants.items():
@@ -96,6 +99,40 @@ def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: 
             "input": ("sparse" if cached_grams else "sparse-uncached") if sparse else "dense",
             "hidden": hidden, "layers": layers, "parameters": params, "rounds": rounds, "seconds": results,
             "ratio": ratios}
+
+
+def _graphed_variants(model, x, adj, y, batch: int, dev) -> dict:
+    """On CUDA: the book-keeping step replayed from one CUDA graph (:class:`methods.dpsgd_graph.CapturedStep`, as
+    DP-MLP fits run on a GPU) and, for a like-for-like reference, the non-private step captured the same way."""
+    import torch
+
+    from methods.dpsgd import DPOptimizer
+    from methods.dpsgd_graph import CapturedStep, make_capturable
+
+    dp = DPOptimizer(model, torch.optim.Adam(model.parameters(), lr=1e-3), clip=1.0, mode="bookkeeping",
+                     generator=torch.Generator(device=dev).manual_seed(1))
+    make_capturable(dp.optimizer)
+    captured = CapturedStep(dp, (x, adj), y, batch, noise_std=1.0, denominator=batch)
+    every = torch.arange(batch)
+
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+
+    def body():
+        torch.nn.functional.cross_entropy(model(x, adj), y).backward()
+        opt.step()
+
+    side = torch.cuda.Stream(dev)
+    side.wait_stream(torch.cuda.current_stream(dev))
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            body()
+    torch.cuda.current_stream(dev).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        body()
+    return {"non-private (graph)": graph.replay, "bookkeeping (graph)": lambda: captured.step(every)}
 
 
 @benchmark("dpsgd", "one DP-SGD step over padded subgraphs vs the non-private step")

@@ -1,0 +1,219 @@
+"""The DP-SGD step as one CUDA graph over fixed-shape padded batches.
+
+A private step of a small model is a few hundred tiny kernels (forward, the book-keeping norms, clipping, noise,
+Adam). On a GPU their launches set the time, not their arithmetic: eager DP-SGD steps run at ~1.75x the non-private
+step on an H200 and DP-MLP fits slower than on two CPU cores. :class:`CapturedStep` records the step once with
+:class:`torch.cuda.CUDAGraph` and replays it: one launch per step. Nothing in the mechanism changes:
+
+* Batches are padded to a fixed ``capacity``. Padding rows carry loss weight 0, so their per-example gradient, their
+  norm and their share of the clipped sum are exactly 0. A batch larger than the capacity runs the eager
+  :meth:`DPOptimizer.step <methods.dpsgd.DPOptimizer.step>` (never truncated: a truncated Poisson batch would be
+  another mechanism). :func:`poisson_capacity` makes that a ~1e-20 event.
+* No random number is drawn inside the graph. The noise comes from the run's noise generator, eagerly, in chunks of
+  steps (one independent N(0, std^2) vector per step); each step copies its own slice into the graph's input. A
+  replay therefore cannot repeat a draw, whatever the CUDA generator's graph semantics are.
+* The captured step calls the same :class:`~methods.dpsgd.PerExampleGradients` code as the eager one; on a CPU (or
+  with ``capture=False``) the same body runs eagerly, which is how the tests compare the two.
+
+Used where it applies (:func:`captured_step_reason` says why not otherwise): dense inputs on CUDA, an Adam-family
+optimiser (``capturable=True``), no adaptive clipping and no white-box gradient hook.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from methods.base import BenchError
+from methods.dpsgd import _GRADIENT_HOOKS, DPOptimizer, PerExampleGradients, StepInfo
+
+#: noise for this many elements (steps x parameters) is drawn at once
+NOISE_CHUNK_ELEMENTS = 1 << 24
+#: warm-up runs of the body on a side stream before capture (cuBLAS handles, autograd and allocator state)
+WARMUP = 3
+
+
+def enabled() -> bool:
+    """Captured steps are on unless ``BENCH_CUDA_GRAPHS=0``."""
+    return os.environ.get("BENCH_CUDA_GRAPHS", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def poisson_capacity(n: int, rate: float) -> int:
+    """A padded capacity for Poisson(``rate``) batches over ``n`` examples: the mean plus 10 standard deviations
+    (a Binomial tail below 1e-20), at most ``n``. Larger batches still run, eagerly."""
+    mean = n * rate
+    return int(min(n, math.ceil(mean + 10 * math.sqrt(mean * (1 - rate)) + 16)))
+
+
+def captured_step_reason(dp: DPOptimizer, inputs: tuple, device: torch.device) -> str | None:
+    """Why :class:`CapturedStep` cannot run this step (None when it can)."""
+    if not enabled():
+        return "BENCH_CUDA_GRAPHS=0"
+    if torch.device(device).type != "cuda":
+        return "not on a CUDA device"
+    if dp.quantile is not None:
+        return "adaptive clipping changes the threshold every step"
+    if _GRADIENT_HOOKS:
+        return "a white-box gradient hook is active"
+    if not isinstance(dp.optimizer, (torch.optim.Adam, torch.optim.AdamW)):
+        return f"{type(dp.optimizer).__name__} is not a capturable optimiser here (Adam, AdamW)"
+    if not all(isinstance(x, Tensor) and x.layout == torch.strided for x in inputs):
+        return "sparse inputs change shape with every batch"
+    if dp.generator is None:
+        return "no noise generator"
+    return None
+
+
+def make_capturable(optimizer: torch.optim.Optimizer) -> None:
+    """Switch an Adam-family optimiser that has not stepped yet to ``capturable=True`` (its step counts on the
+    device, no host sync in ``step``)."""
+    if optimizer.state:
+        raise BenchError("make the optimiser capturable before its first step")
+    for group in optimizer.param_groups:
+        group["capturable"] = True
+
+
+class _Info(StepInfo):
+    """A :class:`StepInfo` whose batch statistics stay on the device until read (no sync per step)."""
+
+    def __init__(self, batch_size: int, noise_std: float, clip: float, stats: Tensor) -> None:
+        self.batch_size, self.noise_std, self.clip, self.count_noise_std = batch_size, noise_std, clip, None
+        self._stats, self._host = stats, None
+
+    def _value(self, i: int) -> float:
+        if self._host is None:
+            self._host = self._stats.tolist()
+        return float(self._host[i]) / self.batch_size if self.batch_size else 0.0
+
+    mean_norm = property(lambda self: self._value(0))
+    frac_clipped = property(lambda self: self._value(1))
+    loss = property(lambda self: self._value(2))
+
+
+@dataclass
+class _Slot:
+    """Where the step reads its batch and noise, and writes its statistics (fixed addresses for the graph)."""
+
+    index: Tensor   # [capacity + 1]: the batch's indices, padded with 0, then the batch size
+    noise: Tensor   # [parameters]: this step's noise, flat
+    stats: Tensor | None = None  # [3]: sums of norms, of clipped indicators, of losses
+
+
+class CapturedStep:
+    """Private steps of ``dp`` over batches ``inputs[i][idx]`` / ``target[idx]`` of at most ``capacity`` examples,
+    with fixed ``noise_std`` (on the sum) and ``denominator``, replayed from one CUDA graph.
+
+    ``inputs`` and ``target`` hold every example on the device (first dimension = examples); :meth:`step` takes the
+    batch's indices. ``capture=False`` runs the same body eagerly (CPU, tests).
+    """
+
+    def __init__(self, dp: DPOptimizer, inputs: tuple[Tensor, ...], target: Tensor, capacity: int,
+                 noise_std: float, denominator: float, capture: bool = True) -> None:
+        if capacity < 1 or noise_std < 0 or denominator <= 0:
+            raise BenchError("a captured step needs capacity >= 1, noise_std >= 0 and denominator > 0")
+        if dp.quantile is not None or dp.generator is None:
+            raise BenchError("a captured step needs a fixed clipping threshold and a noise generator")
+        self.dp, self.inputs, self.target = dp, tuple(inputs), target
+        self.capacity, self.noise_std, self.denominator = int(capacity), float(noise_std), float(denominator)
+        self.device = target.device
+        base = dp.grads
+        self._weight: Tensor | None = None
+        self._grads = PerExampleGradients(dp.model, lambda out, t: base.loss_fn(out, t) * self._weight, base.mode)
+        self.params = [p for _, p in base.params]
+        self.sizes = [p.numel() for p in self.params]
+        total = sum(self.sizes)
+        dtype = self.params[0].dtype
+        self.slot = _Slot(torch.zeros(self.capacity + 1, dtype=torch.long, device=self.device),
+                          torch.zeros(total, dtype=dtype, device=self.device))
+        self._chunk: Tensor | None = None
+        self._next = 0
+        self._rows = max(1, NOISE_CHUNK_ELEMENTS // max(total, 1))
+        self.capture = capture
+        self.graph = None
+        self.eager_steps = 0  # batches above the capacity, run by the eager step
+
+    # -- the step body: everything between reading the slot and Adam's update --------------
+
+    def _body(self) -> None:
+        cap, slot = self.capacity, self.slot
+        idx, count = slot.index[:cap], slot.index[cap]
+        self._weight = (torch.arange(cap, device=self.device) < count).to(self.slot.noise.dtype)
+        xs = tuple(x.index_select(0, idx) for x in self.inputs)
+        y = self.target.index_select(0, idx)
+        clip = self.dp.clip
+        sums, norms, losses = self._grads.norms_and_sum(xs, y, clip, self.dp.per_layer)
+        off = 0
+        with torch.no_grad():
+            for p, s, k in zip(self.params, sums, self.sizes):
+                noisy = s + slot.noise[off:off + k].view_as(s)
+                off += k
+                p.grad = (noisy / self.denominator).to(p.dtype)
+        self.dp.optimizer.step()
+        slot.stats = torch.stack([norms.sum(), (norms > clip).to(norms.dtype).sum(), losses.sum()]).detach()
+
+    def _capture(self) -> None:
+        opt = self.dp.optimizer
+        saved = [p.detach().clone() for p in self.params]
+        before = {id(p): {k: v.clone() for k, v in st.items() if isinstance(v, Tensor)}
+                  for p, st in opt.state.items()}
+        self.slot.index.zero_()
+        self.slot.noise.zero_()
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP):
+                self._body()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self._body()
+        # the warm-up steps ran on zero-weight batches; undo whatever they did to the parameters and optimiser
+        with torch.no_grad():
+            for p, s in zip(self.params, saved):
+                p.copy_(s)
+            for p, st in opt.state.items():
+                old = before.get(id(p), {})
+                for k, v in st.items():
+                    if isinstance(v, Tensor):
+                        v.copy_(old[k]) if k in old else v.zero_()
+        self.graph = graph
+
+    # -- noise ------------------------------------------------------------------------------
+
+    def _noise(self) -> Tensor:
+        """This step's noise: the next row of a chunk drawn from the run's noise generator."""
+        if self.noise_std == 0:
+            return torch.zeros_like(self.slot.noise)
+        if self._chunk is None or self._next >= self._chunk.size(0):
+            self._chunk = self.dp._normal((self._rows, self.slot.noise.numel()), self.noise_std, self.slot.noise)
+            self._next = 0
+        row = self._chunk[self._next]
+        self._next += 1
+        return row
+
+    # -- one step ---------------------------------------------------------------------------
+
+    def step(self, idx: Tensor) -> StepInfo:
+        """One private step on the examples ``idx`` (any device; sorted or not)."""
+        b = int(idx.numel())
+        if b > self.capacity:
+            self.eager_steps += 1
+            dev_idx = idx.to(self.device)
+            return self.dp.step(tuple(x[dev_idx] for x in self.inputs), self.target[dev_idx], self.noise_std,
+                                self.denominator)
+        if self.capture and self.graph is None:
+            self._capture()  # before the slot is filled: the warm-up runs on an empty slot
+        host = torch.zeros(self.capacity + 1, dtype=torch.long)
+        host[:b] = idx.cpu()
+        host[self.capacity] = b
+        self.slot.index.copy_(host)
+        self.slot.noise.copy_(self._noise())
+        if self.capture:
+            self.graph.replay()
+        else:
+            self._body()
+        return _Info(b, self.noise_std, self.dp.clip, self.slot.stats.clone())
