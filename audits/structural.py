@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, ClassVar, Iterator
 
 import numpy as np
 import torch
@@ -129,6 +129,7 @@ class StepOneProbe:
     batch_sizes: list[int] = field(default_factory=list)
     records: list[StepRecord] = field(default_factory=list)
     first_layer_width: int | None = None
+    read_only: ClassVar[bool] = True  # captured (CUDA-graph) steps run under it: the probe fit is the base fit
 
     def split(self, opt, inputs, target):
         if self.inits is None:

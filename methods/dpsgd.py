@@ -64,7 +64,9 @@ class GradientHook(Protocol):
         """The noisy sums of this step (per parameter tensor, before dividing by the denominator)."""
 
     # optional: ``observe_noise(opt, noise: list[Tensor | None], noise_std: float)`` receives the noise drawn
-    # at this step (verification of the noise stream: ``audits.structural``)
+    # at this step (verification of the noise stream: ``audits.structural``); ``read_only = True`` declares that
+    # ``split`` returns its inputs unchanged and no extra sums, so steps replayed from a CUDA graph
+    # (``methods.dpsgd_graph``) may run under the hook: it then observes the run as it is made without it
 
 
 _GRADIENT_HOOKS: list[GradientHook] = []

@@ -9,14 +9,17 @@ step on an H200 and DP-MLP fits slower than on two CPU cores. :class:`CapturedSt
   norm and their share of the clipped sum are exactly 0. A batch larger than the capacity runs the eager
   :meth:`DPOptimizer.step <methods.dpsgd.DPOptimizer.step>` (never truncated: a truncated Poisson batch would be
   another mechanism). :func:`poisson_capacity` makes that a ~1e-20 event.
-* No random number is drawn inside the graph. The noise comes from the run's noise generator, eagerly, in chunks of
-  steps (one independent N(0, std^2) vector per step); each step copies its own slice into the graph's input. A
-  replay therefore cannot repeat a draw, whatever the CUDA generator's graph semantics are.
+* No random number is drawn inside the graph. Each step draws its noise eagerly from the run's noise generator,
+  the same calls in the same order as the eager step (one ``torch.normal`` per parameter tensor), straight into the
+  graph's input buffer: the same seed gives the same noise on either path, and a replay cannot repeat a draw,
+  whatever the CUDA generator's graph semantics are.
 * The captured step calls the same :class:`~methods.dpsgd.PerExampleGradients` code as the eager one; on a CPU (or
   with ``capture=False``) the same body runs eagerly, which is how the tests compare the two.
+* A gradient hook that declares itself ``read_only`` (verification's step probe) sees every step as it would
+  eagerly: ``split`` on the batch, then the released sums and the noise. So a verified run is the run as made.
 
 Used where it applies (:func:`captured_step_reason` says why not otherwise): dense inputs on CUDA, an Adam-family
-optimiser (``capturable=True``), no adaptive clipping and no white-box gradient hook.
+optimiser (``capturable=True``), no adaptive clipping and no gradient hook that may change the step.
 """
 
 from __future__ import annotations
@@ -31,8 +34,6 @@ from torch import Tensor
 from methods.base import BenchError
 from methods.dpsgd import _GRADIENT_HOOKS, DPOptimizer, PerExampleGradients, StepInfo
 
-#: noise for this many elements (steps x parameters) is drawn at once
-NOISE_CHUNK_ELEMENTS = 1 << 24
 #: warm-up runs of the body on a side stream before capture (cuBLAS handles, autograd and allocator state)
 WARMUP = 3
 
@@ -57,8 +58,8 @@ def captured_step_reason(dp: DPOptimizer, inputs: tuple, device: torch.device) -
         return "not on a CUDA device"
     if dp.quantile is not None:
         return "adaptive clipping changes the threshold every step"
-    if _GRADIENT_HOOKS:
-        return "a white-box gradient hook is active"
+    if _GRADIENT_HOOKS and not getattr(_GRADIENT_HOOKS[-1], "read_only", False):
+        return "a gradient hook that may change the step is active"
     if not isinstance(dp.optimizer, (torch.optim.Adam, torch.optim.AdamW)):
         return f"{type(dp.optimizer).__name__} is not a capturable optimiser here (Adam, AdamW)"
     if not all(isinstance(x, Tensor) and x.layout == torch.strided for x in inputs):
@@ -99,8 +100,9 @@ class _Slot:
     """Where the step reads its batch and noise, and writes its statistics (fixed addresses for the graph)."""
 
     index: Tensor   # [capacity + 1]: the batch's indices, padded with 0, then the batch size
-    noise: Tensor   # [parameters]: this step's noise, flat
+    noise: list[Tensor]  # per parameter tensor: this step's noise
     stats: Tensor | None = None  # [3]: sums of norms, of clipped indicators, of losses
+    released: list[Tensor] | None = None  # per parameter tensor: the noisy sums
 
 
 class CapturedStep:
@@ -124,14 +126,8 @@ class CapturedStep:
         self._weight: Tensor | None = None
         self._grads = PerExampleGradients(dp.model, lambda out, t: base.loss_fn(out, t) * self._weight, base.mode)
         self.params = [p for _, p in base.params]
-        self.sizes = [p.numel() for p in self.params]
-        total = sum(self.sizes)
-        dtype = self.params[0].dtype
         self.slot = _Slot(torch.zeros(self.capacity + 1, dtype=torch.long, device=self.device),
-                          torch.zeros(total, dtype=dtype, device=self.device))
-        self._chunk: Tensor | None = None
-        self._next = 0
-        self._rows = max(1, NOISE_CHUNK_ELEMENTS // max(total, 1))
+                          [torch.zeros_like(p) for p in self.params])
         self.capture = capture
         self.graph = None
         self.eager_steps = 0  # batches above the capacity, run by the eager step
@@ -141,17 +137,18 @@ class CapturedStep:
     def _body(self) -> None:
         cap, slot = self.capacity, self.slot
         idx, count = slot.index[:cap], slot.index[cap]
-        self._weight = (torch.arange(cap, device=self.device) < count).to(self.slot.noise.dtype)
+        self._weight = (torch.arange(cap, device=self.device) < count).to(self.params[0].dtype)
         xs = tuple(x.index_select(0, idx) for x in self.inputs)
         y = self.target.index_select(0, idx)
         clip = self.dp.clip
         sums, norms, losses = self._grads.norms_and_sum(xs, y, clip, self.dp.per_layer)
-        off = 0
+        released = []
         with torch.no_grad():
-            for p, s, k in zip(self.params, sums, self.sizes):
-                noisy = s + slot.noise[off:off + k].view_as(s)
-                off += k
+            for p, s, z in zip(self.params, sums, slot.noise):
+                noisy = s + z
+                released.append(noisy)
                 p.grad = (noisy / self.denominator).to(p.dtype)
+        slot.released = released
         self.dp.optimizer.step()
         slot.stats = torch.stack([norms.sum(), (norms > clip).to(norms.dtype).sum(), losses.sum()]).detach()
 
@@ -161,16 +158,19 @@ class CapturedStep:
         before = {id(p): {k: v.clone() for k, v in st.items() if isinstance(v, Tensor)}
                   for p, st in opt.state.items()}
         self.slot.index.zero_()
-        self.slot.noise.zero_()
+        for z in self.slot.noise:
+            z.zero_()
+        # warm up on the stream the capture uses, so that its cuBLAS workspace exists before capture begins
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
             for _ in range(WARMUP):
                 self._body()
-        torch.cuda.current_stream(self.device).wait_stream(side)
+        side.synchronize()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, stream=side):
             self._body()
+        torch.cuda.current_stream(self.device).wait_stream(side)
         # the warm-up steps ran on zero-weight batches; undo whatever they did to the parameters and optimiser
         with torch.no_grad():
             for p, s in zip(self.params, saved):
@@ -184,16 +184,14 @@ class CapturedStep:
 
     # -- noise ------------------------------------------------------------------------------
 
-    def _noise(self) -> Tensor:
-        """This step's noise: the next row of a chunk drawn from the run's noise generator."""
+    def _draw_noise(self) -> None:
+        """This step's noise into the slot: the eager step's draws (one per parameter tensor, in order)."""
         if self.noise_std == 0:
-            return torch.zeros_like(self.slot.noise)
-        if self._chunk is None or self._next >= self._chunk.size(0):
-            self._chunk = self.dp._normal((self._rows, self.slot.noise.numel()), self.noise_std, self.slot.noise)
-            self._next = 0
-        row = self._chunk[self._next]
-        self._next += 1
-        return row
+            return  # the slot's noise stays zero, as the eager step adds none
+        if self.dp.generator is None:
+            raise BenchError("DP-SGD noise needs an explicit generator on the run's noise stream")
+        for z in self.slot.noise:
+            torch.normal(0.0, self.noise_std, size=tuple(z.shape), generator=self.dp.generator, out=z)
 
     # -- one step ---------------------------------------------------------------------------
 
@@ -205,15 +203,30 @@ class CapturedStep:
             dev_idx = idx.to(self.device)
             return self.dp.step(tuple(x[dev_idx] for x in self.inputs), self.target[dev_idx], self.noise_std,
                                 self.denominator)
+        hook = _GRADIENT_HOOKS[-1] if _GRADIENT_HOOKS else None
+        if hook is not None:
+            if not getattr(hook, "read_only", False):
+                raise BenchError("a captured step runs only under a read-only gradient hook")
+            dev_idx = idx.to(self.device)
+            xs, y = tuple(x[dev_idx] for x in self.inputs), self.target[dev_idx]
+            xs2, y2, extra = hook.split(self.dp, xs, y)
+            if extra is not None or y2 is not y or any(a is not c for a, c in zip(xs, xs2)):
+                raise BenchError(f"{type(hook).__name__} says it is read-only but changed the step")
         if self.capture and self.graph is None:
             self._capture()  # before the slot is filled: the warm-up runs on an empty slot
         host = torch.zeros(self.capacity + 1, dtype=torch.long)
         host[:b] = idx.cpu()
         host[self.capacity] = b
         self.slot.index.copy_(host)
-        self.slot.noise.copy_(self._noise())
+        self._draw_noise()
         if self.capture:
             self.graph.replay()
         else:
             self._body()
+        if hook is not None:
+            hook.observe(self.dp, [r.clone() for r in self.slot.released])  # the graph rewrites its outputs
+            observe_noise = getattr(hook, "observe_noise", None)
+            if observe_noise is not None:
+                observe_noise(self.dp, [z.clone() if self.noise_std > 0 else None for z in self.slot.noise],
+                              self.noise_std)
         return _Info(b, self.noise_std, self.dp.clip, self.slot.stats.clone())

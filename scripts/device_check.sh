@@ -50,7 +50,10 @@ fi
 if want dpsgd; then
 step "DP-SGD step vs non-private step"
 for f in 128 1433; do
-    timeout 90 python3 -m bench perf dpsgd --device cuda --features "$f" --no-vmap --json > "$OUT/dpsgd_$f.json"
+    timeout 90 python3 -m bench --debug perf dpsgd --device cuda --features "$f" --no-vmap --json > "$OUT/dpsgd_$f.json" \
+        2> "/tmp/dpsgd_$f.err" || { tail -n 30 "/tmp/dpsgd_$f.err"; echo "-- again with CUDA_LAUNCH_BLOCKING=1";
+        CUDA_LAUNCH_BLOCKING=1 timeout 90 python3 -m bench --debug perf dpsgd --device cuda --features "$f" --no-vmap \
+            --min-run-time 0.3 --rounds 2 2>&1 | tail -n 30; }
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: v for k, v in d.items() if 'ratio' in k
 or k in ('seconds', 'features')})" "$OUT/dpsgd_$f.json"
 done

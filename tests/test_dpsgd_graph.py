@@ -8,7 +8,6 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from methods import dpsgd_graph
 from methods.base import BenchError
 from methods.dpsgd import DPOptimizer, PoissonSampler, gradient_hook
 from methods.dpsgd_graph import CapturedStep, captured_step_reason, poisson_capacity
@@ -69,26 +68,70 @@ def test_a_batch_above_the_capacity_runs_the_eager_step():
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
-def test_every_step_adds_a_fresh_draw_of_the_run_noise(monkeypatch):
-    """The update with noise minus the update without it is the step's noise / denominator: one new N(0, std^2)
-    vector per step (chunks refilled from the noise generator), never a repeat."""
-    monkeypatch.setattr(dpsgd_graph, "NOISE_CHUNK_ELEMENTS", 300)  # a chunk of 2 steps for 143 parameters
-    x, y, _ = _setup()
-    net = linear_mlp(12, 8, 3, 2)
-    sgd_like = DPOptimizer(net, torch.optim.Adam(net.parameters(), lr=1.0), clip=1.0,
-                           generator=torch.Generator().manual_seed(5))
-    std = 2.0
-    step = CapturedStep(sgd_like, (x,), y, 16, noise_std=std, denominator=1.0, capture=False)
-    assert step._rows == 2
-    draws = [step._noise().clone() for _ in range(7)]
-    flat = torch.stack(draws)
-    assert len({tuple(d.tolist()) for d in draws}) == 7
-    assert flat.std().item() == pytest.approx(std, rel=0.1)
-    assert abs(flat.mean().item()) < 0.2
-    # the same generator seed gives the same draws (the run is reproducible from its noise stream)
-    again = CapturedStep(DPOptimizer(net, torch.optim.Adam(net.parameters()), clip=1.0,
-                                     generator=torch.Generator().manual_seed(5)), (x,), y, 16, std, 1.0, capture=False)
-    assert torch.equal(torch.stack([again._noise().clone() for _ in range(7)]), flat)
+@pytest.mark.parametrize("capacity_extra", [0, 21])
+def test_with_noise_the_padded_body_is_the_eager_step_draw_for_draw(capacity_extra):
+    """The same noise seed gives the same run on either path: the captured step draws its noise with the eager
+    step's calls (one per parameter tensor, in order), so the two fits agree to float rounding, noise included."""
+    x, y, (ma, eager), (mb, dp) = _pair()
+    batches = _batches(len(y), 0.2, 15)
+    cap = max(b.numel() for b in batches) + capacity_extra
+    step = CapturedStep(dp, (x,), y, cap, noise_std=1.5, denominator=24.0, capture=False)
+    for idx in batches:
+        eager.step((x[idx],), y[idx], noise_std=1.5, denominator=24.0)
+        step.step(idx)
+    for p, q in zip(ma.parameters(), mb.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    assert torch.equal(eager.generator.get_state(), dp.generator.get_state())
+
+
+def test_a_read_only_probe_sees_the_captured_step_as_the_eager_one():
+    """Verification's step probe (read-only) runs on captured steps and records what it records eagerly: batch
+    sizes, the step count, the first step's noise and the noise's sums of squares."""
+    from audits.structural import StepOneProbe
+
+    x, y, (ma, eager), (mb, dp) = _pair()
+    batches = _batches(len(y), 0.25, 6)
+    step = CapturedStep(dp, (x,), y, 80, noise_std=2.0, denominator=30.0, capture=False)
+    probes = StepOneProbe(), StepOneProbe()
+    with gradient_hook(probes[0]):
+        for idx in batches:
+            eager.step((x[idx],), y[idx], noise_std=2.0, denominator=30.0)
+    with gradient_hook(probes[1]):
+        assert captured_step_reason(dp, (x,), torch.device("cuda")) is None
+        for idx in batches:
+            step.step(idx)
+    a, b = probes
+    assert a.batch_sizes == b.batch_sizes and a.steps == b.steps == len(batches)
+    assert a.noise_seed == b.noise_seed and a.first_layer_width == b.first_layer_width
+    for u, v in zip(a.noise, b.noise):
+        assert torch.equal(u, v)
+    assert [r.noise_entries for r in a.records] == [r.noise_entries for r in b.records]
+    assert [r.noise_sq_sum for r in a.records] == pytest.approx([r.noise_sq_sum for r in b.records])
+
+
+def test_a_hook_that_may_change_the_step_keeps_it_eager():
+    x, y, _, (mb, dp) = _pair()
+
+    class Canary:  # replaces gradients: not read-only
+        def split(self, opt, inputs, target):
+            return inputs, target, None
+
+        def observe(self, opt, sums):
+            pass
+
+    class Liar(Canary):
+        read_only = True
+
+        def split(self, opt, inputs, target):
+            return inputs[:1], target, [torch.zeros_like(p) for _, p in opt.grads.params]
+
+    with gradient_hook(Canary()):
+        assert "may change" in captured_step_reason(dp, (x,), torch.device("cuda"))
+        with pytest.raises(BenchError, match="read-only"):
+            CapturedStep(dp, (x,), y, 40, 1.0, 1.0, capture=False).step(torch.arange(5))
+    with gradient_hook(Liar()):
+        with pytest.raises(BenchError, match="changed the step"):
+            CapturedStep(dp, (x,), y, 40, 1.0, 1.0, capture=False).step(torch.arange(5))
 
 
 def test_the_noise_reaches_the_gradient_the_optimiser_sees():
@@ -125,6 +168,9 @@ def test_eligibility_says_why_not():
 
     with gradient_hook(Hook()):
         assert "hook" in captured_step_reason(dp, (x,), torch.device("cuda"))
+    Hook.read_only = True
+    with gradient_hook(Hook()):
+        assert captured_step_reason(dp, (x,), torch.device("cuda")) is None
     import os
     os.environ["BENCH_CUDA_GRAPHS"] = "0"
     try:

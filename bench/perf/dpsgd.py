@@ -121,17 +121,18 @@ def _graphed_variants(model, x, adj, y, batch: int, dev) -> dict:
         torch.nn.functional.cross_entropy(model(x, adj), y).backward()
         opt.step()
 
-    side = torch.cuda.Stream(dev)
+    side = torch.cuda.Stream(dev)  # warm-up and capture on one stream (its cuBLAS workspace exists before capture)
     side.wait_stream(torch.cuda.current_stream(dev))
     with torch.cuda.stream(side):
         for _ in range(3):
             opt.zero_grad(set_to_none=True)
             body()
-    torch.cuda.current_stream(dev).wait_stream(side)
+    side.synchronize()
     graph = torch.cuda.CUDAGraph()
     opt.zero_grad(set_to_none=True)
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=side):
         body()
+    torch.cuda.current_stream(dev).wait_stream(side)
     return {"non-private (graph)": graph.replay, "bookkeeping (graph)": lambda: captured.step(every)}
 
 
