@@ -58,15 +58,15 @@ FAMILIES = {"baseline (gcn)": "gcn", "dp-mlp": "dp-mlp", "dpgnn": "dpgnn-adam", 
 #: code; every fit also holds the loaded graph: x 0.96 GB (float32) + edge_index 1.96 GB (int64) + ~0.4 GB process
 MEMORY = {
     "gcn": "normalised adjacency as CSR with self-loops (col int64 1.0 GB + values 0.5 GB) and N x 64 activations "
-           "(0.6 GB each); no N x N or E x hidden tensor, but the measured growth (~0.2 KB per edge: transient copies "
-           "while the adjacency is normalised and converted) puts it at ~17 GB: under 24 GiB, not measured there",
+           "(0.6 GB each); no N x N or E x hidden tensor; transient copies while the adjacency is normalised and "
+           "converted (~0.2 KB per edge): measured 17.5 GiB at 2.4M nodes / 61.2M edges, under 24 GiB",
     "dp-mlp": "never reads the graph: N x 100 features and 256-row batches: ~3.5 GB",
     "dpgnn-adam": "one depth-1 tree (<= 11 nodes) per training node, built once (~0.3 GB); the full-graph passes "
                   "(validation every epoch, the predictions) gathered every edge's message at once, E x hidden "
                   "floats = 122.4M x 100 x 4 B = 49 GB: out of memory at 24 GiB (measured: 2.9 GiB at 100k nodes / "
                   "2.5M edges against 1.2 GiB at 0.5M). They now add messages in blocks of 2^20 edges (0.4 GB; "
-                  "methods.dpgnn.MESSAGE_BLOCK, the same sums): ~6-8 GB. The GAT backbone (not the default) "
-                  "still forms E x heads attention weights",
+                  "methods.dpgnn.MESSAGE_BLOCK, the same sums): measured 10.5 GiB at 2.4M nodes / 61.2M edges. "
+                  "The GAT backbone (not the default) still forms E x heads attention weights",
     "drw": "the walk sampler's CSR (col int64 1.0 GB) and walk batches of fixed size: ~5-7 GB",
     "gap-edge": "the aggregation matrix as CSR (1.5 GB) and K+1 cached N x 16 aggregates (0.15 GB each): ~5-7 GB",
     "gap-node": "the out-degree cut (a copy of edge_index, 2 GB) then the CSR (1.5 GB), N x 16 aggregates: ~7-8 GB",
@@ -74,16 +74,17 @@ MEMORY = {
     "progap-node": "as gap-node: ~7-8 GB",
     "edgerand": "randomised response on 61M upper-triangle keys (int64 0.5 GB, sorted copies), about as many "
                 "released edges in both directions (2 GB) plus their sort, then GraphSAGE on the released CSR; "
-                "measured 7.7 GiB at 1M nodes / 25M edges, ~18 GB at 2.4M by the measured growth: under 24 GiB, "
-                "not measured there",
+                "measured 7.7 GiB at 1M nodes / 25M edges and 18.2 GiB at 2.4M / 61.2M: under 24 GiB",
     "privgnn": "the private-public split keeps several int64 copies of edge_index alive at once (the dataset's, "
                "the task's without private-public edges, split_graphs' private and public subgraphs, the serving "
-               "graph) plus KNN over 32 queries' 0.3 x 1.2M candidates per teacher batch (~0.5 GB): as pate-m, "
-               "~20 GB by the measured growth; within 24 GiB only narrowly, not measured at 2.4M",
+               "graph) plus KNN over 32 queries' 0.3 x 1.2M candidates per teacher batch (~0.5 GB), the public "
+               "aggregation in blocks of 2^20 edges: 12.1 GiB at 2.4M nodes / 61.2M edges when its 1-hour limit "
+               "stopped it (time not measured there; memory within 24 GiB)",
     "pate-m": "the same private-public copies of edge_index (2 GB each at 2.4M) and 20 teachers on partitions: "
-              "measured 3.8 GiB at 1M nodes / 5M edges and 8.8 GiB at 1M / 25M, so ~0.25 KB per edge: ~20-22 GB at "
-              "2.4M, within 24 GiB only narrowly, not measured there. Local fix if needed: free the dataset's and "
-              "the task's full edge lists once split_graphs has its subgraphs",
+              "measured 3.8 GiB at 1M nodes / 5M edges, 8.8 GiB at 1M / 25M and 20.7 GiB at 2.4M / 61.2M (~0.25 KB "
+              "per edge): within 24 GiB, narrowly. The public graph's mean aggregation gathered every edge's "
+              "features at once (E_pub x 100 floats, several GB); it now adds them in blocks of 2^20 edges "
+              "(methods.privgnn.teachers.MESSAGE_BLOCK, the same sums; the 20.7 GiB predates that)",
 }
 #: config fields that count epochs (capped by --max-epochs)
 EPOCH_FIELDS = ("epochs", "encoder_epochs", "teacher_epochs")
@@ -582,6 +583,14 @@ def write_report(records: list[dict], out: Path, device: str = "cpu", target_nod
             cells.append("-" if r is None else describe(r).replace("|", "/"))
         k = m["slope"]
         verdict = "-" if k is None else ("yes" if k <= SLOPE_GOAL else "**no**")
+        # a larger graph that ran out of time (or memory) says the slope of the smaller ones may not carry
+        fitted = [p["edges"] for p in pts if (r := m["cells"][(p["nodes"], p["degree"])]) is not None
+                  and r.get("status") == "ok"]
+        stopped = [p for p in pts if (r := m["cells"][(p["nodes"], p["degree"])]) is not None
+                   and r.get("status") in ("timeout", "oom") and fitted and p["edges"] > max(fitted)]
+        if k is not None and stopped:
+            verdict = f"not shown: {m['cells'][(stopped[0]['nodes'], stopped[0]['degree'])]['status']} at " \
+                      f"{_fmt_n(stopped[0]['nodes'])} nodes"
         kk = "-" if k is None else f"{k:.2f}" + (" (extrapolated times)" if m["extrapolated"] else "") + \
              f" ({m['slope_points']} points)"
         line = m["rss_fit"]
