@@ -188,9 +188,7 @@ class CapturedStep:
         """This step's noise into the slot: the eager step's draws (one per parameter tensor, in order)."""
         if self.noise_std == 0:
             return  # the slot's noise stays zero, as the eager step adds none
-        if self.dp.generator is None:
-            raise BenchError("DP-SGD noise needs an explicit generator on the run's noise stream")
-        for z in self.slot.noise:
+        for z in self.slot.noise:  # __init__ made sure there is a generator
             torch.normal(0.0, self.noise_std, size=tuple(z.shape), generator=self.dp.generator, out=z)
 
     # -- one step ---------------------------------------------------------------------------
