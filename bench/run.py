@@ -69,6 +69,9 @@ class RunSpec:
     diagnostics: bool = False
     # use the checked-in hyperparameters of configs/hparams.yaml for a method and dataset (bench.hparams)
     hparams: bool = True
+    # log the released model (bench.release: weights, cached noisy aggregates, a released graph, and the served
+    # model) as the run's artefact ``release/``, which attacks and audits of the recorded run load
+    log_release: bool = True
 
 
 @dataclass
@@ -290,6 +293,10 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
                          "epsilon": spent, "fit_seconds": seconds})
         run.log_dict(fitted.ledger.to_dict(), "ledger.json")
         run.log_dict(released, "info.json")
+        if spec.log_release:
+            from bench import release
+
+            release.log(run, fitted, task)
         inference_private = released.get("inference_private")
         run.set_tags({"inference_private": "n/a" if inference_private is None else inference_private,
                       "unit_label": cls.label(), "predictions_hash": predictions_hash(task, proba)})
@@ -300,7 +307,8 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
 
             target = Target(task, method, budget, fitted, streams, p.device)
             reports = attack_one(p.attacks, target, run, experiment=spec.experiment, track=spec.track,
-                                 progress=spec.progress, run_name=name, tags=spec.tags)
+                                 progress=spec.progress, run_name=name,
+                                 tags={**spec.tags, "attacked_model": "the run's own model, in memory"})
         return RunResult(cls.name, p.dataset.name, p.split, seed, cls.privacy_unit, metrics, spent, budget.delta,
                          budget.epsilon, run.run_id, seconds, released, reports, cls.label(),
                          None if inference_private is None else bool(inference_private),
@@ -437,3 +445,44 @@ def tracked_runs(results: list[RunResult], experiment: str = DEFAULT_EXPERIMENT,
             if a.get("run_id"):
                 rows.append([f"  {a['run_id']}", f"  attack {a['attack']} (child run)"])
     return header + "\n" + format_table(["run id", "name"], rows)
+
+
+# --------------------------------------------------------------------------------------
+# A recorded run's setting, back from its params
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Recorded:
+    """What a recorded run ran: its task (rebuilt from its dataset, split and seed, checked against the recorded
+    split hash), its method with the recorded hyperparameters, its budget and seed."""
+
+    task: Task
+    method: Method
+    budget: Budget
+    seed: int
+
+
+def recorded_setting(params: dict[str, Any], data_root: str | None = None, datasets: dict | None = None) -> Recorded:
+    """Rebuild a run's setting from its MLflow params (or a leaderboard record's ``params``). ``datasets`` caches
+    loaded datasets by name across calls."""
+    for key in ("method", "dataset", "split", "seed", "target_epsilon"):
+        if key not in params:
+            raise ConfigError(f"the recorded run has no {key!r} parameter: not a run of `bench run`")
+    cls = get_method(str(params["method"]))
+    known = set(field_names(cls.Config))
+    method = cls(**{k[3:]: v for k, v in params.items() if k.startswith("hp.") and k[3:] in known})
+    datasets = {} if datasets is None else datasets
+    name = str(params["dataset"])
+    if name not in datasets:
+        datasets[name] = load_dataset(name, data_root, False)
+    seed = int(params["seed"])
+    task = make_task(datasets[name], str(params["split"]), seed)
+    want = params.get("split_hash")
+    if want and task.split_hash() != want:
+        raise ConfigError(f"the rebuilt split of {name}/{params['split']}/seed {seed} is not the recorded one "
+                          f"(split hash {task.split_hash()} != {want}): another version of the dataset?")
+    eps = float(params["target_epsilon"])
+    delta = float(params.get("delta") or 0.0)
+    budget = Budget(eps, delta) if method.is_private else Budget(math.inf, 0.0)
+    return Recorded(task, method, budget, seed)
