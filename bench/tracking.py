@@ -153,6 +153,14 @@ def download_artifacts(run_id: str, artifact_path: str, dst: str | os.PathLike) 
     return path
 
 
+def has_artifacts(run_id: str, artifact_path: str) -> bool:
+    """Whether the run exists in the store and holds artefacts under ``artifact_path``."""
+    try:
+        return bool(client().list_artifacts(run_id, artifact_path))
+    except Exception:  # no such run (MLflow's own exception types)
+        return False
+
+
 #: tracked paths no run reads: published results and documentation. A sweep appends to its export under docs/ as
 #: it goes, so counting them would mark every run after the first of a committed grid ``-dirty``
 NOT_CODE = ("docs",)
