@@ -116,7 +116,8 @@ def attack_recorded(run_ids: str | Iterable[str], attacks: str | Iterable[str], 
     """Attack the released models that tracked runs logged (``run_ids``: ids or ``"a,b"``): each run's artefact
     ``release/`` is loaded (:mod:`bench.release`) and checked against its recorded posteriors, and every attack is a
     child run of that run. Returns one :class:`bench.run.RunResult` per run, its ``attacks`` as in :func:`attack`."""
-    from bench.attack import attack_recorded as _attack_recorded, plan_attacks
+    from bench.attack import plan_attacks
+    from bench.recorded import attack_recorded as _attack_recorded
     from methods.errors import ConfigError
 
     if not _names(attacks):

@@ -117,47 +117,6 @@ def attack_one(plan: AttackPlan, target: Target, parent: tracking.TrackedRun, *,
     return reports
 
 
-def attack_recorded(plan: AttackPlan, run_ids: list[str], *, experiment: str, track: bool = True,
-                    device: Any = "cpu", data_root: str | None = None, progress: bool = False) -> list[Any]:
-    """Attack the released models that tracked runs logged (:mod:`bench.release`), each attack a child run of its
-    recorded run: the attacked model is the one the run served, loaded from its artefact and checked against its
-    recorded posteriors, never a refit. One :class:`bench.run.RunResult` per run (no training metrics)."""
-    from bench import release
-    from bench.run import RunResult, recorded_setting
-    from methods.device import resolve_device
-    from methods.streams import RunStreams
-
-    if not run_ids:
-        raise ConfigError("no run given")
-    dev = resolve_device(device)
-    datasets: dict = {}
-    found = []
-    for run_id in run_ids:  # everything is checked before any attack runs
-        try:
-            run = tracking.client().get_run(run_id)
-        except Exception:
-            raise ConfigError(f"no tracked run {run_id!r} in {tracking.tracking_uri()}") from None
-        setting = recorded_setting(dict(run.data.params), data_root, datasets)
-        fitted, manifest = release.load(run_id, setting.task, dev)
-        found.append((run, setting, fitted))
-    results = []
-    for run, setting, fitted in found:
-        method, task = setting.method, setting.task
-        target = Target(task, method, setting.budget, fitted, RunStreams(setting.seed), dev)
-        parent = tracking.TrackedRun(run.info.run_id if track else None)
-        reports = attack_one(plan, target, parent, experiment=experiment, track=track, progress=progress,
-                             run_name=run.info.run_name or run.info.run_id,
-                             tags={"attacked_model": release.SOURCE_RECORDED})
-        for r in reports:
-            r["attacked_model"] = release.SOURCE_RECORDED
-        spent = float(run.data.metrics.get("epsilon", math.inf))
-        results.append(RunResult(method.name, task.dataset, task.split, setting.seed, method.privacy_unit,
-                                 {k: v for k, v in run.data.metrics.items() if k in ("test_acc", "test_macro_f1")},
-                                 math.inf if spent >= 1e307 else spent, setting.budget.delta,
-                                 setting.budget.epsilon, run.info.run_id, 0.0, {}, reports, method.label()))
-    return results
-
-
 # --------------------------------------------------------------------------------------
 # Tables
 # --------------------------------------------------------------------------------------
@@ -221,4 +180,4 @@ def list_attacks() -> list[dict[str, str]]:
     return [{"name": n, "level": c.level, "description": c.description} for n, c in available_attacks().items()]
 
 
-__all__ = ["AttackPlan", "attack_one", "attack_recorded", "attack_rows", "attack_table", "attack_unit", "list_attacks", "plan_attacks"]
+__all__ = ["AttackPlan", "attack_one", "attack_rows", "attack_table", "attack_unit", "list_attacks", "plan_attacks"]

@@ -80,7 +80,7 @@ def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: 
     from attacks import metrics as M
     from bench import release
     from bench.provenance import host_description, predictions_hash
-    from bench.run import recorded_setting
+    from bench.recorded import recorded_setting
     from methods.base import fit_method
     from methods.streams import RunStreams
 

@@ -86,7 +86,7 @@ def test_a_tracked_run_logs_its_release_and_attacks_of_it_load_it(monkeypatch):
     the attacked model serves the recorded run's posteriors."""
     from bench import api, tracking
     from bench.provenance import predictions_hash
-    from bench.run import recorded_setting
+    from bench.recorded import recorded_setting
     from methods.base import Method
 
     [r] = api.run("dp-mlp", "csbm:nodes=200,classes=3,features=8,degree=6", split="random-75-10-15", epsilon=4,
