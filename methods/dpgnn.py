@@ -330,6 +330,7 @@ class DPGNN(Method):
     Config: ClassVar[type] = DPGNNSGDConfig
     settings = ("transductive", "inductive")
     optimizer: ClassVar[str] = "sgd"
+    noisy_info = frozenset({"final_clip"})  # adaptive clipping follows the noisy counts
     smoke_config = {"epochs": 2, "batch_size": 32, "hidden": 16, "heads": 2, "max_degree": 3, "max_children": 5}
 
     def prepare(self, task: Task, gen: torch.Generator, grams: bool = True) -> _Prepared:
