@@ -67,7 +67,7 @@ from typing import ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
-from methods.base import BudgetError, ConfigError, FitContext, Method, Task, register
+from methods.base import Budget, BudgetError, ConfigError, FitContext, Method, Task, register
 from methods.dpsgd import DPOptimizer, FixedSizeSampler, QuantileClipping
 from methods.models import GraphInput, SparseFeatures, SparseRows
 from methods.privacy import PrivacyLedger, calibrate_noise, calibrate_steps, presets
@@ -318,6 +318,35 @@ class _Prepared:
         return self
 
 
+def run_ledger(num_train: int, c: DPGNNConfig, lam: float, steps: int) -> PrivacyLedger:
+    """Theorem 1 over ``steps`` steps of m = min(B, N) of N = ``num_train`` trees (``presets.dpgnn``)."""
+    return presets.dpgnn(num_train=num_train, batch_size=min(c.batch_size, num_train), max_degree=c.max_degree,
+                         layers=c.layers, noise_multiplier=lam, steps=steps)
+
+
+def calibrate(num_train: int, c: DPGNNConfig, budget: Budget) -> tuple[int, int, int, float]:
+    """(m, steps per epoch, steps, lambda) for N = ``num_train`` training trees: m = min(B, N), ceil(N / m) steps
+    per epoch, and either lambda calibrated for ``epochs`` epochs or, with ``noise_multiplier`` set, the most steps
+    that lambda affords. All four are released and are functions of N, which add/remove neighbours do not share
+    (epsilon 4, delta 1e-4, m 2000, K 10, r 1, 30 epochs: N = 10000 gives T = 150, lambda = 3.019; N = 10001
+    gives T = 180, lambda = 3.298): N is public by convention, and the ledger names it (``conventions``)."""
+    m = min(c.batch_size, num_train)  # a graph with fewer training trees than the batch: every tree in each step
+    steps_per_epoch = math.ceil(num_train / m)
+    max_steps = c.epochs * steps_per_epoch
+    if not budget.is_private:
+        return m, steps_per_epoch, max_steps, 0.0
+    if c.noise_multiplier is None:
+        lam = calibrate_noise(lambda z: run_ledger(num_train, c, z, max_steps), budget.epsilon, budget.delta)
+        return m, steps_per_epoch, max_steps, lam
+    lam = c.noise_multiplier
+    steps = calibrate_steps(lambda t: run_ledger(num_train, c, lam, t), budget.epsilon, budget.delta,
+                            max_steps=max_steps)
+    if steps == 0:
+        raise BudgetError(f"noise multiplier {lam:g} cannot take even one step within "
+                          f"epsilon={budget.epsilon:g}, delta={budget.delta:g}")
+    return m, steps_per_epoch, steps, lam
+
+
 class DPGNN(Method):
     """DP-GNN with DP-SGD (Algorithm 4). See the module docstring for the privacy argument."""
 
@@ -369,29 +398,14 @@ class DPGNN(Method):
         prep = self.prepare(task, ctx.generator("subgraphs"))
         n = prep.num_train
         occ = occurrence_bound(c.max_degree, c.layers)
-        m = min(c.batch_size, n)  # a graph with fewer training trees than the batch: every tree in each step
-        steps_per_epoch = math.ceil(n / m)
-        max_steps = c.epochs * steps_per_epoch
+        m, steps_per_epoch, steps, lam = calibrate(n, c, budget)
         count_std = (m / 20.0 if c.count_noise_std is None else c.count_noise_std) if c.adaptive_clipping else None
         lam_count = None if count_std is None else count_std / occ
 
         def ledger(lam: float, steps: int) -> PrivacyLedger:
-            return presets.dpgnn(num_train=n, batch_size=m, max_degree=c.max_degree, layers=c.layers,
-                                 noise_multiplier=lam, steps=steps)
+            return run_ledger(n, c, lam, steps)
 
-        if budget.is_private:
-            if c.noise_multiplier is None:
-                steps = max_steps
-                lam = calibrate_noise(lambda z: ledger(z, steps), budget.epsilon, budget.delta)
-            else:
-                lam = c.noise_multiplier
-                steps = calibrate_steps(lambda t: ledger(lam, t), budget.epsilon, budget.delta, max_steps=max_steps)
-                if steps == 0:
-                    raise BudgetError(f"noise multiplier {lam:g} cannot take even one step within "
-                                      f"epsilon={budget.epsilon:g}, delta={budget.delta:g}")
-            lam_grad = gradient_noise_multiplier(lam, lam_count)
-        else:
-            steps, lam, lam_grad = max_steps, 0.0, 0.0
+        lam_grad = gradient_noise_multiplier(lam, lam_count) if budget.is_private else 0.0
 
         with ctx.init():
             model = DPGNNModel(task.num_features, task.num_classes, c.backbone, c.hidden, c.layers,

@@ -275,3 +275,19 @@ def test_every_private_family_that_reads_the_training_set_size_names_it():
     assert {f: fn.public for f, fn in presets.FAMILIES.items() if fn.public} == {
         "dp-mlp": ("num_train",), "dpgnn": ("num_train",), "gap-node": ("num_train",),
         "progap-node": ("num_train", "num_nodes")}
+
+
+def test_dpgnn_calibration_reads_the_training_set_size_and_its_ledger_says_so():
+    """DP-GNN's released steps and lambda are functions of N (the numbers of the example in docs/accounting.md):
+    the ledger built from them names N public, and bench account prints it."""
+    from methods.dpgnn import DPGNNSGDConfig, calibrate, run_ledger
+
+    c = DPGNNSGDConfig(batch_size=2000, max_degree=10, layers=1, epochs=30)
+    budget = Budget(4.0, 1e-4)
+    plans = {n: calibrate(n, c, budget) for n in (10000, 10001)}
+    assert [(m, t) for m, _, t, _ in plans.values()] == [(2000, 150), (2000, 180)]
+    assert [round(lam, 3) for *_, lam in plans.values()] == [3.019, 3.298]
+    for n, (_, _, t, lam) in plans.items():
+        led = run_ledger(n, c, lam, t)
+        assert led.public_facts == {"num_train": n} and led.epsilon(1e-4) <= 4.0
+        assert led.describe_conventions()[0].startswith(f"num_train = {n}: the training-set size")
