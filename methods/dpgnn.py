@@ -37,6 +37,9 @@ Privacy: what the ledger certifies, and what it does not
   Hypergeometric(N, N(K,r), m) count of differing examples (each differing by <= 2C), so Theorem 1 holds with
   N = the larger dataset's training count; the ledger uses the actual N_train, which also covers adding a
   node (Hypergeometric(N+1, .) is stochastically smaller).
+* Training-set size. m = min(B, N), the steps (epochs x ceil(N / m)) and lambda are calibrated to N and released
+  (:func:`calibrate`), and add/remove neighbours differ in N, so the claim takes N as public, as DP-SGD's
+  accounting conventionally does; the ledger names it (``conventions``, from ``presets.dpgnn``).
 * Transductive setting. The trees contain non-training nodes (features only, as leaves: only training nodes
   have children) and Lemma 1 bounds their occurrences too, so training protects every node's features,
   label and incoming edges. Validation and test labels are never read during training and the final model

@@ -30,10 +30,17 @@ from tests.conftest import REPO
 
 load_plugin(str(REPO / "tests" / "plugins" / "example_plugin.py"))
 PRIVATE = sorted(n for n, c in available_methods().items() if c.privacy_unit != "none")
-#: the default run's subset: one method per kind of claim (a public training-set size, a count it must not
-#: release, noisy outputs, feature level); every private method runs under -m slow
-FAST = ("dp-mlp", "pate-m", "edgerand", "drw-r")
 BUDGET = Budget(4.0, 1e-4)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """Tiny models: torch's intra-op threads only contend (every private method's check takes ~10 s of CPU on one
+    thread, several times that with two threads on a busy 2-core machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 # --------------------------------------------------------------------------------------
@@ -216,11 +223,7 @@ def private_public_task():
     return make_task(load_dataset("csbm:nodes=200,classes=3,features=8,degree=6"), "private-public", 0)
 
 
-def _params():
-    return [pytest.param(n, marks=() if n in FAST else pytest.mark.slow) for n in PRIVATE]
-
-
-@pytest.mark.parametrize("name", _params())
+@pytest.mark.parametrize("name", PRIVATE)
 def test_released_facts_depend_on_private_data_only_through_named_conventions(name, small_task,
                                                                               private_public_task):
     cls = get_method(name)

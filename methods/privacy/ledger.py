@@ -68,8 +68,9 @@ class Recipe:
 
 #: what each fact a ledger may name as public by convention means (``PrivacyLedger.conventions``)
 PUBLIC_FACTS = {
-    "num_train": ("the training-set size, the units the sampler draws from (training nodes; DP-GNN: one tree each); "
-                  "the rate B/n, the steps per epoch ceil(n/B), the batch min(B, n) and the noise are calibrated to it"),
+    "num_train": ("the training-set size, the units the sampler draws from (training nodes; DP-GNN: one tree "
+                  "each); the rate B/n, the steps per epoch ceil(n/B), the batch min(B, n) and the noise are "
+                  "calibrated to it"),
     "num_nodes": "the number of nodes of the graph (ProGAP's paper convention samples over all of them)",
 }
 
