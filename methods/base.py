@@ -369,6 +369,11 @@ class Method(ABC):
     #: why the released model answers no query on attacker-supplied node features (``Fitted.predict_proba_features``,
     #: LinkTeller's queries), when the reason is the privacy claim rather than a missing implementation
     feature_query_note: ClassVar[str] = ""
+    #: ``info`` keys that are outputs of the run's DP mechanisms (post-processing of a noisy release: a selected
+    #: epoch, a noisy count): they may differ between neighbouring datasets. Every other released key must be a
+    #: function of public data and of the facts the ledger names public (``PrivacyLedger.conventions``);
+    #: tests/test_contract_conventions.py holds every method to it
+    noisy_info: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, **overrides: Any) -> None:
         self.config = make_config(self.Config, overrides, owner=self.name or type(self).__name__)

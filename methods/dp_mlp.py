@@ -3,7 +3,9 @@
 Each step draws a Poisson sample of the training nodes (rate = batch_size / #train), clips each
 node's gradient to C, adds N(0, (z C)^2) to the sum and divides by the expected batch size. The noise
 multiplier z is calibrated so that the ledger -- ``steps x PoissonGaussian(rate, z)``, add/remove of a
-node -- meets the target epsilon. The graph is never used, so inference is private at no cost.
+node -- meets the target epsilon. The rate and the steps ceil(n / B) per epoch are functions of the number of
+training nodes n, which the claim takes as public (the ledger names it: ``presets.dp_mlp``'s convention). The graph
+is never used, so inference is private at no cost.
 
 Model selection uses no private label: the final model is released (validation accuracy is only
 logged), since picking the best epoch on validation labels would be an unaccounted release.

@@ -174,6 +174,8 @@ class EdgeRand(Method):
     unit_label = "edge (undirected)"
     unit_note = "one undirected edge: each unordered pair is randomised once"
     needs_delta = False  # pure DP: randomized response and a Laplace count
+    # the released graph's facts and what training on it selected: post-processing of the two releases
+    noisy_info = frozenset({"rr_subsample_q", "noisy_edge_count", "released_edges", "best_epoch", "epochs_run"})
     Config = EdgeRandConfig
     settings = ("transductive",)
     smoke_config = {"epochs": 10, "hidden": 16}

@@ -88,6 +88,7 @@ class GAPEdge(Method):
     unit_note = "one undirected edge; NAP sensitivity sqrt(2) (the papers' 1 counts one directed entry)"
     Config = GAPEdgeConfig
     settings = ("transductive",)
+    noisy_info = frozenset({"best_epoch"})  # chosen on the noisy aggregates (labels are public at edge level)
     smoke_config = {"hops": 2, "encoder_epochs": 5, "epochs": 5}
 
     def _fit(self, ctx: FitContext):

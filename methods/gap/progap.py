@@ -82,6 +82,7 @@ class ProGAPEdge(Method):
     unit_note = "one undirected edge; NAP sensitivity sqrt(2) (the papers' 1 counts one directed entry)"
     Config = ProGAPEdgeConfig
     settings = ("transductive",)
+    noisy_info = frozenset({"best_epoch_per_stage"})  # chosen on the noisy aggregates (labels public at edge level)
     smoke_config = {"depth": 2, "epochs": 5}
 
     def _fit(self, ctx: FitContext):

@@ -72,6 +72,7 @@ class PATEMethod(Method):
     needs_delta = False  # pure DP (Laplace noisy argmax): a target with delta = 0 is met
     settings = ("private-public",)
     Config = PATEConfig
+    noisy_info = frozenset({"pseudo_label_accuracy"})  # the noisy labels scored on public labels
     smoke_config = {"teachers": 4, "queries": 8, "epochs": 8, "hidden": 8}
     teacher_kind: ClassVar[str] = "mlp"
 
@@ -100,13 +101,13 @@ class PATEMethod(Method):
                 # the pseudo-labelled public nodes (task indices): public data, released with the student's
                 # training set; PrivGNN's Attack-2 asks whether a public node was one of them
                 "query_nodes": graphs.public_ids[queries],
-                "mean_part_size": graphs.num_private / c.teachers,
                 # evaluation on public labels the method never sees
                 "pseudo_label_accuracy": float((labels == true).float().mean()),
                 "inference_private": True,
                 "serving": "public graph; private nodes from their own features only",
-                # noise-free vote counts: no ledger covers them
-                "diagnostic": {"mean_top_vote_share": float((top / votes.sum(1).clamp(min=1)).mean()),
+                # noise-free vote counts and the private node count: no ledger covers them
+                "diagnostic": {"mean_part_size": graphs.num_private / c.teachers,
+                               "mean_top_vote_share": float((top / votes.sum(1).clamp(min=1)).mean()),
                                "plurality_accuracy": float((votes.argmax(1) == true).float().mean())}}
         return ModelFitted(student, serving_input(task, c.features, dev), ledger, history, info)
 

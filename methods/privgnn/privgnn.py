@@ -176,6 +176,7 @@ class PrivGNN(Method):
     privacy_unit = "node"
     settings = ("private-public",)
     Config = PrivGNNConfig
+    noisy_info = frozenset({"pseudo_label_accuracy"})  # the noisy labels scored on public labels
     smoke_config = {"queries": 8, "k": 20, "epochs": 8, "hidden": 8, "teacher_batch": 4}
 
     def ledger(self, queries: int, lam: float) -> PrivacyLedger:
