@@ -96,6 +96,8 @@ class Row:
     same_as: list[tuple[str, str]] = field(default_factory=list)
     #: the runs are of a setting a retune has since replaced (:func:`config_records`): shown until the new cells run
     previous: bool = False
+    #: facts about the private data the rows' claims take as public by convention (``PrivacyLedger.conventions``)
+    public_facts: set = field(default_factory=set)
 
     @property
     def label(self) -> str:
@@ -325,6 +327,8 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
         row.inference_private = str(tags.get("inference_private", row.inference_private or ""))
         row.hp_source = p.get("hp_source", row.hp_source)
         row.previous = row.previous or bool(rec.get("previous_setting"))
+        if led:
+            row.public_facts |= public_facts(led)
         for name, variants in (rec.get("attacks") or {}).items():
             for variant, vals in variants.items():
                 full = f"{name}.{variant}"
@@ -453,6 +457,18 @@ def whitebox_cell(r: Row) -> str:
     if w.get("verdict") and w.get("verdict") != "PASS":
         notes.append(str(w["verdict"]))
     return f"{_num(cp, '.3g')} / {_num(fdp, '.3g')} of {_num(claim, '.4g')} ({'; '.join(notes)})"
+
+
+def public_facts(ledger: dict) -> set[str]:
+    """The facts a ledger's claim takes as public (its ``conventions``; for a record from before ledgers named
+    them, what its recipe's family declares public, ``methods.privacy.presets.family``)."""
+    named = {str(c[0]) for c in ledger.get("conventions") or []}
+    if named:
+        return named
+    from methods.privacy import presets
+
+    fam = presets.FAMILIES.get(str((ledger.get("recipe") or {}).get("family")))
+    return set(getattr(fam, "public", ()) or ())
 
 
 def _events_key(ledger: dict) -> str:
@@ -640,7 +656,16 @@ def footnotes(rows: list[Row]) -> list[str]:
         cls = methods.get(r.method)
         if cls is not None and cls.unit_note:
             notes.setdefault(cls.label(), cls.unit_note)
-    return ([f"{label}: {note}" for label, note in sorted(notes.items())] + identical_results(rows)
+    from methods.privacy.ledger import PUBLIC_FACTS
+
+    public: dict[str, set[str]] = {}
+    for r in rows:
+        for fact in r.public_facts:
+            public.setdefault(fact, set()).add(r.method)
+    conventions = [f"public by convention ({', '.join(sorted(ms))}): {fact}, {PUBLIC_FACTS.get(fact, '')}; their "
+                   "epsilon holds for neighbouring datasets of that size (docs/accounting.md)"
+                   for fact, ms in sorted(public.items())]
+    return ([f"{label}: {note}" for label, note in sorted(notes.items())] + conventions + identical_results(rows)
             + ([PREVIOUS_NOTE] if any(r.previous for r in rows) else []))
 
 
