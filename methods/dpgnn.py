@@ -45,8 +45,7 @@ Privacy: what the ledger certifies, and what it does not
   label and incoming edges. Validation and test labels are never read during training and the final model
   is released (no epoch is picked on validation labels).
 * Inference is not private: predictions use every node's full neighbourhood (the paper's choice), so the
-  released posteriors of a node depend on its neighbours' features without noise.
-  ``info["inference_private"] = False``.
+  released posteriors of a node depend on its neighbours' features without noise (``inference_reads``).
 * Clipping threshold. The paper sets C to the 75th percentile of gradient norms at initialisation on the
   training data, an unaccounted release. Here C is fixed (``clip``), or adapted privately
   (``adaptive_clipping``: Andrew et al. 2021's geometric update towards ``clip_quantile``). The adaptive
@@ -70,6 +69,7 @@ from typing import ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
+from methods import inference as I
 from methods.base import Budget, BudgetError, ConfigError, FitContext, Method, Task, register
 from methods.dpsgd import DPOptimizer, FixedSizeSampler, QuantileClipping
 from methods.models import GraphInput, SparseFeatures, SparseRows
@@ -359,6 +359,7 @@ class DPGNN(Method):
     unit_note = ("the paper's relation: a node owns its features, label and its own incoming edge list (graphs "
                  "treated as directed); not the undirected node-level relation of gap-node/progap-node")
     gradient_canaries = True
+    inference_reads = frozenset({I.OWN_FEATURES, I.OTHER_FEATURES, I.EDGES})  # full neighbourhoods
     Config: ClassVar[type] = DPGNNSGDConfig
     settings = ("transductive", "inductive")
     optimizer: ClassVar[str] = "sgd"
@@ -459,7 +460,7 @@ class DPGNN(Method):
                                f"multiplier, gradient lambda {lam_grad:.4g}")
         info = {"noise_multiplier": lam, "gradient_noise_multiplier": lam_grad, "steps": steps,
                 "steps_per_epoch": steps_per_epoch, "num_train_subgraphs": n, "occurrence_bound": occ,
-                "batch_size": m, "final_clip": dp.clip, "inference_private": False,
+                "batch_size": m, "final_clip": dp.clip,
                 "inference": "full neighbourhoods (the paper's choice): not private",
                 # exact counts of the sampled graph: no ledger covers them
                 "diagnostic": dict(prep.sampler_stats)}

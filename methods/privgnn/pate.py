@@ -36,8 +36,8 @@ from torch import Tensor
 from methods.base import ConfigError, FitContext, Method, register
 from methods.privacy import PrivacyLedger
 from methods.privacy import presets as P
-from methods.privgnn.common import (Graphs, NetConfig, cached_rows, choose_queries, noisy_argmax, serving_input,
-                                    split_graphs, task_key, train_on_graph)
+from methods.privgnn.common import (STUDENT_READS, Graphs, NetConfig, cached_rows, choose_queries, noisy_argmax,
+                                    serving_input, split_graphs, task_key, train_on_graph)
 from methods.privgnn.privgnn import resolve_lambda, validate_net
 from methods.privgnn.teachers import BatchedMLP, BatchedSAGE, build_batch, train_teachers
 from methods.streams import RunStreams
@@ -69,6 +69,7 @@ def partition(num_nodes: int, parts: int, generator: torch.Generator) -> list[Te
 
 class PATEMethod(Method):
     privacy_unit = "node"
+    inference_reads = STUDENT_READS
     needs_delta = False  # pure DP (Laplace noisy argmax): a target with delta = 0 is met
     settings = ("private-public",)
     Config = PATEConfig
@@ -103,7 +104,6 @@ class PATEMethod(Method):
                 "query_nodes": graphs.public_ids[queries],
                 # evaluation on public labels the method never sees
                 "pseudo_label_accuracy": float((labels == true).float().mean()),
-                "inference_private": True,
                 "serving": "public graph; private nodes from their own features only",
                 # noise-free vote counts and the private node count: no ledger covers them
                 "diagnostic": {"mean_part_size": graphs.num_private / c.teachers,
