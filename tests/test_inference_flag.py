@@ -146,3 +146,19 @@ def test_a_declaration_narrower_than_what_is_served_is_caught(small_task):
     honest = check_inference_reads(lambda: mlp(**mlp.smoke_config), small_task, Budget(), RunStreams(3), tries=3,
                                    enough=1)
     assert honest.kinds == ("features", "edge") and honest.conclusive >= 2 and honest.max_change == 0
+
+
+def test_the_accounting_page_lists_every_private_methods_inference_as_derived():
+    import re
+
+    from methods import available_methods
+    from tests.conftest import REPO
+
+    page = (REPO / "docs" / "accounting.md").read_text(encoding="utf-8")
+    listed = {}
+    for row in re.findall(r"^\| (private|not private) \| (.+) \|$", page, flags=re.M):
+        for name in re.findall(r"`([a-z0-9-]+)`", row[1]):
+            listed[name] = row[0] == "private"
+    want = {n: inference_private_of(c, PRIVATE) for n, c in available_methods().items()
+            if c.privacy_unit != "none" and c.__module__.startswith("methods.")}
+    assert listed == want
