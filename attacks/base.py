@@ -203,13 +203,22 @@ class _View:
         """Posteriors of ``nodes`` when the raw feature rows of nodes ``rows`` are ``values`` and every other row is
         the served graph's own (``Fitted.predict_proba_rows`` when the model has it: one cheap query; else a
         whole-matrix :meth:`feature_query` on the task's features with those rows replaced)."""
+        return self._query_rows(self._target.fitted, self._target.task.data.x, rows, values, nodes)
+
+    def _query_rows(self, fitted: Fitted, x: Tensor, rows: Tensor, values: Tensor, nodes: Tensor | None) -> Tensor:
+        """:meth:`feature_query_rows` on ``fitted``, whose served features are ``x``."""
         rows = torch.as_tensor(rows, dtype=torch.long).view(-1)
-        fn = getattr(self._target.fitted, "predict_proba_rows", None)
+        fn = getattr(fitted, "predict_proba_rows", None)
         if callable(fn):
             return self._checked(fn(rows, values, nodes), nodes)
-        x = self._target.task.data.x.float().clone()
+        x = x.float().clone()
         x[rows] = torch.as_tensor(values, dtype=x.dtype).reshape(rows.numel(), x.size(1))
-        return self.feature_query(x, nodes)
+        if fitted is self._target.fitted:
+            return self.feature_query(x, nodes)
+        fn = getattr(fitted, "predict_proba_features", None)
+        if not callable(fn):
+            raise NotApplicable(f"{self.method_name}'s reference model answers no feature query")
+        return self._checked(fn(x, nodes), nodes)
 
     def _query_fn(self, name: str):
         fn = getattr(self._target.fitted, name, None)
@@ -341,6 +350,34 @@ class FeatureView(_View):
                                     "the real graph is served; an attack that reads them sets feature_game = "
                                     "'predictions' (unit: feature row (released predictions))")
         return super().posteriors(nodes)
+
+    @property
+    def targets(self) -> Tensor:
+        """The target nodes, in increasing order (candidates ``2i`` and ``2i + 1`` are target ``i``'s)."""
+        return self.nodes[0::2]
+
+    def reference_task(self, held: Tensor) -> Task:
+        """The attacker task with target ``i``'s row set to its candidate ``2i`` where ``held[i]``, else ``2i + 1``:
+        a dataset of the game's world the attacker picks (every other row is the task's, as the game allows)."""
+        held = torch.as_tensor(held, dtype=torch.bool).view(-1)
+        x = self.task.data.x.clone()
+        pick = torch.arange(held.numel()) * 2 + (~held).long()
+        x[self.targets] = self.rows[pick].to(x.dtype)
+        data = self.task.data.__class__(x=x, y=self.task.data.y, edge_index=self.task.data.edge_index)
+        data.num_nodes = self.task.num_nodes
+        return dataclasses.replace(self.task, data=data)
+
+    def fit(self, task: Task, seed: int | RunStreams) -> Fitted:
+        """Train a reference model: the target's method, hyperparameters and budget (Kerckhoffs) on ``task``."""
+        t = self._target
+        method = type(t.method)(**_config_overrides(t.method))
+        method.check_task(task)
+        return fit_method(method, task, t.budget, RunStreams.of(seed), device=t.device, progress=False)
+
+    def reference_query_rows(self, fitted: Fitted, task: Task, rows: Tensor, values: Tensor,
+                             nodes: Tensor | None = None) -> Tensor:
+        """:meth:`feature_query_rows` on a reference model trained on ``task``."""
+        return self._query_rows(fitted, task.data.x, rows, values, nodes)
 
 
 def _field_names(cls: type[Method]) -> list[str]:

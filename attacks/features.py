@@ -46,17 +46,32 @@ exactly is the row ``v`` held (a deterministic model answers its own input again
 * ``ref-neighbour-cosine``: the model-free reference, as above.
 
 One query per candidate (two per target), reading ``v`` and its neighbours.
+
+``attribute-lira`` plays the weights-only game with LiRA (Carlini et al. 2022, online and offline) on the two-world
+statistic: for each candidate ``c`` of ``v``, ``phi = logit p(y_v | row v = c) - logit p(y_v | row v = c')`` (``c'``
+its twin; logit-scaled confidences, ``attacks.lira.logit_confidence``), measured on the target and on
+``references`` reference models, each trained by the target's method, hyperparameters and budget on the attacker's
+task with every target holding one of its two candidates (each candidate held in exactly half of them). Per
+candidate, Gaussians of ``phi`` in the models where ``v`` held ``c`` and where it held ``c'`` give the likelihood
+ratio. The raw paired score mixes what a model memorised with per-target effects of the graph (on a GCN, a
+class-mate's row adds evidence that ``v``'s own row, alike to its neighbours', repeats, so ``paired`` leans the
+wrong way); the reference models measure each target's effects in both worlds and take them out. Reference models
+see nothing the game hides: both candidates are given, every other row is the task's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from attacks.base import Attack, FeatureAttackConfig, FeatureView, register_attack
 from attacks.edges import paired_distance
+from attacks.lira import balanced_assignment, lira_scores, logit_confidence
+from methods.base import ConfigError
+from methods.progress import progress_bar
 
 
 @dataclass
@@ -88,8 +103,6 @@ class AttributeInference(Attack):
     smoke_config = {"targets": 60}
 
     def scores(self, view: FeatureView) -> dict[str, Tensor]:
-        from methods.progress import progress_bar
-
         y = view.labels
         nodes, rows = view.nodes, view.rows.float()
         none = torch.empty(0, dtype=torch.long)
@@ -142,8 +155,6 @@ class ReleasedPrediction(Attack):
     smoke_config = {"targets": 60}
 
     def scores(self, view: FeatureView) -> dict[str, Tensor]:
-        from methods.progress import progress_bar
-
         nodes, rows = view.nodes, view.rows.float()
         none = torch.empty(0, dtype=torch.long)
         view.feature_query_rows(none, rows[:0], none)  # not applicable fails here, before any work
@@ -175,5 +186,59 @@ class ReleasedPrediction(Attack):
                 "ref-neighbour-cosine": torch.tensor(ref, dtype=d)}
 
 
-__all__ = ["AttributeInference", "AttributeInferenceConfig", "ReleasedPrediction", "ReleasedPredictionConfig",
-           "neighbour_cosine", "neighbours"]
+@dataclass
+class AttributeLiRAConfig(FeatureAttackConfig):
+    targets: int = 200
+    references: int = 8
+
+    def validate(self) -> None:
+        super().validate()
+        if self.references < 2 or self.references % 2:
+            raise ConfigError(f"references must be even and >= 2 (got {self.references}): each candidate is held in "
+                              "half of the reference models")
+
+
+@register_attack("attribute-lira")
+class AttributeLiRA(Attack):
+    description = ("LiRA (Carlini et al. 2022) in the weights-only feature game: the target's two-row loss difference "
+                   "against reference models trained with each candidate row; needs feature queries")
+    level = "feature"
+    feature_game = "weights"
+    Config = AttributeLiRAConfig
+    smoke_config = {"targets": 60, "references": 2}
+
+    def scores(self, view: FeatureView) -> dict[str, Tensor]:
+        c = self.config
+        rows = view.rows.float()
+        none = torch.empty(0, dtype=torch.long)
+        view.feature_query_rows(none, rows[:0], none)  # not applicable fails here, before any work
+        targets, n = view.targets, int(view.nodes.numel())
+        y = view.labels[view.nodes].long()
+
+        def phi(query) -> np.ndarray:
+            """[C] the candidate's logit confidence of its node's label minus its twin's."""
+            s = torch.empty(n, dtype=torch.float64)
+            for i, (v, r) in enumerate(zip(view.nodes.tolist(), rows)):
+                p = query(torch.tensor([v]), r.unsqueeze(0), torch.tensor([v]))
+                s[i] = logit_confidence(p, y[i:i + 1])[0]
+            return (s - s[torch.arange(n) ^ 1]).numpy()
+
+        held = balanced_assignment(int(targets.numel()), c.references, view.generator("assignment"))  # [K, T]
+        phi_ref = np.zeros((c.references, n))
+        inside = np.zeros((c.references, n), dtype=bool)
+        bar = progress_bar(c.references, f"{self.name} references", view.progress)
+        for j in range(c.references):
+            task = view.reference_task(held[j])
+            fitted = view.fit(task, view.streams("reference", j))
+            phi_ref[j] = phi(lambda a, b, d: view.reference_query_rows(fitted, task, a, b, d))
+            inside[j] = torch.stack([held[j], ~held[j]], 1).view(-1).numpy()
+            bar.update(1)
+        bar.close()
+        phi_t = phi(view.feature_query_rows)
+        view.notes["feature_queries"] = n * (c.references + 1)
+        view.notes["references"] = c.references
+        return {name: torch.as_tensor(s) for name, s in lira_scores(phi_t, phi_ref, inside, "global").items()}
+
+
+__all__ = ["AttributeInference", "AttributeInferenceConfig", "AttributeLiRA", "AttributeLiRAConfig", "ReleasedPrediction",
+           "ReleasedPredictionConfig", "neighbour_cosine", "neighbours"]

@@ -340,6 +340,48 @@ def test_released_prediction_reads_a_training_nodes_row_back_from_its_served_pos
     assert all(auc.value == 0.5 for name, auc in prior.items() if not name.startswith("ref-")), prior
 
 
+def test_attribute_lira_finds_a_row_memoriser_and_is_chance_on_the_prior(instruments, tasks):
+    """Weights-only LiRA: reference models that memorise whichever candidate row they were given separate the two
+    worlds perfectly; a model that ignores its rows gives every candidate the same score."""
+    task = tasks["random-75-10-15"]
+    hit = aucs(attack("attribute-lira", "memorise-rows", task, bootstrap=0))
+    assert hit["online"].value == 1.0, hit
+    prior = aucs(attack("attribute-lira", "prior", task, bootstrap=0))
+    assert all(auc.value == 0.5 for auc in prior.values()), prior
+
+
+class _ReferenceSpy(Attack):
+    level = "feature"
+    seen: dict = {}
+
+    def scores(self, view):
+        held = torch.arange(view.targets.numel()) % 2 == 0
+        _ReferenceSpy.seen = {"x": view.reference_task(held).data.x, "rows": view.rows, "targets": view.targets,
+                              "hidden": view.task.data.x}
+        return {"zero": torch.zeros(view.nodes.numel(), dtype=torch.float64)}
+
+
+def test_a_feature_reference_task_holds_the_chosen_candidates_and_nothing_the_game_hides(tasks):
+    from attacks.base import FeatureAttackConfig
+
+    _ReferenceSpy.Config = FeatureAttackConfig
+    register_attack("reference-spy")(_ReferenceSpy)
+    try:
+        task = tasks["random-75-10-15"]
+        m = get_method("mlp")(epochs=3)
+        run_attack(get_attack("reference-spy")(targets=40), Target(task, m, Budget(), m.fit(task, Budget(), 0), 0),
+                   n_bootstrap=0)
+    finally:
+        unregister_attack("reference-spy")
+    seen = _ReferenceSpy.seen
+    t, x, rows = seen["targets"], seen["x"], seen["rows"]
+    pick = torch.arange(t.numel()) * 2 + (torch.arange(t.numel()) % 2 == 1).long()
+    assert torch.equal(x[t], rows[pick])  # each target holds the candidate the attacker chose
+    others = torch.ones(task.num_nodes, dtype=torch.bool)
+    others[t] = False
+    assert torch.equal(x[others], seen["hidden"][others]) and torch.equal(x[others], task.data.x[others])
+
+
 class _ReadsServed(Attack):
     level = "feature"
 
