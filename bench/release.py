@@ -8,7 +8,8 @@ Every tracked run logs, under the artefact folder ``release/``:
 * ``served.pt.gz``: the served model itself (the :class:`~methods.base.Fitted` object, pickled by ``torch.save``,
   gzip level 1): the release plus whatever inference reads that the release does not hold (for a method whose
   inference reads the task's own graph, that graph: it is served, not released). Attacks query this object, so they
-  hit exactly what the run served;
+  hit exactly what the run served. A Fitted that cannot be pickled (a plugin's holding a lambda) is not saved: the
+  manifest says why, the run still finishes, and attacks of it are refused;
 * ``manifest.json``: the format, the Fitted's class, the sha256 of both files, the released predictions' hashes
   (:func:`posteriors_hash`, the full served posteriors; :func:`bench.provenance.predictions_hash`, the tag the
   leaderboard's records carry) and the torch version that wrote them.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import pickle
 import shutil
 import tempfile
 import warnings
@@ -62,6 +64,8 @@ class Manifest:
     release_bytes: int
     served_bytes: int
     torch: str
+    #: why the served model could not be saved ("" when it was): a plugin's Fitted holding a lambda, say
+    served_error: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -107,13 +111,19 @@ def save(fitted: Any, task: Any, folder: str | Path) -> Manifest:
     proba = fitted.predict_proba()
     release = _cpu(fitted.release())
     torch.save(release, folder / RELEASE_FILE)
-    with gzip.open(folder / SERVED_FILE, "wb", compresslevel=1) as f:
-        torch.save(fitted, f)
+    served_error = ""
+    try:
+        with gzip.open(folder / SERVED_FILE, "wb", compresslevel=1) as f:
+            torch.save(fitted, f)
+    except (pickle.PicklingError, AttributeError, TypeError) as e:  # what pickle raises for a lambda or a lock
+        served_error = f"{type(e).__name__}: {e}"
+        (folder / SERVED_FILE).unlink(missing_ok=True)
+    served = folder / SERVED_FILE
     cls = type(fitted)
     manifest = Manifest(FORMAT, f"{cls.__module__}.{cls.__qualname__}", tuple(sorted(release)),
-                        _sha256(folder / RELEASE_FILE), _sha256(folder / SERVED_FILE), posteriors_hash(proba),
-                        predictions_hash(task, proba), (folder / RELEASE_FILE).stat().st_size,
-                        (folder / SERVED_FILE).stat().st_size, torch.__version__)
+                        _sha256(folder / RELEASE_FILE), _sha256(served) if served.exists() else "",
+                        posteriors_hash(proba), predictions_hash(task, proba), (folder / RELEASE_FILE).stat().st_size,
+                        served.stat().st_size if served.exists() else 0, torch.__version__, served_error)
     (folder / MANIFEST_FILE).write_text(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     return manifest
 
@@ -124,6 +134,10 @@ def read(folder: str | Path, task: Any, device: Any = "cpu") -> tuple[Any, Manif
     if not (folder / MANIFEST_FILE).is_file():
         raise ReleaseMissing(f"no released model in {folder} ({MANIFEST_FILE} missing)")
     manifest = Manifest.from_dict(json.loads((folder / MANIFEST_FILE).read_text()))
+    if manifest.served_error:
+        raise ReleaseMissing(f"the run logged its release but not its served model, which could not be pickled "
+                             f"({manifest.served_error}): give the Fitted picklable attributes (no lambdas) to make "
+                             "its recorded model attackable")
     for name, want in ((RELEASE_FILE, manifest.release_sha256), (SERVED_FILE, manifest.served_sha256)):
         if _sha256(folder / name) != want:
             raise BenchError(f"released model: {name} does not match its manifest's sha256 (corrupted artefact)")

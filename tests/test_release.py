@@ -109,6 +109,16 @@ def test_a_tracked_run_logs_its_release_and_attacks_of_it_load_it(monkeypatch):
     assert child.data.tags["mlflow.parentRunId"] == r.run_id
 
 
+def test_an_unpicklable_served_model_is_named_and_refused_not_a_failed_run(small_task, tmp_path):
+    fitted, task = _fit("mlp", small_task, None)
+    fitted.query = lambda x: x  # a plugin's Fitted may hold one
+    manifest = release.save(fitted, task, tmp_path)
+    assert "lambda" in manifest.served_error and not (tmp_path / release.SERVED_FILE).exists()
+    assert set(release.release_tensors(tmp_path)) == set(fitted.release())
+    with pytest.raises(release.ReleaseMissing, match="could not be pickled"):
+        release.read(tmp_path, task)
+
+
 def test_a_run_without_artefact_is_an_error_before_any_attack():
     from bench import api
 
