@@ -571,10 +571,22 @@ def _num(x: float, fmt: str = ".4f") -> str:
     return format(x, fmt)
 
 
+def inference_flag(r: Row) -> bool | None:
+    """Whether the row's served predictions are private: derived from the method's declared inference reads and its
+    unit (:func:`methods.base.inference_private_of`, the one rule ``fit`` applies), so a record tagged under an
+    older, typed flag shows what the method's inference is; the record's tag only where the method is unknown."""
+    from methods.base import Budget, available_methods, inference_private_of
+
+    cls = available_methods().get(r.method)
+    if cls is not None:
+        return inference_private_of(cls, Budget(r.target_epsilon, 0.0 if math.isnan(r.delta) else r.delta))
+    return {"true": True, "false": False}.get(str(r.inference_private).strip().lower())
+
+
 def _inference(r: Row) -> str:
     if r.unit == "none":
         return "-"
-    return {"true": "private", "false": "not private"}.get(str(r.inference_private).strip().lower(), "?")
+    return {True: "private", False: "not private"}.get(inference_flag(r), "?")
 
 
 def _section_of(r: Row) -> str:
@@ -786,7 +798,7 @@ def to_csv(rows: list[Row]) -> str:
         outside = strongest_attack_unit(r, b)[1]
         refs, frefs = r.references("edge membership"), r.references(CLAIM_UNITS["feature"])
         w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max, r.delta,
-                    r.inference_private, r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
+                    "" if inference_flag(r) is None else str(inference_flag(r)).lower(), r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
                     len(r.accs), r.claim_unit, *nums(b), b.candidates, b.held_out, outside,
                     *nums(r.strongest("node membership")), *nums(r.strongest("edge membership")),
                     "; ".join(refs), "; ".join(str(a) for a in refs.values()),

@@ -427,3 +427,20 @@ def test_a_rows_white_box_bound_joins_from_its_seed_zero_run():
     cell = row_cells(row, "edge")[i]
     assert cell.startswith("1 / 2.5 of 3.8 (whole run; f-DP assumes GDP; measured on 8 fresh runs of this "
                            "configuration, claiming 3.9; pair eps 3.6)")
+
+
+def test_the_inference_column_is_derived_not_read_from_a_stale_tag():
+    """A record tagged under the old typed flag (dp-mlp-feature "true") shows what the method's inference is: its
+    served posteriors read the protected row, so "not private"; dp-mlp (node level) stays private."""
+    from bench.leaderboard import collect_records, row_cells
+
+    def run(method, unit, s=0):
+        return {"cell_id": f"{method}{s}", "run_id": f"r{method}{s}", "kind": "run", "status": "FINISHED",
+                "start_time": s, "tags": {"inference_private": "true"},
+                "params": {"method": method, "dataset": "cora", "split": "random-75-10-15", "seed": s,
+                           "privacy_unit": unit, "target_epsilon": "1.0", "delta": "0.0001", "config_hash": method},
+                "metrics": {"test_acc": 0.5, "epsilon": 1.0}}
+
+    rows = {r.method: r for r in collect_records([run("dp-mlp-feature", "feature"), run("dp-mlp", "node")])}
+    assert row_cells(rows["dp-mlp-feature"])[6] == "not private"
+    assert row_cells(rows["dp-mlp"])[6] == "private"
