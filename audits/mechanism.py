@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from audits.bounds import DEFAULT_CONFIDENCE, _check_confidence, epsilon_from_rates
 from methods.base import ConfigError
@@ -350,8 +350,7 @@ def gaussian_delta(mu: float, eps: float) -> float:
     """The privacy curve of N(0, 1) against N(mu, 1) (Balle & Wang 2018, Theorem 8), in log space."""
     if mu <= 0:
         return 0.0
-    return max(0.0, float(stats.norm.cdf(-eps / mu + mu / 2)
-                          - math.exp(eps + stats.norm.logcdf(-eps / mu - mu / 2))))
+    return max(0.0, float(special.ndtr(-eps / mu + mu / 2) - math.exp(eps + special.log_ndtr(-eps / mu - mu / 2))))
 
 
 @dataclass(frozen=True)
@@ -898,7 +897,7 @@ MECHANISMS: dict[str, Mechanism] = {
         "nap-edge", GaussianFamily(),
         lambda mu: Gaussian(sensitivity=math.sqrt(2.0), sigma=math.sqrt(2.0) / mu, unit="edge"),
         _nap_edge, ("noise",), "NAP aggregation, one undirected edge (sensitivity sqrt 2)",
-        "gap-edge, progap-edge"),
+        "gap-edge, progap-edge", trials=2_000_000),
     "nap-node": Mechanism(
         "nap-node", GaussianFamily(), _nap_node_event(NAP_NODE_DEGREE), _nap_node(NAP_NODE_DEGREE),
         ("noise", "sensitivity"),

@@ -290,3 +290,24 @@ def test_the_assumption_free_bound_uses_a_tail_test():
     assert d["cp_assumes"].startswith("nothing") and d["fdp_assumes"] == r.fdp_assumes and "ratio" not in d
     assert d["ratio_cp"] == pytest.approx(r.epsilon_lb_cp / r.epsilon_claimed)
     assert d["ledger_ratio_fdp"] == pytest.approx(r.epsilon_lb_fdp / r.epsilon_accounted)
+
+
+@pytest.mark.parametrize("name", list(MECHANISMS))
+def test_every_mechanism_says_what_its_pair_is_and_claims_a_sound_bound(name):
+    """Registry-wide: a mechanism's claim is its pair's exact epsilon only where the pair is declared the proven
+    worst case; otherwise it carries a sound bound, the claim is that bound, its pair is labelled realisable and
+    stays below it. Never above the ledger's own (sound) accountant; the f-DP label names a family."""
+    from methods.privacy.accountant import epsilon as account
+
+    mech = MECHANISMS[name]
+    assert mech.pair and mech.family.assumes and mech.family.assumes != "the event's family of trade-off functions"
+    for eps in (0.5, 4.0):
+        s = mech.strength_for_epsilon(eps, 1e-5)
+        assert mech.claim(s, 1e-5) == pytest.approx(eps, rel=1e-6)
+        assert account([mech.event(s)], 1e-5)[0] >= eps * 0.999
+        pair = mech.true_epsilon(s, Mutation(), 1e-5)
+        if mech.worst_case:
+            assert "not proven" not in mech.pair and mech.claim(s, 1e-5) == mech.family.epsilon(s, 1e-5)
+            assert pair <= eps * (1 + 1e-6)
+        else:
+            assert "realisable, not proven worst case" in mech.pair and pair < eps
