@@ -1,34 +1,42 @@
 """Mechanism-level audits: one release of a DP mechanism, through the code the methods execute, measured tightly.
 
 An end-to-end audit trains models and sees little of what the accountant composes over; here the auditor runs
-ONE application of a mechanism many times on a worst-case neighbouring pair it builds itself, in the style of
+ONE application of a mechanism many times on a neighbouring pair it builds itself, in the style of
 Nasr et al. (2023, "Tight Auditing of Differentially Private Machine Learning", Sections 4-5):
 
 * the code path is the methods' own: :func:`methods.gap.nap.nap` after :func:`~methods.gap.nap.bound_out_degree`
   (GAP/ProGAP at edge and node level), :class:`methods.dpsgd.DPOptimizer` with its per-example clipping and a
-  :class:`methods.dpsgd.PoissonSampler` batch (a DP-SGD step), :func:`methods.gap.edgerand.asymmetric_rr`
-  (EdgeRand). Many independent trials come from one call where the mechanism allows it (disjoint copies of the
-  pair in one graph; one canary column per trial in one step);
-* the pair is the worst case of the event's analysis: one undirected edge between two nodes; a node sending
-  its unit vector to exactly D rows; a Dirac gradient clipped to exactly C on a coordinate no other example
-  touches; one node pair's adjacency bit;
+  :class:`methods.dpsgd.PoissonSampler` or :class:`~methods.dpsgd.FixedSizeSampler` batch (a DP-SGD step),
+  :func:`methods.gap.edgerand.asymmetric_rr` (EdgeRand). Many independent trials come from one call where the
+  mechanism allows it (disjoint copies of the pair in one graph; one canary column per trial in one step);
+* the pair is the worst case of the event's analysis where one is proven: one undirected edge between two nodes; a
+  node sending its unit vector to exactly D rows; a Dirac gradient clipped to exactly C on a coordinate no other
+  example touches; on a fixed-size batch, the unit's example +C against -C with every other example -C (Balle,
+  Barthe & Gaboardi 2018, Theorem 10); one node pair's adjacency bit. DP-GNN's step has no proven worst case: it
+  runs the strongest realisable pair of an exhaustive search (:mod:`audits.step_pairs`), labelled as such
+  (:attr:`Mechanism.pair`);
 * each trial's score is the sufficient statistic of the noise (the projection on the known mean shift; the
   noisy sum at the canary's coordinate; the released bit), whose likelihood ratio is monotone, so a
   threshold test is the Neyman-Pearson test;
-* the threshold and its direction are chosen on one half of the trials, and the other half is scored:
-  Clopper-Pearson upper bounds on FPR and FNR (Bonferroni over the two) give
+* two tests (threshold and direction) are chosen on one half of the trials and scored on the other:
+  Clopper-Pearson upper bounds on their FPR and FNR (Bonferroni over the four) give, together at ``confidence``,
 
-  - ``epsilon_lb_cp``: the assumption-free (epsilon, delta) bound of :func:`audits.bounds.epsilon_from_rates`;
-  - ``epsilon_lb_fdp``: the f-DP estimator: the strongest member of the event's own family of tradeoff
-    functions (mu-GDP for a Gaussian release, the Poisson-subsampled Gaussian for a DP-SGD step, epsilon-RR)
-    that the measured point still rules out, converted to epsilon at delta (Nasr et al. 2023 use GDP);
+  - ``epsilon_lb_cp``: assumes nothing: the (epsilon, delta) bound of :func:`audits.bounds.epsilon_from_rates`,
+    from a test chosen for it alone in the tails of the selection half;
+  - ``epsilon_lb_fdp``: the f-DP estimator, named for what it assumes (``fdp_assumes``): the strongest member of
+    the audited pair's family of tradeoff functions (mu-GDP for a Gaussian release, the subsampled Gaussian for a
+    DP-SGD step, epsilon-RR) that the measured points still rule out, converted to epsilon at delta (Nasr et al.
+    2023 use GDP);
 
-* verdict: ``VIOLATION`` when the measured point lies below the CLAIMED tradeoff function at 95% confidence --
-  sound for every mechanism, as the claimed function lower-bounds every test between the two worlds.
+* verdict: ``VIOLATION`` when a measured point lies below the CLAIM's tradeoff function -- sound for every
+  mechanism, as that function lower-bounds every test between the two worlds, and it assumes no family.
 
-The claim compared with is the epsilon of the ledger event alone, exactly (the Gaussian's closed form, the
-subsampled Gaussian's privacy profile in closed form -- equal to dp-accounting's PLD --, epsilon for pure DP);
-the ledger's default accountant (RDP) reports a little more, shown beside it.
+The claim is the event's tightest sound epsilon: its exact epsilon where the audited pair is its proven worst case
+(the Gaussian's closed form, the subsampled Gaussian's privacy profile in closed form -- equal to dp-accounting's
+PLD --, the fixed-size step's tight profile, epsilon for pure DP), and for DP-GNN's step the exact curve of
+Theorem 1's k-revealed pair (:class:`RevealedHypergeometric`), a proven bound, never the epsilon of a pair not
+proven to dominate. The ledger's default accountant (RDP) reports a little more, shown beside it as the ledger's
+claim, with each bound's ratio to both.
 
 Mutations (``Mutation``) make the code run with less noise, a larger sensitivity or a larger sampling rate
 than its ledger event states: the audit's power against subtle bugs.

@@ -47,8 +47,9 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                         "pooled with --level whitebox, else one-run)")
     p.add_argument("--trials", type=int, default=None,
                    help="multi-run: models per world (default: 50); pooled: runs (default: 8); --level mechanism: "
-                        "trials per world in each of the selection and evaluation halves (default: 400000; nap-edge 2000000; "
-                        "dpgnn-step 200000; pate-votes 4000000; edgerand-count 25000; privgnn-posterior 1000000)")
+                        "trials per world in each of the selection and evaluation halves (default: 400000; nap-edge "
+                        "2000000; dpgnn-step 200000; pate-votes 4000000; edgerand-count 25000; privgnn-posterior "
+                        "1000000)")
     p.add_argument("--canaries", type=int, default=None,
                    help="one-run: number of canaries m (default: 200); pooled: canaries per run (default: 1000)")
     p.add_argument("--confidence", type=_float, default=0.95, help="confidence of the bound (default: %(default)s)")
