@@ -180,70 +180,6 @@ class PoissonGaussianFamily(Family):
         return float(optimize.brentq(lambda e: self.delta_of(s, e) - delta, 0.0, hi, xtol=1e-12))
 
 
-class ShiftMixtureFamily(Family):
-    """Replace-one DP-SGD steps on fixed-size batches: k of the examples the unit changes are drawn (k ~ ``weights``),
-    each contributing +C in one world and -C in the other, so the released coordinate is sum_k w_k N(k mu, 1)
-    against sum_k w_k N(-k mu, 1), mu = C / sigma. The likelihood ratio increases in x (the numerator's terms
-    increase, the denominator's decrease), so f(alpha) is the threshold test's, and {L > eps} is a half-line."""
-
-    name = "shift mixture"
-    assumes = "the +-C Gaussian mixture's trade-off"
-    upper = 20.0
-
-    def __init__(self, weights: np.ndarray) -> None:
-        w = np.asarray(weights, float)
-        if w.ndim != 1 or w.size < 2 or (w < 0).any() or not math.isclose(w.sum(), 1.0, rel_tol=1e-9):
-            raise ConfigError("a shift mixture needs probabilities of 0, 1, ... drawn examples")
-        self.k = np.arange(w.size, dtype=float)[w > 0]
-        self.logw = np.log(w[w > 0])
-
-    def _mix(self, fn, x, s, sign: int) -> np.ndarray:
-        """sum_k w_k fn(x - sign k s), vectorised over x and s."""
-        x, s = np.broadcast_arrays(np.asarray(x, float), np.asarray(s, float))
-        return np.sum(np.exp(self.logw)[:, None] * fn(x.reshape(1, -1) - sign * self.k[:, None] * s.reshape(1, -1)),
-                      axis=0).reshape(x.shape)
-
-    def _log_mix(self, logfn, x: float, s: float, sign: int) -> float:
-        return float(np.logaddexp.reduce(self.logw + logfn(x - sign * self.k * s)))
-
-    def tradeoff(self, s, alpha):
-        s, alpha = np.broadcast_arrays(np.asarray(s, float), np.asarray(alpha, float))
-        lo, hi = np.full(alpha.shape, -80.0), np.full(alpha.shape, 80.0)
-        for _ in range(80):  # the threshold t with P_out[X >= t] = alpha (decreasing in t)
-            mid = (lo + hi) / 2.0
-            above = self._mix(stats.norm.sf, mid, s, -1) > alpha
-            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        return self._mix(stats.norm.cdf, hi, s, +1)
-
-    def epsilon(self, s, delta):
-        """delta(eps) = P_in[L > eps] - e^eps P_out[L > eps], {L > eps} = {x > x_eps} (the pair is symmetric, so one
-        direction is the whole profile); x_eps and then eps by root finding."""
-        if s <= 0:
-            return 0.0
-        lpdf, lsf = stats.norm.logpdf, stats.norm.logsf
-
-        def loss(x: float) -> float:
-            return self._log_mix(lpdf, x, s, +1) - self._log_mix(lpdf, x, s, -1)
-
-        def profile(eps: float) -> float:
-            lo, hi = -1.0, 1.0
-            while loss(lo) > eps:
-                lo *= 2.0
-            while loss(hi) < eps:
-                hi *= 2.0
-            x = optimize.brentq(lambda v: loss(v) - eps, lo, hi, xtol=1e-12)
-            return math.exp(self._log_mix(lsf, x, s, +1)) - math.exp(eps + self._log_mix(lsf, x, s, -1))
-
-        if profile(0.0) <= delta:
-            return 0.0
-        hi = 1.0
-        while profile(hi) > delta:
-            hi *= 2.0
-            if hi > 512:
-                return math.inf
-        return float(optimize.brentq(lambda e: profile(e) - delta, 0.0, hi, xtol=1e-12))
-
-
 class OneSidedMixtureFamily(Family):
     """N(0, 1) against sum_k w_k N(k ``step`` s, 1), k = 0, 1, ...: one world's release is a fixed Gaussian and the
     other's is shifted by ``step`` s for each of the k examples the unit changes that a batch draws. The likelihood
@@ -332,9 +268,9 @@ class HypergeometricGaussianFamily(OneSidedMixtureFamily):
     ``occurrences`` of which hold the node, k ~ Hypergeometric(n, occurrences, m) of them drawn. The pair: the
     node's subgraphs +C in one world and -C in the other, every other subgraph -C in both -- N(0, 1) against
     sum_k h(k) N(2 k s, 1), the strongest pair :func:`audits.step_pairs.strongest_pair` finds at the audited
-    strengths. Realisable, NOT a proven worst case (nor an upper bound: at small epsilon the +-C pair of
-    :class:`HypergeometricShiftFamily` is above it); the step's sound bound is the k-revealed PLD of its ledger
-    event (:meth:`methods.privacy.events.HypergeometricGaussian.pld`)."""
+    strengths. Realisable, NOT a proven worst case (nor an upper bound: at small epsilon the +-C pair, the node's
+    subgraphs +C against -C and nothing else, can be above it); the step's sound bound is the k-revealed pair of
+    :class:`RevealedHypergeometric`."""
 
     name = "hypergeometric Gaussian (DP-GNN, one-sided)"
     assumes = "the audited pair's trade-off (DP-GNN, one-sided)"
@@ -342,16 +278,6 @@ class HypergeometricGaussianFamily(OneSidedMixtureFamily):
     def __init__(self, population: int, occurrences: int, batch: int) -> None:
         self.population, self.occurrences, self.batch = int(population), int(occurrences), int(batch)
         super().__init__(stats.hypergeom.pmf(np.arange(occurrences + 1), population, occurrences, batch), step=2.0)
-
-
-class HypergeometricShiftFamily(ShiftMixtureFamily):
-    """The +-C pair of a DP-GNN step: the node's k drawn subgraphs +C in one world, -C in the other, no other
-    gradient. Realisable and weaker than :class:`HypergeometricGaussianFamily` at the audited strengths."""
-
-    name = "hypergeometric Gaussian (DP-GNN, +-C)"
-
-    def __init__(self, population: int, occurrences: int, batch: int) -> None:
-        super().__init__(stats.hypergeom.pmf(np.arange(occurrences + 1), population, occurrences, batch))
 
 
 def gaussian_delta(mu: float, eps: float) -> float:
@@ -1263,8 +1189,8 @@ def compose_gaussian(audit: MechanismAudit, count: int) -> dict:
 
 
 __all__ = ["CP_ASSUMES", "DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "FixedSizeGaussianFamily", "GaussianFamily",
-           "HypergeometricGaussianFamily", "HypergeometricShiftFamily", "MECHANISMS", "Mechanism", "MechanismAudit",
+           "HypergeometricGaussianFamily", "MECHANISMS", "Mechanism", "MechanismAudit",
            "Mutation", "OneSidedMixtureFamily", "PoissonGaussianFamily", "RandomizedResponseFamily",
-           "RevealedHypergeometric", "ShiftMixtureFamily", "SoundBound", "SubsampledPureFamily", "AUDITED_KINDS",
+           "RevealedHypergeometric", "SoundBound", "SubsampledPureFamily", "AUDITED_KINDS",
            "audit_mechanism", "compose_gaussian", "gaussian_delta", "mechanism_for", "privgnn_posterior",
            "tradeoff_pair", "validate_audit"]
