@@ -64,10 +64,15 @@ def attack_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return {"link-stealing": {"pairs": args.pairs}, "linkteller": {"pairs": args.linkteller_pairs}}
 
 
+#: the record format: a new one attacks every run again (2: the recorded run's released model, no epsilon)
+SCHEMA = 2
+
+
 def record_id(run: dict[str, Any], options: dict[str, Any]) -> str:
+    """The record's id: the run's cell (a re-run cell keeps its id), the attack options and :data:`SCHEMA`."""
     from methods.base import stable_hash
 
-    return stable_hash({"run": run["cell_id"], "attacks": options})
+    return stable_hash({"run": run["cell_id"], "attacks": options, "schema": SCHEMA})
 
 
 def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: str, datasets: dict,
