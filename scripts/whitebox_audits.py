@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
     return append_records(targets(args.config, args.runs, args.datasets, args.pooled_datasets), args.out, record_id,
                           lambda r, commit: audit_run(r, commit, cache), line, "cells need a white-box bound",
-                          args.dry_run, preload)
+                          args.dry_run, preload, args.superseded)
 
 
 if __name__ == "__main__":

@@ -239,3 +239,17 @@ def test_the_accountant_conformance_page_counts_verdicts_and_names_every_unsound
     assert "| gaussian |" in text and "ffffffffff" in text
     loose = [r for r in outcome.report.results if r.accountant == "ours-rdp" and r.verdict == "LOOSE"]
     assert all(f"| {r.case} | ours-rdp | LOOSE |" in text for r in loose)
+
+
+def test_retire_moves_only_the_records_of_the_datasets_done_that_no_current_run_names(tmp_path):
+    import json
+
+    from scripts._common import retire
+
+    out, old = tmp_path / "edge.jsonl", tmp_path / "superseded.jsonl"
+    recs = [{"cell_id": "new", "params": {"dataset": "cora"}}, {"cell_id": "old", "params": {"dataset": "cora"}},
+            {"cell_id": "other", "params": {"dataset": "photo"}}]
+    out.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert retire(str(out), {"new"}, {"cora"}, str(old)) == 1
+    assert [json.loads(x)["cell_id"] for x in out.read_text().splitlines()] == ["new", "other"]
+    assert [json.loads(x)["cell_id"] for x in old.read_text().splitlines()] == ["old"]
