@@ -42,8 +42,10 @@ FFT_NOISE_FACTOR = 2.0
 PLD_MARGIN = (1e-8, 1e-12)
 #: (relative, absolute) outward rounding of an RDP epsilon: RDP curves are closed forms, log-sum-exp sums and
 #: series summed to a relative 1e-13 (:mod:`methods.privacy.rdp`), the conversion a minimum of closed forms; 1e-10
-#: relative covers their rounding 1000 times and moves no reported figure (the leaderboard checks at 1e-9).
-RDP_MARGIN = (1e-10, 1e-12)
+#: relative covers their rounding 1000 times and moves no reported figure: budgets and the leaderboard's check
+#: allow 1e-9 relative over the target (a pure-DP split spends its target exactly), so the absolute term stays
+#: far below that even at epsilon 1e-3
+RDP_MARGIN = (1e-10, 1e-15)
 #: what ``Fitted.epsilon`` (every run's reported epsilon) uses; runs log it as the parameter ``accountant``
 DEFAULT_ACCOUNTANT = "rdp/improved"
 
