@@ -159,8 +159,8 @@ def test_pld_accountant_matches_dp_accounting():
     ours = P.dpsgd_poisson(0.01, 1.0, 1000).epsilon(1e-5, accountant="pld")
     ref = PLDAccountant().compose(SelfComposedDpEvent(PoissonSampledDpEvent(0.01, GaussianDpEvent(1.0)), 1000))
     ref = ref.get_epsilon(1e-5)
-    rel_margin, abs_margin = PLD_MARGIN  # ours is the library's value rounded outward
-    assert ref < ours <= ref * (1 + rel_margin + 1e-9) + abs_margin
+    # ours is the library's value past the FFT's rounding and rounded outward (1.6e-8 here): above, and close
+    assert ref * (1 + PLD_MARGIN[0]) < ours < ref * (1 + 1e-6)
     # the RDP bound is looser than the (near-exact) PLD but not by much
     rdp = P.dpsgd_poisson(0.01, 1.0, 1000).epsilon(1e-5)
     assert ours < rdp < 1.3 * ours
