@@ -172,8 +172,9 @@ def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _U
         problems += _check_whitebox(rec)
     elif kind == "verify":
         ver = rec.get("verify") or {}
-        if ver.get("verdict") not in ("PASS", "VIOLATION"):
-            problems.append(f"verification verdict {ver.get('verdict')!r} is neither PASS nor VIOLATION")
+        if ver.get("verdict") not in ("PASS", "VIOLATION", "INCONCLUSIVE", "NOT APPLICABLE"):
+            problems.append(f"verification verdict {ver.get('verdict')!r} is not PASS, VIOLATION, INCONCLUSIVE or "
+                            "NOT APPLICABLE")
         for c in ver.get("checks") or []:
             problems += _check_bounds(f"check {c.get('name')}", c.get("epsilon_lb"), c.get("alpha"))
     elif kind == "audit":

@@ -110,7 +110,7 @@ def test_each_corruption_of_a_run_record_fails_the_check(tmp_path, good, what, c
 VERIFY_CORRUPTIONS = {
     "is negative": lambda rec: rec["verify"]["checks"][0].__setitem__("epsilon_lb", -0.5),
     "alpha 1.5 is not in [0, 1]": lambda rec: rec["verify"]["checks"][0].__setitem__("alpha", 1.5),
-    "neither PASS nor VIOLATION": lambda rec: rec["verify"].__setitem__("verdict", "MAYBE"),
+    "is not PASS, VIOLATION, INCONCLUSIVE or NOT APPLICABLE": lambda rec: rec["verify"].__setitem__("verdict", "MAYBE"),
 }
 
 
