@@ -277,6 +277,9 @@ def _check_whitebox(rec: dict) -> list[str]:
         problems.append(f"white-box epsilon_lb {lb:.6g} exceeds the claim {claimed:.6g}: a violation to investigate")
     elif not _close(lb / claimed, _float(w.get("ratio"))):
         problems.append(f"white-box ratio {w.get('ratio')} but epsilon_lb / claimed is {lb / claimed:.6g}")
+    if w.get("verdict") == "VIOLATION":  # e.g. the realised pair's exact epsilon above the claim
+        problems.append(f"white-box verdict VIOLATION ({w.get('reason') or 'no reason recorded'}): a violation to "
+                        "investigate")
     return problems
 
 

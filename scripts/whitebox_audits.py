@@ -96,7 +96,8 @@ def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
         bnd = r.details["bound"]
         out = {"source": "pooled", "epsilon_lb": bnd["epsilon_lb_fdp"], "epsilon_lb_cp": bnd["epsilon_lb_cp"],
                "claimed": r.claimed_epsilon, "pair_epsilon": r.details["pair_epsilon"], "runs": runs,
-               "canaries": r.canaries, "auc": bnd["auc"], "verdict": r.verdict}
+               "pair_epsilon_low": r.details["pair_epsilon_low"], "canaries": r.canaries, "auc": bnd["auc"],
+               "verdict": r.verdict, **({"reason": r.reason} if r.reason else {})}
     ratio = out["epsilon_lb"] / out["claimed"] if out["claimed"] > 0 and math.isfinite(out["claimed"]) else math.nan
     return {"kind": "whitebox-audit", "cell_id": record_id(run), "run_id": uuid.uuid4().hex,
             "target_cell_id": run["cell_id"], "target_run_id": run["run_id"],

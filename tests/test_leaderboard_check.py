@@ -241,6 +241,8 @@ def _whitebox_record(commit: str) -> dict:
 
 
 WHITEBOX_CORRUPTIONS = {
+    "white-box verdict VIOLATION (the realised pair": lambda w: w.update(
+        verdict="VIOLATION", reason="the realised pair's exact epsilon 5 exceeds the claim 4"),
     "exceeds the claim": lambda w: w.update(epsilon_lb=4.5, ratio=1.125),
     "is not >= 0": lambda w: w.update(epsilon_lb=-1.0),
     "neither composed nor pooled": lambda w: w.update(source="guess"),

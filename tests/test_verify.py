@@ -161,3 +161,18 @@ def test_a_skipped_check_without_a_reason_cannot_be_made():
         Check("x", 0, SKIPPED, "-", "-")
     with pytest.raises(ValueError, match="must say why"):
         Check("x", 0, SKIPPED, "-", "-", "  ", remedy="something")
+
+
+def test_the_command_says_why_and_exits_4_on_inconclusive_0_on_not_applicable(capsys):
+    from bench.cli import main
+
+    plugin = str(REPO / "tests" / "plugins" / "hidden_bugs.py")
+    rc = main(["--plugin", plugin, "verify", "-m", "handwritten-dpsgd", "-d", "csbm:nodes=100,classes=2", "-e", "1",
+               "--set", "epochs=2", "--checks", "ledger-counts,noise-calibration", "--no-track", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 4 and "NOT RUN: the ledger accounts poisson_gaussian" in out
+    assert out.strip().splitlines()[-1].startswith("INCONCLUSIVE: ledger-counts, noise-calibration")
+    assert "SKIPPED - -" not in out and "  SKIPPED\n" not in out
+    rc = main(["verify", "-m", "gcn", "-d", "csbm:nodes=100,classes=2", "--no-track", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.strip().splitlines()[-1].startswith("NOT APPLICABLE (gcn is not private")
