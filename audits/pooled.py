@@ -175,10 +175,11 @@ class PooledFit:
 
 def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *, runs: int = 4,
                 canaries: int = 1000, canary: CanaryConfig | None = None, seed: int | RunStreams = 0,
-                device: Any = "cpu", progress: bool = False) -> tuple[list[PooledFit], int]:
+                device: Any = "cpu", progress: bool = False,
+                on_fit: Callable[[list[PooledFit]], None] | None = None) -> tuple[list[PooledFit], int]:
     """The ``runs`` fits of a pooled audit with ``canaries`` gradient canaries each, and the canaries per run (the
     graph may hold fewer); run r's randomness is the audit streams' child ("run", r), so the first R fits of a
-    longer audit are those of an audit with ``runs=R``."""
+    longer audit are those of an audit with ``runs=R``. ``on_fit(fits)`` is called after each fit."""
     from audits.whitebox import GradientCanaries, canary_columns
     from methods.dpsgd import gradient_hook
 
@@ -209,6 +210,8 @@ def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *
         if hook.steps == 0 or not hook.noise_scale:
             raise ContractViolation(f"gradient canaries: {method.name} took no DP-SGD step through the hook")
         fits.append(PooledFit(include, select, hook, float(fitted.epsilon(budget.delta))))
+        if on_fit is not None:
+            on_fit(fits)
         bar.update(1)
     bar.close()
     return fits, m
