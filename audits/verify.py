@@ -8,7 +8,8 @@ outside :mod:`methods.dpsgd`, noise not reported to :mod:`methods.mechanisms`) a
 row with why and what would make it run (``Check.remedy``), or a partial one.
 
 The headline (:attr:`VerifyReport.verdict`): VIOLATION if any check refutes the claim; else INCONCLUSIVE if a check
-that applies to the method did not run, in whole or in part; else PASS. A non-private method is NOT APPLICABLE.
+that applies to the method did not run, in whole or in part, or was left out of the selection (``checks``); else
+PASS. A non-private method is NOT APPLICABLE.
 
 The battery, run for each seed (checks that need no randomness are exact; the statistical ones share the error
 budget ``1 - confidence`` by Bonferroni, so a correct method fails the whole battery with probability at most
@@ -101,6 +102,8 @@ class VerifyReport:
     checks: list[Check]
     seconds: float = 0.0
     note: str = ""
+    #: checks that apply to the method (its unit and its ledger's mechanisms) and were left out by ``cfg.checks``
+    deselected: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -110,7 +113,7 @@ class VerifyReport:
             return VIOLATION
         if not self.private:
             return NOT_APPLICABLE
-        return INCONCLUSIVE if self.not_run else PASS
+        return INCONCLUSIVE if self.not_run or self.deselected else PASS
 
     @property
     def private(self) -> bool:
@@ -134,10 +137,16 @@ class VerifyReport:
         if v == NOT_APPLICABLE:
             return f"NOT APPLICABLE ({self.note})"
         if v == INCONCLUSIVE:
-            names = sorted({c.name for c in self.not_run})
-            fixes = sorted({c.remedy for c in self.not_run})
-            return (f"INCONCLUSIVE: {', '.join(names)} apply to this method and did not run (no check found a "
-                    f"violation); to run them: {'; '.join(fixes)}")
+            parts = []
+            if self.not_run:
+                names = sorted({c.name for c in self.not_run})
+                fixes = sorted({c.remedy for c in self.not_run})
+                parts.append(f"{', '.join(names)} apply to this method and did not run, in whole or in part; to run "
+                             f"them: {'; '.join(fixes)}")
+            if self.deselected:
+                parts.append(f"{', '.join(self.deselected)} apply to this method and were not selected (--checks); "
+                             "to run them: select them, or leave out --checks")
+            return "INCONCLUSIVE (no check found a violation): " + "; ".join(parts)
         return "PASS"
 
     def to_dict(self) -> dict[str, Any]:
@@ -267,8 +276,13 @@ def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: V
             if c is not None:
                 emit(c)
     bar.close()
+    # the checks left out by the selection that would have applied (by the unit and the base fit's ledger)
+    kinds = {e.kind for e in b.base.ledger.events}
+    deselected = [s.name for s in REGISTRY.values()
+                  if s.name not in cfg.checks and not s.required and s.enabled(cfg) and unit in s.units
+                  and (s.kinds == ANY or s.kinds & kinds)]
     return VerifyReport(probe.name, probe.privacy_unit, task.dataset, task.split, budget.epsilon, budget.delta,
-                        cfg.confidence, list(cfg.seeds), checks, time.perf_counter() - t0)
+                        cfg.confidence, list(cfg.seeds), checks, time.perf_counter() - t0, deselected=deselected)
 
 
 __all__ = ["BLACK_BOX", "CHECKS", "Check", "DPSGD_KINDS", "INCONCLUSIVE", "NOT_APPLICABLE", "PASS", "SKIPPED",

@@ -154,6 +154,8 @@ def test_the_headline_is_pass_only_when_every_check_that_applies_ran():
     assert report(ok, blind).to_dict()["not_run"] == [{"name": "c", "seed": 0, "why": "no step seen",
                                                        "remedy": "use the DP optimiser"}]
     assert VerifyReport("gcn", "none", "d", "s", float("inf"), 0.0, 0.95, [0], []).verdict == NOT_APPLICABLE
+    chosen = VerifyReport("m", "node", "d", "s", 1.0, 1e-5, 0.95, [0], [ok], deselected=["determinism"])
+    assert chosen.verdict == INCONCLUSIVE and "determinism" in chosen.headline()  # a subset is not a PASS
 
 
 def test_a_skipped_check_without_a_reason_cannot_be_made():
@@ -171,7 +173,9 @@ def test_the_command_says_why_and_exits_4_on_inconclusive_0_on_not_applicable(ca
                "--set", "epochs=2", "--checks", "ledger-counts,noise-calibration", "--no-track", "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 4 and "NOT RUN: the ledger accounts poisson_gaussian" in out
-    assert out.strip().splitlines()[-1].startswith("INCONCLUSIVE: ledger-counts, noise-calibration")
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("INCONCLUSIVE (no check found a violation): ledger-counts, noise-calibration apply")
+    assert "determinism" in last and "were not selected (--checks)" in last
     assert "SKIPPED - -" not in out and "  SKIPPED\n" not in out
     rc = main(["verify", "-m", "gcn", "-d", "csbm:nodes=100,classes=2", "--no-track", "--no-progress"])
     out = capsys.readouterr().out
