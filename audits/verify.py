@@ -107,8 +107,9 @@ class VerifyReport:
 
     @property
     def verdict(self) -> str:
-        """VIOLATION if any check found one; else INCONCLUSIVE if a check that applies to the method did not run
-        (in whole or in part); else PASS. NOT APPLICABLE for a non-private method (no claim to check)."""
+        """VIOLATION if any check found one; else NOT APPLICABLE for a non-private method (no claim to check); else
+        INCONCLUSIVE if a check that applies to the method did not run (in whole or in part) or was not selected;
+        else PASS."""
         if any(c.verdict == VIOLATION for c in self.checks):
             return VIOLATION
         if not self.private:

@@ -49,8 +49,7 @@ class Check:
     alpha: float = 0.0  # the share of the error budget this check spent (0: exact)
     seconds: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
-
-    remedy: str = ""
+    remedy: str = ""  # it applies and (part of) it did not run: what would make it run
 
     def __post_init__(self) -> None:
         if self.verdict == SKIPPED and not str(self.detail).strip():
