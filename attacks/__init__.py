@@ -5,7 +5,8 @@ Importing this package imports every module of ``attacks`` (except the shared in
 ``methods`` (the Method/Fitted interface) and never ``bench``.
 
 Built-in attacks: ``threshold``, ``shadow``, ``lira``, ``privgnn-attack1``, ``privgnn-attack2`` (node);
-``link-stealing``, ``linkteller`` (edge). Membership per setting: ``attacks.membership``. The game and
+``link-stealing``, ``linkteller`` (edge); ``attribute-inference``, ``attribute-lira`` (feature, weights only),
+``released-prediction`` (feature, released predictions). Membership per setting: ``attacks.membership``. The game and
 what the attacker sees: ``attacks.base``. Metrics: ``attacks.metrics``.
 """
 

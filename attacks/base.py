@@ -47,6 +47,12 @@ from methods.streams import RunStreams
 
 Level = Literal["node", "edge", "feature"]
 
+#: the two feature-level games and the unit label of each (``Attack.feature_game``): what the released model says
+#: about a row as a function of attacker-chosen rows (``weights``: what a feature-level epsilon bounds), and what the
+#: posteriors it serves for the real graph say too (``predictions``: a training node's served posterior is a function
+#: of its own row, which no feature-level epsilon covers)
+FEATURE_GAMES = {"weights": "feature row (weights only)", "predictions": "feature row (released predictions)"}
+
 
 # --------------------------------------------------------------------------------------
 # Configs shared by the built-in attacks
@@ -197,13 +203,22 @@ class _View:
         """Posteriors of ``nodes`` when the raw feature rows of nodes ``rows`` are ``values`` and every other row is
         the served graph's own (``Fitted.predict_proba_rows`` when the model has it: one cheap query; else a
         whole-matrix :meth:`feature_query` on the task's features with those rows replaced)."""
+        return self._query_rows(self._target.fitted, self._target.task.data.x, rows, values, nodes)
+
+    def _query_rows(self, fitted: Fitted, x: Tensor, rows: Tensor, values: Tensor, nodes: Tensor | None) -> Tensor:
+        """:meth:`feature_query_rows` on ``fitted``, whose served features are ``x``."""
         rows = torch.as_tensor(rows, dtype=torch.long).view(-1)
-        fn = getattr(self._target.fitted, "predict_proba_rows", None)
+        fn = getattr(fitted, "predict_proba_rows", None)
         if callable(fn):
             return self._checked(fn(rows, values, nodes), nodes)
-        x = self._target.task.data.x.float().clone()
+        x = x.float().clone()
         x[rows] = torch.as_tensor(values, dtype=x.dtype).reshape(rows.numel(), x.size(1))
-        return self.feature_query(x, nodes)
+        if fitted is self._target.fitted:
+            return self.feature_query(x, nodes)
+        fn = getattr(fitted, "predict_proba_features", None)
+        if not callable(fn):
+            raise NotApplicable(f"{self.method_name}'s reference model answers no feature query")
+        return self._checked(fn(x, nodes), nodes)
 
     def _query_fn(self, name: str):
         fn = getattr(self._target.fitted, name, None)
@@ -307,6 +322,11 @@ class EdgeView(_View):
 class FeatureView(_View):
     """The feature attacker's view (the replace-one game of feature-level DP): everything but the target rows.
 
+    In the weights-only game (``Attack.feature_game = "weights"``) the view serves no posterior of the real graph
+    (:meth:`posteriors` refuses): the attacker has the released model as a function, queried on rows it chooses, and
+    its queries should set the target's row (a query that reads a target with its real row in place is a released
+    prediction). In the released-prediction game it also sees the posteriors served for the real graph.
+
     ``nodes`` [C]: the target node of each candidate, in increasing order, each target twice: candidates ``2i`` and
     ``2i + 1`` are the two rows proposed for one target, in random order; ``rows`` [C, F]: the raw feature row each
     candidate proposes for its node, the node's own or a decoy (the row of a node of its class outside the training
@@ -317,11 +337,47 @@ class FeatureView(_View):
     """
 
     def __init__(self, target: Target, task: Task, nodes: Tensor, rows: Tensor, known: Tensor, attack: str,
-                 progress: bool) -> None:
+                 progress: bool, game: str = "weights") -> None:
         super().__init__(target, task, attack, progress)
         self.nodes = nodes
         self.rows = rows
         self.known = known
+        self.game = game
+
+    def posteriors(self, nodes: Tensor | None = None) -> Tensor:
+        if self.game != "predictions":
+            raise ContractViolation(f"attack {self._attack} plays the weights-only feature game, where no posterior of "
+                                    "the real graph is served; an attack that reads them sets feature_game = "
+                                    "'predictions' (unit: feature row (released predictions))")
+        return super().posteriors(nodes)
+
+    @property
+    def targets(self) -> Tensor:
+        """The target nodes, in increasing order (candidates ``2i`` and ``2i + 1`` are target ``i``'s)."""
+        return self.nodes[0::2]
+
+    def reference_task(self, held: Tensor) -> Task:
+        """The attacker task with target ``i``'s row set to its candidate ``2i`` where ``held[i]``, else ``2i + 1``:
+        a dataset of the game's world the attacker picks (every other row is the task's, as the game allows)."""
+        held = torch.as_tensor(held, dtype=torch.bool).view(-1)
+        x = self.task.data.x.clone()
+        pick = torch.arange(held.numel()) * 2 + (~held).long()
+        x[self.targets] = self.rows[pick].to(x.dtype)
+        data = self.task.data.__class__(x=x, y=self.task.data.y, edge_index=self.task.data.edge_index)
+        data.num_nodes = self.task.num_nodes
+        return dataclasses.replace(self.task, data=data)
+
+    def fit(self, task: Task, seed: int | RunStreams) -> Fitted:
+        """Train a reference model: the target's method, hyperparameters and budget (Kerckhoffs) on ``task``."""
+        t = self._target
+        method = type(t.method)(**_config_overrides(t.method))
+        method.check_task(task)
+        return fit_method(method, task, t.budget, RunStreams.of(seed), device=t.device, progress=False)
+
+    def reference_query_rows(self, fitted: Fitted, task: Task, rows: Tensor, values: Tensor,
+                             nodes: Tensor | None = None) -> Tensor:
+        """:meth:`feature_query_rows` on a reference model trained on ``task``."""
+        return self._query_rows(fitted, task.data.x, rows, values, nodes)
 
 
 def _field_names(cls: type[Method]) -> list[str]:
@@ -348,13 +404,19 @@ class Attack(ABC):
     Config: ClassVar[type] = NodeAttackConfig
     #: overrides that make the attack take seconds on a ~200-node graph (tests)
     smoke_config: ClassVar[dict[str, Any]] = {}
-    #: what a member is in this attack's game, for tables ("" = ``"<level> membership"``)
+    #: what a member is in this attack's game, for tables ("" = ``"<level> membership"``, or the feature game's)
     unit_label: ClassVar[str] = ""
+    #: feature level: which game (:data:`FEATURE_GAMES`): ``weights`` (the released model queried on chosen rows) or
+    #: ``predictions`` (also the posteriors served for the real graph)
+    feature_game: ClassVar[str] = "weights"
 
     @classmethod
     def unit(cls) -> str:
-        """What this attack infers: ``node membership`` or ``edge membership`` (or the class's ``unit_label``)."""
-        return cls.unit_label or f"{cls.level} membership"
+        """What this attack infers: ``node membership``, ``edge membership``, ``feature row (weights only)`` or
+        ``feature row (released predictions)`` (or the class's ``unit_label``)."""
+        if cls.unit_label:
+            return cls.unit_label
+        return FEATURE_GAMES[cls.feature_game] if cls.level == "feature" else f"{cls.level} membership"
 
     @classmethod
     def outside_claim(cls, privacy_unit: str) -> str:
@@ -362,9 +424,16 @@ class Attack(ABC):
         or when there is no guarantee: ``none``). A node-level guarantee covers node membership, an edge and a
         node's feature row (through group privacy: two node changes, so twice its epsilon); an edge-level one
         covers no node's label or features; a feature-level one (structure and labels public) covers a feature
-        row but neither a node's training membership nor an edge. Tables print the reason in the attack's row."""
+        row but neither a node's training membership nor an edge. Those are what the released weights say: the
+        released-prediction feature game (``feature_game = "predictions"``) reads posteriors served as functions of
+        the target's own row, which no claim covers (at node level GAP's convention leaves the queried node's own
+        row to the querier). Tables print the reason in the attack's row."""
+        if privacy_unit in ("none", "", "?"):
+            return ""
+        if cls.level == "feature" and cls.feature_game == "predictions":
+            return f"outside the {privacy_unit}-level claim (served predictions read the node's own row)"
         covered = {"node": ("node",), "edge": ("node", "edge"), "feature": ("node", "feature")}.get(cls.level, ())
-        if privacy_unit in ("none", "", "?") or privacy_unit in covered:
+        if privacy_unit in covered:
             return ""
         return f"outside the {privacy_unit}-level claim"
 
@@ -390,6 +459,9 @@ def register_attack(name: str):
             raise TypeError(f"@register_attack({name!r}) must decorate an Attack subclass")
         if cls.level not in ("node", "edge", "feature"):
             raise ConfigError(f"attack {name}: level must be node, edge or feature (got {cls.level!r})")
+        if cls.feature_game not in FEATURE_GAMES:
+            raise ConfigError(f"attack {name}: feature_game must be one of {', '.join(FEATURE_GAMES)} "
+                              f"(got {cls.feature_game!r})")
         prev = _REGISTRY.get(name)
         if prev is not None and prev.__qualname__ != cls.__qualname__:
             raise ConfigError(f"attack name {name!r} is already registered by {prev.__module__}.{prev.__qualname__}")
@@ -659,16 +731,18 @@ def _feature_game(attack: Attack, target: Target, n_bootstrap: int, progress: bo
     hidden_x[train] = 0
     data = task.data.__class__(x=hidden_x, y=y, edge_index=task.data.edge_index)
     data.num_nodes = task.num_nodes
-    view = FeatureView(target, dataclasses.replace(task, data=data), nodes, rows, known, attack.name, progress)
+    view = FeatureView(target, dataclasses.replace(task, data=data), nodes, rows, known, attack.name, progress,
+                       game=attack.feature_game)
     ids = torch.stack([nodes, src])[:, ~known].numpy()
     variants, notes = _score_and_measure(attack, view, labels, known, n_bootstrap, ids,
                                          streams.int_seed("game", "bootstrap"))
     return AttackReport(attack.name, "feature", "ok", membership="own-row-vs-class-mate-row",
                         evaluated_members=int(labels[~known].sum()), evaluated_non_members=int((~labels[~known]).sum()),
                         known=int(known.sum()), variants=variants, notes=notes, ids=ids,
-                        params={"membership": "own-row-vs-class-mate-row", "candidates": int(labels.numel())})
+                        params={"membership": "own-row-vs-class-mate-row", "candidates": int(labels.numel()),
+                                "feature_game": attack.feature_game})
 
 
-__all__ = ["Attack", "AttackReport", "EdgeAttackConfig", "EdgeView", "FeatureAttackConfig", "FeatureView",
+__all__ = ["FEATURE_GAMES", "Attack", "AttackReport", "EdgeAttackConfig", "EdgeView", "FeatureAttackConfig", "FeatureView",
            "NodeAttackConfig", "NodeView", "NotApplicable", "Target", "VariantResult", "available_attacks",
            "decoy_nodes", "get_attack", "register_attack", "run_attack", "unregister_attack"]

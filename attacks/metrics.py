@@ -14,12 +14,9 @@ higher ``score`` means "more likely a member"; a threshold ``t`` predicts "membe
   the attacker's calibration nodes, never on the evaluated ones (see ``attacks.base``). It is NaN when
   no threshold is given.
 
-* ``implied_epsilon``: the epsilon lower bound the attack's ROC point at 1% FPR implies, ``max(ln((TPR -
-  delta) / FPR), ln((TNR - delta) / FNR))`` with one-sided Clopper-Pearson bounds on the counts (TPR, TNR from
-  below, FPR, FNR from above, each at (1 - confidence) / 2: jointly at ``confidence``), as in the auditing
-  literature (Jagielski et al. 2020; Nasr et al. 2021). It is a bound on the epsilon of the attack's own game;
-  where members and non-members are not one unit's neighbouring pair (an edge game over many pairs of one
-  trained model) it is indicative, not a certificate.
+No epsilon: an attack plays its game against one trained model (members and non-members are nodes, edges or rows
+of that model's data, not neighbouring datasets), so its rates bound no epsilon. Epsilon lower bounds come only
+from the audits (``audits``), whose games are between neighbouring datasets.
 
 Intervals: percentile bootstrap (``scipy.stats.bootstrap``) that resamples members and non-members
 separately (stratified, so every resample has both), 1000 resamples by default. The point
@@ -214,34 +211,8 @@ def evaluate_scores(labels: Any, scores: Any, threshold: float = math.nan, n_boo
 
 
 # --------------------------------------------------------------------------------------
-# The epsilon an attack implies
+# The ROC point behind TPR at low FPR
 # --------------------------------------------------------------------------------------
-
-
-def epsilon_from_counts(tp: int, n_pos: int, fp: int, n_neg: int, delta: float = 0.0,
-                        confidence: float = 0.95) -> float:
-    """The epsilon lower bound of a decision rule with ``tp`` of ``n_pos`` members and ``fp`` of ``n_neg``
-    non-members called members: ``max(ln((TPR_lo - delta) / FPR_hi), ln((TNR_lo - delta) / FNR_hi), 0)``, the
-    rates bounded by one-sided Clopper-Pearson intervals at (1 - confidence) / 2 each (``scipy.stats.beta``)."""
-    from scipy.stats import beta
-
-    if not (0 <= tp <= n_pos and 0 <= fp <= n_neg and n_pos > 0 and n_neg > 0):
-        raise MetricError(f"counts out of range: tp={tp} of {n_pos}, fp={fp} of {n_neg}")
-    if not 0.0 < confidence < 1.0 or not 0.0 <= delta < 1.0:
-        raise MetricError(f"confidence must be in (0, 1) and delta in [0, 1) (got {confidence}, {delta})")
-    a = (1.0 - confidence) / 2.0
-
-    def lower(k: int, n: int) -> float:  # P(rate >= lower) >= 1 - a
-        return 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-
-    def upper(k: int, n: int) -> float:
-        return 1.0 if k == n else float(beta.ppf(1.0 - a, k + 1, n - k))
-
-    best = 0.0
-    for hit_lo, miss_hi in ((lower(tp, n_pos), upper(fp, n_neg)), (lower(n_neg - fp, n_neg), upper(n_pos - tp, n_pos))):
-        if hit_lo - delta > 0 and miss_hi > 0:
-            best = max(best, math.log((hit_lo - delta) / miss_hi))
-    return best
 
 
 def roc_point_at_fpr(labels: Any, scores: Any, fpr: float = 0.01) -> tuple[int, int, int, int]:
@@ -253,13 +224,6 @@ def roc_point_at_fpr(labels: Any, scores: Any, fpr: float = 0.01) -> tuple[int, 
     ok = np.flatnonzero(f <= fpr + _FPR_SLACK)
     i = ok[np.argmax(t[ok])]
     return int(round(t[i] * n_pos)), n_pos, int(round(f[i] * n_neg)), n_neg
-
-
-def implied_epsilon(labels: Any, scores: Any, fpr: float = 0.01, delta: float = 0.0, confidence: float = 0.95
-                    ) -> float:
-    """The epsilon lower bound (:func:`epsilon_from_counts`) of the attack's ROC point at FPR <= ``fpr``."""
-    tp, n_pos, fp, n_neg = roc_point_at_fpr(labels, scores, fpr)
-    return epsilon_from_counts(tp, n_pos, fp, n_neg, delta, confidence)
 
 
 # --------------------------------------------------------------------------------------
@@ -302,5 +266,4 @@ def roc_figure(curves: dict[str, tuple[Any, Any]], title: str = ""):
 
 
 __all__ = ["DEFAULT_BOOTSTRAP", "Estimate", "FPR_LEVELS", "METRICS", "MetricError", "advantage", "auc",
-           "balanced_accuracy", "best_threshold", "check_scores", "epsilon_from_counts", "evaluate_scores",
-           "implied_epsilon", "point_metrics", "roc", "roc_figure", "roc_point_at_fpr", "tpr_at_fpr"]
+           "balanced_accuracy", "best_threshold", "check_scores", "evaluate_scores", "point_metrics", "roc", "roc_figure", "roc_point_at_fpr", "tpr_at_fpr"]

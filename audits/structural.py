@@ -342,13 +342,16 @@ class ClippingProbe:
 def unit_perturbations(unit: str, task, count: int = 8, seed: int = 0):
     """Tasks that differ from ``task`` in one private unit: a node's feature row (node and feature units; in
     the private-public setting a private node with private neighbours; transductively non-training nodes first,
-    whose data a correct release may not depend on), or one undirected edge (edge unit). Yields (task, node or
-    None)."""
+    whose data a correct release may not depend on), or one undirected edge (edge unit; in the private-public
+    setting an edge between two private nodes, the public graph being public). Yields (task, node or None)."""
     import dataclasses
 
     ei = task.data.edge_index
     if unit == "edge":
-        upper = (ei[0] < ei[1]).nonzero().view(-1)
+        upper = ei[0] < ei[1]
+        if task.setting == "private-public":
+            upper &= task.train_mask[ei[0]] & task.train_mask[ei[1]]
+        upper = upper.nonzero().view(-1)
         gen = torch.Generator().manual_seed(seed)
         for e in upper[torch.randperm(upper.numel(), generator=gen)[:count]].tolist():
             a, b = int(ei[0, e]), int(ei[1, e])
@@ -379,18 +382,46 @@ def unit_perturbations(unit: str, task, count: int = 8, seed: int = 0):
 
 @dataclass
 class InferenceCheck:
-    """What :func:`check_private_inference` found."""
+    """What :func:`check_private_inference` or :func:`check_inference_reads` found."""
 
     claimed: bool  # the method claims private inference
     declared_release: bool  # and says what it releases (Fitted.release)
     tried: int = 0
     conclusive: int = 0  # changes that left the release bit-identical
-    max_change: float = 0.0  # the largest move of another node's served posterior among those
-    unit: int | None = None  # the unit whose change moved another node's posterior
+    max_change: float = 0.0  # the largest move of a served posterior the check forbids, among those
+    unit: int | None = None  # the node whose row changed when a posterior moved (None: an edge)
+    kinds: tuple[str, ...] = ()  # the changes tried: "features" (a node's row), "edge" (one undirected edge)
+    moved_by: str = ""  # the kind of change that moved a posterior
 
     @property
     def violated(self) -> bool:
         return self.claimed and (not self.declared_release or self.max_change > 0)
+
+
+def _served_moves(out: InferenceCheck, make_method, task, budget, streams, base, release, kind: str, tries: int,
+                  own_row_read: bool, enough: int | None) -> None:
+    """Refit on ``tries`` tasks that differ from ``task`` in one ``kind`` change (:func:`unit_perturbations`) and, for
+    each whose release stays bit-identical, record in ``out`` the largest move of a served posterior: every node's
+    but the changed node's own when ``own_row_read``."""
+    from methods.base import fit_method, same_release
+
+    p0 = base.predict_proba()
+    found = 0
+    for other, v in unit_perturbations("edge" if kind == "edge" else "node", task, tries):
+        out.tried += 1
+        f = fit_method(make_method(), other, budget, streams)
+        if not same_release(release, f.release()):
+            continue
+        out.conclusive += 1
+        found += 1
+        served = torch.ones(task.num_nodes, dtype=torch.bool)
+        if v is not None and own_row_read:
+            served[v] = False
+        change = float((f.predict_proba()[served] - p0[served]).abs().max()) if served.any() else 0.0
+        if change > out.max_change:
+            out.max_change, out.unit, out.moved_by = change, v, kind
+        if enough is not None and found >= enough:
+            break
 
 
 def check_private_inference(make_method, task, budget, streams, unit: str, tries: int = 8,
@@ -399,29 +430,47 @@ def check_private_inference(make_method, task, budget, streams, unit: str, tries
     data. So whenever a change to one private unit leaves the release bit-identical (same streams), no other
     node's served posterior may change (see :func:`unit_perturbations`). Stops after ``enough`` conclusive
     changes (default: every one of ``tries``)."""
-    from methods.base import fit_method, same_release
+    from methods.base import fit_method
 
     base = base if base is not None else fit_method(make_method(), task, budget, streams)
     claimed = bool(base.info.get("inference_private"))
     if not claimed:
         return InferenceCheck(False, base.release() is not None)
     release = base.release()
-    out = InferenceCheck(True, release is not None)
+    kind = "edge" if unit == "edge" else "features"
+    out = InferenceCheck(True, release is not None, kinds=(kind,))
+    if release is not None:
+        _served_moves(out, make_method, task, budget, streams, base, release, kind, tries, True, enough)
+    return out
+
+
+def undeclared_changes(reads) -> tuple[str, ...]:
+    """The changes a method's ``inference_reads`` (``methods.inference``) says its served posteriors ignore:
+    ``features`` (another node's raw row) unless it reads other-features, ``edge`` unless it reads edges."""
+    from methods import inference as I
+
+    return tuple(k for k, read in (("features", I.OTHER_FEATURES), ("edge", I.EDGES)) if read not in reads)
+
+
+def check_inference_reads(make_method, task, budget, streams, tries: int = 6, base=None,
+                          enough: int | None = 2) -> InferenceCheck:
+    """Hold a method to its ``inference_reads``, claimed private or not: for each kind of data it says served
+    inference does not read (:func:`undeclared_changes`), change it in one place; whenever the release stays
+    bit-identical, no served posterior may move (the changed node's own may when the method reads its own row). A
+    private-inference claim is derived from the declaration (``methods.inference``), so this is what makes the claim
+    checkable; it also catches a method whose declaration is narrower than what it serves, claimed or not."""
+    from methods import inference as I
+    from methods.base import fit_method
+
+    method = make_method()
+    reads = method.inference_reads
+    base = base if base is not None else fit_method(method, task, budget, streams)
+    release = base.release()
+    kinds = undeclared_changes(reads)
+    out = InferenceCheck(bool(base.info.get("inference_private")), release is not None, kinds=kinds)
     if release is None:
         return out
-    p0 = base.predict_proba()
-    for other, v in unit_perturbations(unit, task, tries):
-        out.tried += 1
-        f = fit_method(make_method(), other, budget, streams)
-        if not same_release(release, f.release()):
-            continue
-        out.conclusive += 1
-        served = torch.ones(task.num_nodes, dtype=torch.bool)
-        if v is not None:
-            served[v] = False
-        change = float((f.predict_proba()[served] - p0[served]).abs().max())
-        if change > out.max_change:
-            out.max_change, out.unit = change, v
-        if enough is not None and out.conclusive >= enough:
-            break
+    for kind in kinds:
+        _served_moves(out, make_method, task, budget, streams, base, release, kind, tries, I.OWN_FEATURES in reads,
+                      enough)
     return out

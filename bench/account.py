@@ -28,6 +28,10 @@ Every family form takes ``--conversion improved|standard`` (default improved), `
 (default rdp) and ``--json``; ``--epsilon E`` in place of the noise prints the smallest noise that meets
 (E, delta). ``run RUN_ID`` rebuilds a tracked run's ledger from the recipe logged with it (family +
 parameters), checks it against the logged events, and prints its epsilon at the run's delta (or ``--delta``).
+
+Every form prints the facts its epsilon takes as public by convention, as the family names them (``public by
+convention: num_train = N: the training-set size ...``; ``conventions`` in ``--json``): a calibration that reads
+the training-set size holds for neighbouring datasets of that size.
 """
 
 from __future__ import annotations
@@ -314,7 +318,7 @@ def cmd_account(args: argparse.Namespace) -> int:
     if getattr(args, "convention", "sound") == "paper":
         out["note"] = PAPER_NOTE
     out.update(epsilon=eps, order=_order(order), ledger=ledger.describe(),
-               recipe=ledger.recipe.to_dict() if ledger.recipe else None)
+               recipe=ledger.recipe.to_dict() if ledger.recipe else None, conventions=ledger.public_facts)
     if args.json:
         print(json.dumps(out, indent=2, default=str))
         return 0
@@ -322,6 +326,7 @@ def cmd_account(args: argparse.Namespace) -> int:
         name = "lam" if args.mechanism in ("privgnn", "pate") else noise_name
         print(f"{name} = {out[name]:.6g}  (meets epsilon {args.epsilon:g}: spent {eps:.6g} at delta {args.delta:g})")
     _print_eps(eps, args.delta, out["order"], f"{args.accountant}, {args.conversion}")
+    _print_conventions(ledger)
     print(f"ledger: {ledger.describe()}")
     if "note" in out:
         print(f"note: {out['note']}")
@@ -337,6 +342,12 @@ def _print_eps(eps: float, delta: float, order: float | None, how: str) -> None:
     print(f"epsilon = {eps:.6g}  delta = {delta:g}  order = {order_s}  ({how})")
 
 
+def _print_conventions(ledger) -> None:
+    """The facts the epsilon takes as public (``PrivacyLedger.conventions``), under the epsilon they qualify."""
+    for line in ledger.describe_conventions():
+        print(f"public by convention: {line}")
+
+
 def _account_edgerand(args: argparse.Namespace) -> int:
     from methods.privacy import presets as P
 
@@ -348,11 +359,13 @@ def _account_edgerand(args: argparse.Namespace) -> int:
     eps, order = ledger.epsilon_and_order(args.delta, args.accountant, args.conversion)
     out = {"mechanism": "edgerand", "epsilon_link": args.epsilon_link, "epsilon_density": args.epsilon_density,
            "delta": args.delta, "conversion": args.conversion, "accountant": args.accountant, "epsilon": eps,
-           "order": _order(order), "ledger": ledger.describe(), "recipe": ledger.recipe.to_dict()}
+           "order": _order(order), "ledger": ledger.describe(), "recipe": ledger.recipe.to_dict(),
+           "conventions": ledger.public_facts}
     if args.json:
         print(json.dumps(out, indent=2, default=str))
         return 0
     _print_eps(eps, args.delta, out["order"], f"{args.accountant}, {args.conversion}")
+    _print_conventions(ledger)
     print(f"ledger: {ledger.describe()}")
     return 0
 
@@ -393,7 +406,8 @@ def account_run(run_id: str, delta: float | None = None) -> dict[str, Any]:
         out.update(family=None, params=None, events_match=None)
         ledger = logged
     eps, order = ledger.epsilon_and_order(d)
-    out.update(epsilon=eps, order=_order(order), ledger=ledger.describe())
+    out.update(epsilon=eps, order=_order(order), ledger=ledger.describe(), conventions=ledger.public_facts,
+               conventions_text=ledger.describe_conventions())
     return out
 
 
@@ -413,6 +427,8 @@ def _account_run(args: argparse.Namespace) -> int:
                          indent=2, default=str))
         return 0
     _print_eps(out["epsilon"], out["delta"], out["order"], "rdp, improved")
+    for line in out["conventions_text"]:
+        print(f"public by convention: {line}")
     rep = out["reported_epsilon"]
     print(f"reported by the run: {'-' if rep is None else f'{rep:.6g}'}")
     if out["family"]:

@@ -54,7 +54,8 @@ def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None,
         track: bool = True, progress: bool = False, secure_noise: bool = False, diagnostics: bool = False,
         attacks: str | Iterable[str] = (), attack_overrides: Overrides = None, bootstrap: int = 1000,
         plot_dir: str | os.PathLike | None = None, tags: Mapping[str, str] | None = None,
-        threads: int | None = None, log: Callable[[str], None] | None = None, hparams: bool = True) -> list:
+        threads: int | None = None, log: Callable[[str], None] | None = None, hparams: bool = True,
+        log_release: bool = True) -> list:
     """Train and evaluate every method x seed; returns one :class:`bench.run.RunResult` per run (``run_id``,
     ``metrics``, the spent ``epsilon`` from the ledger, ``info``; ``diagnostics``/``history`` with
     ``diagnostics=True``).
@@ -62,7 +63,8 @@ def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None,
     ``overrides``: hyperparameters, ``{"hidden": 16, "gcn.lr": 0.02}`` or ``["hidden=16", "gcn.lr=0.02"]``
     (``method.key`` scopes one method). Private methods need ``epsilon`` (``math.inf``: no noise); ``delta``
     defaults to the largest power of ten below 1/#privacy units. ``attacks``: also attack every trained model
-    (see :func:`attack`). ``hparams=False``: ignore the checked-in hyperparameters (configs/hparams*.yaml)."""
+    (see :func:`attack`). ``hparams=False``: ignore the checked-in hyperparameters (configs/hparams*.yaml).
+    ``log_release=False``: do not log the released model (:mod:`bench.release`), which :func:`attack_recorded` reads."""
     from bench.run import RunSpec, run_targets, using_threads
 
     spec = RunSpec(methods=_names(methods), dataset=dataset, split=split, seeds=[int(s) for s in seeds],
@@ -71,7 +73,8 @@ def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None,
                    download=download, experiment=experiment, track=track, progress=progress,
                    attacks=_names(attacks), attack_overrides=as_items(attack_overrides), bootstrap=int(bootstrap),
                    plot_dir=None if plot_dir is None else str(plot_dir), tags=dict(tags or {}),
-                   secure_noise=secure_noise, diagnostics=diagnostics, hparams=bool(hparams))
+                   secure_noise=secure_noise, diagnostics=diagnostics, hparams=bool(hparams),
+                   log_release=bool(log_release))
     with using_threads(threads):
         return run_targets(spec, log)
 
@@ -104,6 +107,25 @@ def attack(methods: str | Iterable[str], dataset: str, attacks: str | Iterable[s
 
         raise ConfigError("no attack given")
     return run(methods, dataset, attacks=attacks, **kwargs)
+
+
+def attack_recorded(run_ids: str | Iterable[str], attacks: str | Iterable[str], *, attack_overrides: Overrides = None,
+                    bootstrap: int = 1000, plot_dir: str | os.PathLike | None = None, device: str = "auto",
+                    data_root: str | os.PathLike | None = None, experiment: str = DEFAULT_EXPERIMENT,
+                    progress: bool = False) -> list:
+    """Attack the released models that tracked runs logged (``run_ids``: ids or ``"a,b"``): each run's artefact
+    ``release/`` is loaded (:mod:`bench.release`) and checked against its recorded posteriors, and every attack is a
+    child run of that run. Returns one :class:`bench.run.RunResult` per run, its ``attacks`` as in :func:`attack`."""
+    from bench.attack import plan_attacks
+    from bench.recorded import attack_recorded as _attack_recorded
+    from methods.errors import ConfigError
+
+    if not _names(attacks):
+        raise ConfigError("no attack given")
+    plan = plan_attacks(_names(attacks), as_items(attack_overrides), int(bootstrap),
+                        None if plot_dir is None else str(plot_dir))
+    return _attack_recorded(plan, _names(run_ids), experiment=experiment, device=device,
+                            data_root=None if data_root is None else str(data_root), progress=progress)
 
 
 def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float | None = None,
@@ -381,6 +403,6 @@ def options(name: str) -> dict[str, Any]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-__all__ = ["attack", "attack_table", "audit", "catalog", "cells", "check_accountants", "leaderboard", "options",
+__all__ = ["attack", "attack_recorded", "attack_table", "audit", "catalog", "cells", "check_accountants", "leaderboard", "options",
            "results_table", "run", "runs",
            "sweep"]

@@ -11,10 +11,11 @@ Each line of an export (a file or a directory of per-dataset files, :mod:`bench.
 * delta: at most the rule's value, the largest power of ten below 1 / #privacy units (the count a run logs as
   ``privacy_units``; for records older than that parameter, counted on the dataset when it can be loaded);
 * rates: attack AUCs and TPRs lie in [0, 1]; verification and audit lower bounds are >= 0, their alphas in [0, 1];
-* white-box bounds (``whitebox-audit`` records of ``scripts.whitebox_audits``): a lower bound in [0, claimed];
+* white-box bounds (``whitebox-audit`` records of ``scripts.whitebox_audits``): both lower bounds, assumption-free
+  and f-DP (with the family it assumes), in [0, claimed], and no PASS whose realised pair exceeds the claim;
 * unit attacks (``edge-attack`` and ``feature-attack`` records of ``scripts.unit_attacks``, e.g.
-  ``docs/leaderboard/attacks``): rates in [0, 1], the TPR its counts give, at most 1% FPR, and the implied epsilon
-  recomputed from the counts;
+  ``docs/leaderboard/attacks``): which model was attacked, rates in [0, 1], the TPR its counts give, at most 1%
+  FPR, and no epsilon (an attack on one model is not a game between neighbouring datasets);
 * commit: the record names a commit of this repository's history (an ancestor of HEAD) without ``-dirty``.
   Records started before :data:`DIRTY_CUTOFF` that name a dirty commit are counted, not failed: they are
   regenerated when the whole leaderboard is next rebuilt. A newer one fails.
@@ -228,14 +229,19 @@ def _check_ledger(rec: dict, metrics: dict, params: dict, units: _Units | None,
 
 
 def _check_unit_attacks(rec: dict, params: dict) -> list[str]:
-    """An ``edge-attack`` or ``feature-attack`` record (``scripts.unit_attacks``): rates in [0, 1], the TPR and FPR
-    its counts give, FPR at most 1%, and the implied epsilon recomputed from the counts at the run's delta."""
-    from attacks.metrics import MetricError, epsilon_from_counts
+    """An ``edge-attack`` or ``feature-attack`` record (``scripts.unit_attacks``): it names the run it attacked and
+    which model it saw (:mod:`bench.release`: the recorded artefact, or a labelled refit), rates in [0, 1], the TPR
+    and FPR its counts give, FPR at most 1%, and no epsilon: an attack on one trained model is not a game between
+    neighbouring datasets, so no epsilon follows from its rates."""
+    from bench import release
 
     problems = []
     if not rec.get("target_config_hash") and not params.get("config_hash"):
         problems.append("no target_config_hash: the run it attacks is not named")
-    delta = _float(params.get("delta") or 0.0)
+    sources = (release.SOURCE_RECORDED, release.SOURCE_REEXECUTED, release.SOURCE_REFIT)
+    if rec.get("attacked_model") not in sources:
+        problems.append(f"attacked_model {rec.get('attacked_model')!r} does not say which model was attacked (one of "
+                        f"{', '.join(map(repr, sources))})")
     for name, variants in (rec.get("attacks") or {}).items():
         for variant, vals in (variants or {}).items():
             vals, what = vals or {}, f"attack {name}.{variant}"
@@ -243,40 +249,56 @@ def _check_unit_attacks(rec: dict, params: dict) -> list[str]:
                 v = _float(vals.get(k))
                 if not 0.0 <= v <= 1.0:
                     problems.append(f"{what} {k} = {v} is not a rate in [0, 1]")
+            for k in vals:
+                if "eps" in k.lower():
+                    problems.append(f"{what} carries {k}: an attack on one model bounds no epsilon")
             try:
                 tp, pos, fp, neg = (int(vals[k]) for k in ("tp", "members", "fp", "non_members"))
-                eps = epsilon_from_counts(tp, pos, fp, neg, delta if delta < 1 else 0.0)
-            except (KeyError, TypeError, ValueError, MetricError) as e:
+                if not (0 <= tp <= pos and 0 <= fp <= neg and pos > 0 and neg > 0):
+                    raise ValueError(f"tp={tp} of {pos}, fp={fp} of {neg}")
+            except (KeyError, TypeError, ValueError) as e:
                 problems.append(f"{what}: counts missing or out of range ({e})")
                 continue
             if not _close(tp / pos, _float(vals.get("tpr_at_1pct_fpr"))):
                 problems.append(f"{what}: tpr_at_1pct_fpr {vals.get('tpr_at_1pct_fpr')} but the counts give {tp}/{pos}")
             if fp > 0.01 * neg + 1e-9:
                 problems.append(f"{what}: {fp} false positives of {neg} is above 1% FPR")
-            if not _close(eps, _float(vals.get("implied_epsilon"))):
-                problems.append(f"{what}: implied_epsilon {vals.get('implied_epsilon')} but the counts give {eps:.6g}")
+    for k in rec:
+        if "eps" in k.lower():
+            problems.append(f"the record carries {k}: an attack on one model bounds no epsilon")
     return problems
 
 
 def _check_whitebox(rec: dict) -> list[str]:
-    """A ``whitebox-audit`` record (``scripts.whitebox_audits``): a named target run, a known source, a lower bound
-    in [0, claimed] (a bound above its claim is a privacy violation to investigate, never a number to publish) and
-    the ratio they give."""
+    """A ``whitebox-audit`` record (``scripts.whitebox_audits``): a named target run, a known source, both lower bounds
+    (``epsilon_lb_cp``, assumption-free; ``epsilon_lb_fdp`` with what its family assumes, ``fdp_assumes``) in [0,
+    claimed] (a bound above its claim is a privacy violation to investigate, never a number to publish), the ratios
+    they give, and a realised pair whose exact epsilon exceeds the claim is not published as a PASS."""
     w = rec.get("whitebox") or {}
     problems = []
     if not rec.get("target_config_hash"):
         problems.append("no target_config_hash: the run it audits is not named")
     if w.get("source") not in ("composed", "pooled"):
         problems.append(f"white-box source {w.get('source')!r} is neither composed nor pooled")
-    lb, claimed = _float(w.get("epsilon_lb")), _float(w.get("claimed"))
-    if not lb >= 0:
-        problems.append(f"white-box epsilon_lb {w.get('epsilon_lb')} is not >= 0")
+    claimed = _float(w.get("claimed"))
     if not claimed > 0:
         problems.append(f"white-box claimed {w.get('claimed')} is not > 0")
-    elif lb > claimed * (1 + RTOL):
-        problems.append(f"white-box epsilon_lb {lb:.6g} exceeds the claim {claimed:.6g}: a violation to investigate")
-    elif not _close(lb / claimed, _float(w.get("ratio"))):
-        problems.append(f"white-box ratio {w.get('ratio')} but epsilon_lb / claimed is {lb / claimed:.6g}")
+    if not str(w.get("fdp_assumes") or "").strip():
+        problems.append("white-box fdp_assumes is missing: the f-DP bound must name the family it assumes")
+    for key, ratio in (("epsilon_lb_cp", "ratio_cp"), ("epsilon_lb_fdp", "ratio_fdp")):
+        lb = _float(w.get(key))
+        if not lb >= 0:
+            problems.append(f"white-box {key} {w.get(key)} is not >= 0")
+        elif claimed > 0 and lb > claimed * (1 + RTOL):
+            problems.append(f"white-box {key} {lb:.6g} exceeds the claim {claimed:.6g}: a violation to investigate")
+        elif claimed > 0 and not _close(lb / claimed, _float(w.get(ratio))):
+            problems.append(f"white-box {ratio} {w.get(ratio)} but {key} / claimed is {lb / claimed:.6g}")
+    # the audit decides the realised pair at its draw rates' lower confidence bounds (pair_epsilon_low) when it
+    # records them (audits.pooled.PooledOutcome.pair_exceeds_claim)
+    pair = w.get("pair_epsilon_low", w.get("pair_epsilon"))
+    if pair is not None and claimed > 0 and _float(pair) > claimed * (1 + RTOL) and w.get("verdict") != "VIOLATION":
+        problems.append(f"white-box pair epsilon {_float(pair):.6g} exceeds the claim {claimed:.6g} but the verdict is "
+                        f"{w.get('verdict')!r}, not VIOLATION")
     if w.get("verdict") == "VIOLATION":  # e.g. the realised pair's exact epsilon above the claim
         problems.append(f"white-box verdict VIOLATION ({w.get('reason') or 'no reason recorded'}): a violation to "
                         "investigate")

@@ -94,11 +94,18 @@ def noise_args(p: argparse.ArgumentParser) -> None:
                         "its noise (default: reproducible from the seed; the run logs which mode it used)")
 
 
-def target_args(p: argparse.ArgumentParser, output_help: str = "also write the results as JSON") -> None:
-    """What picks the trained targets: methods, dataset, split, budget, seeds, overrides, device, output."""
-    p.add_argument("--method", "-m", action="append", required=True, metavar="M[,M...]",
+def target_args(p: argparse.ArgumentParser, output_help: str = "also write the results as JSON",
+                recorded: bool = False) -> None:
+    """What picks the trained targets: methods, dataset, split, budget, seeds, overrides, device, output.
+    ``recorded``: ``--run RUN_ID`` may name recorded runs instead of ``--method``/``--dataset`` (``bench attack``)."""
+    p.add_argument("--method", "-m", action="append", required=not recorded, metavar="M[,M...]",
                    help="method name(s), comma-separated or repeated (see `bench list methods`)")
-    p.add_argument("--dataset", "-d", required=True, help="dataset name, e.g. cora, computers, csbm:nodes=5000")
+    p.add_argument("--dataset", "-d", required=not recorded,
+                   help="dataset name, e.g. cora, computers, csbm:nodes=5000")
+    if recorded:
+        p.add_argument("--run", dest="runs", action="append", default=[], metavar="RUN_ID[,RUN_ID...]",
+                       help="attack the released model a tracked run logged (its MLflow artefact release/, checked "
+                            "against the run's recorded posteriors) instead of training: no --method/--dataset")
     p.add_argument("--split", "-s", help="split name (default: public for Planetoid, ogb for ogbn-*, else random-75-10-15)")
     p.add_argument("--epsilon", "-e", type=_float, help="target epsilon for private methods ('inf' = no noise)")
     p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")

@@ -9,10 +9,12 @@ file, so a published leaderboard rebuilds without the MLflow store. Per dataset 
   with the run's delta; the unit and neighbouring relation the epsilon holds for (the method's ``unit_label``,
   e.g. ``node (in-edges)``, footnoted); whether inference is private;
 * the strongest attack on the unit the claim protects (edge membership for edge-level rows, from the
-  ``edge-attack`` records of ``scripts.unit_attacks``; node membership elsewhere), chosen on held-out data: for
-  each seed, the attack variant with the best mean AUC on the OTHER seeds is taken and its AUC, TPR at 1% FPR and
-  implied epsilon (``attacks.metrics.epsilon_from_counts``, where the record gives counts) on this seed reported
-  (averaged over seeds), so the choice is never made on the numbers it reports. Model-free reference variants
+  ``edge-attack`` records of ``scripts.unit_attacks``; feature rows from the weights for feature-level rows, with the
+  released-prediction game beside it; node membership elsewhere), chosen on held-out data: for each seed, the
+  attack variant with the best mean AUC on the OTHER seeds is taken and its AUC and TPR at 1% FPR on this seed
+  reported (averaged over seeds), so the choice is never made on the numbers it reports. No epsilon is derived
+  from an attack on one model (not a neighbouring-dataset game); the row names the model an attack saw when it
+  is not the recorded run's own. Model-free reference variants
   (``ref-*``) are never candidates; the row says how many variants were. With one seed the maximum is reported and
   marked as such. Edge-level sections keep the strongest node-membership attack as a secondary column;
 * verification: the verdict of ``bench verify`` runs (and of ``bench audit`` runs) of the configuration, and the
@@ -72,8 +74,8 @@ class Row:
     #: attack variant ("attack.variant") -> seed -> AUC / TPR at 1% FPR
     attack_auc: dict[str, dict[int, float]] = field(default_factory=dict)
     attack_tpr: dict[str, dict[int, float]] = field(default_factory=dict)
-    #: attack variant -> seed -> the epsilon its 1%-FPR point implies (records that give the counts)
-    attack_eps: dict[str, dict[int, float]] = field(default_factory=dict)
+    #: attack variant -> seed -> which model the attack saw (:func:`attacked_model`): the recorded run's own, or a refit
+    attack_source: dict[str, dict[int, str]] = field(default_factory=dict)
     audit_lb: list[float] = field(default_factory=list)
     #: the white-box lower bound of the row's seed-0 cell (``whitebox-audit`` records of scripts.whitebox_audits)
     whitebox: dict[str, Any] | None = None
@@ -94,6 +96,8 @@ class Row:
     same_as: list[tuple[str, str]] = field(default_factory=list)
     #: the runs are of a setting a retune has since replaced (:func:`config_records`): shown until the new cells run
     previous: bool = False
+    #: facts about the private data the rows' claims take as public by convention (``PrivacyLedger.conventions``)
+    public_facts: set = field(default_factory=set)
 
     @property
     def label(self) -> str:
@@ -122,8 +126,8 @@ class Row:
 
     def strongest(self, unit: str | None = None) -> "Strongest":
         """The strongest attack on ``unit`` (None: any), chosen on held-out seeds (see the module docstring): its
-        AUC, TPR at 1% FPR and implied epsilon on each seed, averaged; ``held_out`` is False when only one seed has
-        attack results (then: the max)."""
+        AUC and TPR at 1% FPR on each seed, averaged, and which models it saw; ``held_out`` is False when only one
+        seed has attack results (then: the max)."""
         cands = self.candidates(unit)
         if not cands:
             return Strongest(unit or "")
@@ -133,12 +137,15 @@ class Row:
             xs = [d[s] for s in ss if d and s in d]
             return statistics.fmean(xs) if xs else math.nan
 
+        def seen(v: str, ss: list[int]) -> tuple[str, ...]:
+            src = self.attack_source.get(v, {})
+            return tuple(sorted({src.get(s, SOURCE_UNKNOWN) for s in ss if s in self.attack_auc[v]}))
+
         if len(seeds) < 2:
             best = max(cands, key=lambda v: statistics.fmean(self.attack_auc[v].values()))
             return Strongest(unit or attack_infers(best), best, mean(self.attack_auc[best], seeds),
-                             mean(self.attack_tpr.get(best), seeds), mean(self.attack_eps.get(best), seeds),
-                             len(cands), False)
-        aucs, tprs, epss, chosen = [], [], [], []
+                             mean(self.attack_tpr.get(best), seeds), len(cands), False, seen(best, seeds))
+        aucs, tprs, chosen, models = [], [], [], set()
         for s in seeds:
             others = {v: [a for t, a in self.attack_auc[v].items() if t != s] for v in cands}
             pick = max((v for v in cands if others[v] and s in self.attack_auc[v]),
@@ -147,14 +154,13 @@ class Row:
                 continue
             chosen.append(pick)
             aucs.append(self.attack_auc[pick][s])
+            models.update(seen(pick, [s]))
             if s in self.attack_tpr.get(pick, {}):
                 tprs.append(self.attack_tpr[pick][s])
-            if s in self.attack_eps.get(pick, {}):
-                epss.append(self.attack_eps[pick][s])
         # the most frequent pick; among equals the earliest seed's (a set's order would vary with the hash seed)
         name = max(dict.fromkeys(chosen), key=chosen.count) if chosen else ""
         f = lambda xs: statistics.fmean(xs) if xs else math.nan  # noqa: E731
-        return Strongest(unit or attack_infers(name), name, f(aucs), f(tprs), f(epss), len(cands), True)
+        return Strongest(unit or attack_infers(name), name, f(aucs), f(tprs), len(cands), True, tuple(sorted(models)))
 
     def strongest_attack(self, unit: str | None = None) -> tuple[str, float, float, int, bool]:
         """(name, AUC, TPR at 1% FPR, candidates, held_out) of :meth:`strongest`."""
@@ -188,16 +194,41 @@ class Row:
 
 @dataclass
 class Strongest:
-    """A row's strongest attack on one unit: the variant (``attack.variant``), its seed-averaged AUC, TPR at 1% FPR
-    and implied epsilon (NaN where the records give no counts), the number of candidates, whether held out."""
+    """A row's strongest attack on one unit: the variant (``attack.variant``), its seed-averaged AUC and TPR at 1% FPR,
+    the number of candidates, whether held out, and which models the reported seeds' attacks saw
+    (:func:`attacked_model`). No epsilon: an attack on one trained model is not a game between neighbouring
+    datasets, so its rates bound no epsilon (the audits' columns are those games)."""
 
     unit: str
     name: str = ""
     auc: float = math.nan
     tpr: float = math.nan
-    eps: float = math.nan
     candidates: int = 0
     held_out: bool = False
+    models: tuple[str, ...] = ()
+
+
+#: which model an attack saw (``attacked_model`` of attack records; :mod:`bench.release` names them)
+SOURCE_OWN = "recorded run"
+SOURCE_REPRODUCED = "refit, same predictions as the recorded run"
+SOURCE_OTHER = "refit, NOT the recorded run"
+SOURCE_UNKNOWN = "unknown"
+
+
+def attacked_model(rec: dict[str, Any]) -> str:
+    """What model an ``edge-attack``/``feature-attack`` record attacked: the recorded run's released model (loaded
+    from its artefact, or a re-execution that serves the same posteriors), or a refit, labelled by whether it
+    released the recorded predictions (records from before artefacts were logged carry ``reproduces_run``)."""
+    from bench import release
+
+    src = rec.get("attacked_model")
+    if src in (release.SOURCE_RECORDED, release.SOURCE_REEXECUTED):
+        return SOURCE_OWN
+    if src == release.SOURCE_REFIT or rec.get("reproduces_run") is False:
+        return SOURCE_OTHER
+    if rec.get("reproduces_run"):
+        return SOURCE_REPRODUCED
+    return SOURCE_UNKNOWN
 
 
 @functools.lru_cache(maxsize=None)
@@ -296,6 +327,8 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
         row.inference_private = str(tags.get("inference_private", row.inference_private or ""))
         row.hp_source = p.get("hp_source", row.hp_source)
         row.previous = row.previous or bool(rec.get("previous_setting"))
+        if led:
+            row.public_facts |= public_facts(led)
         for name, variants in (rec.get("attacks") or {}).items():
             for variant, vals in variants.items():
                 full = f"{name}.{variant}"
@@ -303,11 +336,11 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
                     row.attack_auc.setdefault(full, {})[seed] = _f(vals["auc"])
                 if vals.get("tpr_at_1pct_fpr") is not None:
                     row.attack_tpr.setdefault(full, {})[seed] = _f(vals["tpr_at_1pct_fpr"])
-                if vals.get("implied_epsilon") is not None:
-                    row.attack_eps.setdefault(full, {})[seed] = _f(vals["implied_epsilon"])
+                row.attack_source.setdefault(full, {})[seed] = SOURCE_OWN  # attacked in the run, its own model
         for k, v in m.items():  # runs logged without the records' attack field (older exports)
             if k.startswith("attack.") and k.endswith(".auc"):
                 row.attack_auc.setdefault(k[len("attack."):-len(".auc")], {})[seed] = _f(v)
+                row.attack_source.setdefault(k[len("attack."):-len(".auc")], {})[seed] = SOURCE_OWN
             elif k.startswith("attack.") and k.endswith(".tpr_at_1pct_fpr"):
                 row.attack_tpr.setdefault(k[len("attack."):-len(".tpr_at_1pct_fpr")], {})[seed] = _f(v)
     _join_attack_records(unit_attacks, runs_of)
@@ -352,9 +385,10 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
 
 
 def _join_attack_records(recs: list[dict[str, Any]], runs_of: dict[str, tuple[Row, int]]) -> None:
-    """Add the attacks of ``edge-attack`` and ``feature-attack`` records (``scripts.unit_attacks``: a refit of a run,
-    attacked afterwards) to the row and seed of the run they refit (its ``config_hash``); a record of a run no row
-    holds (a setting since retuned) is left out. Per run and kind, the newest record wins."""
+    """Add the attacks of ``edge-attack`` and ``feature-attack`` records (``scripts.unit_attacks``: the recorded run's
+    released model, or a labelled refit) to the row and seed of the run they attacked (its ``config_hash``), with
+    which model they saw (:func:`attacked_model`); a record of a run no row holds (a setting since retuned) is left
+    out. Per run and kind, the newest record wins."""
     newest: dict[tuple[str, str], dict[str, Any]] = {}
     for rec in recs:
         h = rec.get("target_config_hash") or (rec.get("params") or {}).get("config_hash")
@@ -364,34 +398,77 @@ def _join_attack_records(recs: list[dict[str, Any]], runs_of: dict[str, tuple[Ro
             newest[key] = rec
     for (h, _), rec in newest.items():
         row, seed = runs_of[h]
+        source = attacked_model(rec)
         for name, variants in (rec.get("attacks") or {}).items():
             for variant, vals in variants.items():
                 full = f"{name}.{variant}"
-                for key, into in (("auc", row.attack_auc), ("tpr_at_1pct_fpr", row.attack_tpr),
-                                  ("implied_epsilon", row.attack_eps)):
+                for key, into in (("auc", row.attack_auc), ("tpr_at_1pct_fpr", row.attack_tpr)):
                     if vals.get(key) is not None:
                         into.setdefault(full, {})[seed] = _f(vals[key])
+                row.attack_source.setdefault(full, {})[seed] = source
 
 
 def _join_whitebox_records(recs: list[dict[str, Any]], runs_of: dict[str, tuple[Row, int]]) -> None:
     """Give each row the white-box bound of ``whitebox-audit`` records (``scripts.whitebox_audits``) naming one of its
-    runs (by ``config_hash``); the newest record wins."""
+    runs (by ``config_hash``), with that run's own claim (its ledger's epsilon, as the row's spent column shows it):
+    a bound measured on other runs (a pooled audit trains its own) says so and names their claim. The newest record
+    wins."""
     for rec in sorted(recs, key=lambda r: r.get("start_time") or 0):
         h = rec.get("target_config_hash") or (rec.get("params") or {}).get("config_hash")
         if h in runs_of and rec.get("whitebox"):
-            runs_of[h][0].whitebox = rec["whitebox"]
+            row, seed = runs_of[h]
+            spent = row.spent[row.seeds.index(seed)] if seed in row.seeds else math.nan
+            row.whitebox = {**rec["whitebox"], "row_seed": seed, "row_claimed": spent}
+
+
+def whitebox_bounds(w: dict[str, Any]) -> tuple[float, float, str]:
+    """(assumption-free lower bound, f-DP lower bound, what the f-DP one assumes) of a white-box record; a record
+    that predates the two named bounds gives NaN for the one it does not name."""
+    cp = _f(w.get("epsilon_lb_cp"))
+    fdp = _f(w.get("epsilon_lb_fdp", w.get("epsilon_lb")))
+    return cp, fdp, str(w.get("fdp_assumes") or ("GDP" if w.get("source") == "pooled" else "?"))
+
+
+def whitebox_claim(w: dict[str, Any]) -> tuple[float, str]:
+    """The claim a white-box bound is read against: the row's own run's (its ledger's epsilon), and a note when the
+    audit measured other runs whose ledgers claim another epsilon (a pooled audit's fresh fits)."""
+    own, audited = _f(w.get("row_claimed")), _f(w.get("claimed"))
+    if math.isnan(own):
+        return audited, ""
+    runs = w.get("runs")
+    if w.get("source") == "pooled" or (not math.isnan(audited) and not math.isclose(own, audited, rel_tol=1e-6)):
+        what = f"{runs} fresh runs" if runs else "other runs"
+        return own, f"measured on {what} of this configuration, claiming {_num(audited, '.4g')}"
+    return own, ""
 
 
 def whitebox_cell(r: Row) -> str:
-    """``lb / claimed = ratio (source)``, or ``-``."""
+    """``assumption-free / f-DP of claim (source; what f-DP assumes; other runs)``, or ``-``."""
     w = r.whitebox
     if not w:
         return "-"
     src = {"composed": "mechanisms composed", "pooled": "whole run"}.get(w.get("source"), w.get("source", "?"))
-    part = " of the NAP releases" if w.get("left_out") else ""
-    pair = f"; pair eps {_num(w.get('pair_epsilon'), '.3g')}" if w.get("pair_epsilon") is not None else ""
-    return (f"{_num(w.get('epsilon_lb'), '.3g')} / {_num(w.get('claimed'), '.3g')} = {_num(w.get('ratio'), '.2f')} "
-            f"({src}{part}{pair})")
+    part = " of part of the ledger" if w.get("left_out") else ""
+    cp, fdp, assumes = whitebox_bounds(w)
+    claim, other = whitebox_claim(w)
+    notes = [f"{src}{part}", f"f-DP assumes {assumes}"] + ([other] if other else [])
+    if w.get("pair_epsilon") is not None:
+        notes.append(f"pair eps {_num(w.get('pair_epsilon'), '.3g')}")
+    if w.get("verdict") and w.get("verdict") != "PASS":
+        notes.append(str(w["verdict"]))
+    return f"{_num(cp, '.3g')} / {_num(fdp, '.3g')} of {_num(claim, '.4g')} ({'; '.join(notes)})"
+
+
+def public_facts(ledger: dict) -> set[str]:
+    """The facts a ledger's claim takes as public (its ``conventions``; for a record from before ledgers named
+    them, what its recipe's family declares public, ``methods.privacy.presets.family``)."""
+    named = {str(c[0]) for c in ledger.get("conventions") or []}
+    if named:
+        return named
+    from methods.privacy import presets
+
+    fam = presets.FAMILIES.get(str((ledger.get("recipe") or {}).get("family")))
+    return set(getattr(fam, "public", ()) or ())
 
 
 def _events_key(ledger: dict) -> str:
@@ -456,7 +533,10 @@ BASE_HEADER = ["method", "unit", "split", "target eps", "spent eps (max)", "delt
 
 
 #: what the claims of a privacy unit's rows protect, as attacks name it (``Attack.unit``)
-CLAIM_UNITS = {"edge": "edge membership", "feature": "feature row", "node": "node membership"}
+CLAIM_UNITS = {"edge": "edge membership", "feature": "feature row (weights only)", "node": "node membership"}
+#: the released-prediction game of the feature unit: what a feature-level claim does NOT bound (the served posterior of
+#: a training node is a function of its own row), shown beside the game it does bound
+RELEASED_PREDICTIONS = "feature row (released predictions)"
 
 
 def section_attack_unit(section: str) -> str:
@@ -465,14 +545,19 @@ def section_attack_unit(section: str) -> str:
     return CLAIM_UNITS.get(section, "node membership")
 
 
+WHITEBOX_HEADER = "white-box eps_lb: assumption-free / f-DP, of the run's claim"
+
+
 def header_for(section: str) -> list[str]:
-    """The columns of a section's table: the strongest attack on the unit its claims protect, with its TPR at 1%
-    FPR and implied epsilon; edge- and feature-level sections add the strongest node-membership attack as a
-    secondary column."""
+    """The columns of a section's table: the strongest attack on the unit its claims protect with its TPR at 1% FPR
+    (AUC and TPR, never an epsilon: see :class:`Strongest`); feature-level sections add the released-prediction game
+    beside it, edge- and feature-level sections the strongest node-membership attack; then the white-box bounds of
+    the row's run and the verification."""
     unit = section_attack_unit(section)
-    return (BASE_HEADER + [f"strongest attack on {unit} (AUC)", "TPR@1%FPR", "implied eps (attack)"]
+    return (BASE_HEADER + [f"strongest attack on {unit} (AUC)", "TPR@1%FPR"]
+            + ([f"attack on {RELEASED_PREDICTIONS} (AUC)", "TPR@1%FPR (released predictions)"] if section == "feature" else [])
             + (["node membership attack (AUC)"] if section in ("edge", "feature") else [])
-            + ["white-box eps_lb / claimed", "verification (eps_lb)"])
+            + [WHITEBOX_HEADER, "verification (eps_lb)"])
 
 
 HEADER = header_for("node")
@@ -486,10 +571,22 @@ def _num(x: float, fmt: str = ".4f") -> str:
     return format(x, fmt)
 
 
+def inference_flag(r: Row) -> bool | None:
+    """Whether the row's served predictions are private: derived from the method's declared inference reads and its
+    unit (:func:`methods.base.inference_private_of`, the one rule ``fit`` applies), so a record tagged under an
+    older, typed flag shows what the method's inference is; the record's tag only where the method is unknown."""
+    from methods.base import Budget, available_methods, inference_private_of
+
+    cls = available_methods().get(r.method)
+    if cls is not None:
+        return inference_private_of(cls, Budget(r.target_epsilon, 0.0 if math.isnan(r.delta) else r.delta))
+    return {"true": True, "false": False}.get(str(r.inference_private).strip().lower())
+
+
 def _inference(r: Row) -> str:
     if r.unit == "none":
         return "-"
-    return {"true": "private", "false": "not private"}.get(str(r.inference_private).strip().lower(), "?")
+    return {True: "private", False: "not private"}.get(inference_flag(r), "?")
 
 
 def _section_of(r: Row) -> str:
@@ -497,11 +594,13 @@ def _section_of(r: Row) -> str:
 
 
 def attack_cell(r: Row, b: Strongest) -> str:
-    """``AUC (attack.variant; held-out choice of N)`` with the outside-claim mark, or ``-``."""
+    """``AUC (attack.variant; held-out choice of N; the model attacked)`` with the model-free reference and the
+    outside-claim mark, or ``-``."""
     if not b.name:
         return "-"
     refs = r.references(b.unit) if b.unit else {}
-    return (f"{_num(b.auc, '.3f')} ({b.name}; {'held-out choice' if b.held_out else 'max'} of {b.candidates})"
+    seen = "" if b.models == (SOURCE_OWN,) else f"; attacked: {', '.join(b.models) or SOURCE_UNKNOWN}"
+    return (f"{_num(b.auc, '.3f')} ({b.name}; {'held-out choice' if b.held_out else 'max'} of {b.candidates}{seen})"
             + "".join(f"; reference {v} (no model): {_num(a, '.3f')}" for v, a in refs.items())
             + attack_unit_note(r, b))
 
@@ -518,8 +617,10 @@ def row_cells(r: Row, section: str | None = None) -> list[str]:
     acc = _num(r.acc_mean)
     cells = [r.label + marks(r), r.unit_label or r.unit, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"),
              "-" if r.unit == "none" or math.isnan(r.delta) or math.isinf(r.spent_max) else f"{r.delta:.0e}",
-             _inference(r), acc, ci, str(len(r.accs)), attack_cell(r, b), _num(b.tpr, ".3f") if b.name else "-",
-             _num(b.eps, ".2f") if b.name else "-"]
+             _inference(r), acc, ci, str(len(r.accs)), attack_cell(r, b), _num(b.tpr, ".3f") if b.name else "-"]
+    if section == "feature":
+        rp = r.strongest(RELEASED_PREDICTIONS)
+        cells += [attack_cell(r, rp), _num(rp.tpr, ".3f") if rp.name else "-"]
     if section in ("edge", "feature"):
         cells.append(attack_cell(r, r.strongest("node membership")))
     return cells + [whitebox_cell(r), verification]
@@ -567,7 +668,16 @@ def footnotes(rows: list[Row]) -> list[str]:
         cls = methods.get(r.method)
         if cls is not None and cls.unit_note:
             notes.setdefault(cls.label(), cls.unit_note)
-    return ([f"{label}: {note}" for label, note in sorted(notes.items())] + identical_results(rows)
+    from methods.privacy.ledger import PUBLIC_FACTS
+
+    public: dict[str, set[str]] = {}
+    for r in rows:
+        for fact in r.public_facts:
+            public.setdefault(fact, set()).add(r.method)
+    conventions = [f"public by convention ({', '.join(sorted(ms))}): {fact}, {PUBLIC_FACTS.get(fact, '')}; their "
+                   "epsilon holds for neighbouring datasets of that size (docs/accounting.md)"
+                   for fact, ms in sorted(public.items())]
+    return ([f"{label}: {note}" for label, note in sorted(notes.items())] + conventions + identical_results(rows)
             + ([PREVIOUS_NOTE] if any(r.previous for r in rows) else []))
 
 
@@ -597,25 +707,36 @@ COLUMN_NOTES = [
     "method '(= other ...)': every seed's run is identical to the other row's (the same ledger and the same test "
     "predictions): the two rows compare nothing at this budget.",
     "strongest attack on <unit>: among the attacks on what the section's claims protect (edge membership in "
-    "edge-level sections: link stealing and LinkTeller on held-out edges and non-edges of the refit released model; "
-    "feature row in feature-level sections: attribute inference, which of two rows, a training node's own or an "
-    "unfitted class-mate's, it held; both scripts/unit_attacks; node membership elsewhere), per seed the variant "
-    "with the best mean AUC on the other seeds (held out), its AUC and TPR at 1% FPR on this seed, averaged; model-free references (ref-*) are never "
-    "candidates but are shown beside it ('reference ... (no model)': link stealing on raw features, what feature "
-    "homophily alone gives the edge game; the candidate row's cosine to its node's neighbours' rows in the feature "
-    "game; an attack near it finds little the model adds); 'of N' = candidates; "
-    "'-': no attack on that unit ran for the row.",
-    "white-box eps_lb / claimed: an empirical lower bound on epsilon in the white-box threat model (every release "
-    "observed) over the claim of the row's seed-0 run (scripts/whitebox_audits, bench audit): GAP/ProGAP/EdgeRand/"
-    "PrivGNN/PATE from the mechanism-level audits of the run's own ledger events, composed (GDP for NAP, a sum for "
-    "EdgeRand's two pure releases, one answered query's binary channel composed over the queries; 'of the NAP "
-    "releases': node-level GAP's DP-SGD heads are left out, so the bound covers part of the ledger); DP-SGD rows "
-    "from a whole-run pooled audit with gradient canaries (f-DP estimate; 'pair eps': the exact epsilon of the "
-    "audited pair, the most this audit could show); '-': not run (pooled audits on Cora only).",
-    "implied eps (attack): ln((TPR - delta) / FPR) (or the TNR/FNR side) at the attack's 1%-FPR point with one-sided "
-    "Clopper-Pearson bounds on its counts, mean over seeds; a heuristic indication, not an "
-    "audit: the edge and feature games' members and non-members are many pairs or rows of one trained model, not one "
-    "unit's neighbouring datasets. '-' where the records give no counts (the node attacks' records).",
+    "edge-level sections: link stealing and LinkTeller on held-out edges and non-edges; feature row (weights only) "
+    "in feature-level sections: attribute inference from the released model's weights, which of two rows, a "
+    "training node's own or an unfitted class-mate's, it held; both scripts/unit_attacks; node membership "
+    "elsewhere), per seed the variant with the best mean AUC on the other seeds (held out), its AUC and TPR at 1% "
+    "FPR on this seed, averaged; model-free references (ref-*) are never candidates but are shown beside it "
+    "('reference ... (no model)': link stealing on raw features, what feature homophily alone gives the edge game; "
+    "the candidate row's cosine to its node's neighbours' rows in the feature game; an attack near it finds little "
+    "the model adds); 'of N' = candidates; '-': no attack on that unit ran for the row. Attack strength is AUC and "
+    "TPR at low FPR, never an epsilon: members and non-members are many edges or rows of one trained model, not "
+    "neighbouring datasets, so no epsilon follows from these rates (the white-box and verification columns are "
+    "such games).",
+    "attacked: which model the attack saw, when not the row's recorded run itself (its own model in the run, or "
+    "its released model loaded from the run's artefact): 'refit, same predictions as the recorded run' (a refit "
+    "that released the recorded test predictions) or 'refit, NOT the recorded run' (its numbers describe another "
+    "model).",
+    "attack on feature row (released predictions) (feature-level sections): the same two-row game when the "
+    "attacker also sees the released posteriors of the training nodes (attacks.features released-prediction: the "
+    "candidate row whose query reproduces the node's released posterior). A feature-level epsilon bounds the "
+    "weights only: a training node's served posterior is a deterministic function of its own row, so this game "
+    "is outside the claim, and near 1 for a model that serves them (inference 'not private').",
+    "white-box eps_lb: two empirical lower bounds on epsilon in the white-box threat model (every release "
+    "observed), of the claim of the row's seed-0 run (its ledger's epsilon): assumption-free (Clopper-Pearson "
+    "rates, no assumption on the mechanism) / f-DP (the strongest member of an assumed family of trade-off "
+    "curves that the measured point rules out; 'f-DP assumes GDP': Gaussian trade-off; a mechanism whose curve "
+    "is not of that shape can make it exceed what the data show). GAP/ProGAP/EdgeRand/PrivGNN/PATE from the "
+    "mechanism-level audits of the run's own ledger events, composed as privacy-loss distributions "
+    "(scripts/whitebox_audits; 'of part of the ledger': node-level GAP's DP-SGD heads are left out); DP-SGD rows "
+    "from a whole-run pooled audit with gradient canaries of fresh runs of the configuration (named, with their "
+    "claim; 'pair eps': the exact epsilon of the audited pair, the most this audit could show); '-': not run "
+    "(pooled audits on Cora only).",
     "node membership attack (edge- and feature-level sections): the strongest node-membership attack, kept for "
     "comparison; an edge- or feature-level claim does not cover it.",
     "verification: bench verify / bench audit verdicts of the configuration and the largest empirical epsilon lower "
@@ -639,14 +760,17 @@ def to_markdown(rows: list[Row], title: str) -> str:
 CSV_COLUMNS = ["dataset", "privacy_unit", "unit_label", "method", "split", "target_epsilon", "spent_epsilon_max",
                "delta", "inference_private", "test_acc_mean", "ci_low", "ci_high", "seeds", "strongest_attack_unit",
                "strongest_attack", "strongest_attack_auc", "strongest_attack_tpr_at_1pct_fpr",
-               "strongest_attack_implied_epsilon", "attack_candidates", "held_out_choice",
+               "strongest_attack_attacked_model", "attack_candidates", "held_out_choice",
                "strongest_attack_outside_claim", "node_membership_attack", "node_membership_auc",
-               "node_membership_tpr_at_1pct_fpr", "node_membership_implied_epsilon", "edge_membership_attack",
-               "edge_membership_auc", "edge_membership_tpr_at_1pct_fpr", "edge_membership_implied_epsilon",
+               "node_membership_tpr_at_1pct_fpr", "node_membership_attacked_model", "edge_membership_attack",
+               "edge_membership_auc", "edge_membership_tpr_at_1pct_fpr", "edge_membership_attacked_model",
                "edge_membership_reference", "edge_membership_reference_auc", "feature_row_attack", "feature_row_auc",
-               "feature_row_tpr_at_1pct_fpr", "feature_row_implied_epsilon", "feature_row_reference",
-               "feature_row_reference_auc", "whitebox_epsilon_lb", "whitebox_claimed",
-               "whitebox_ratio", "whitebox_source", "verification_epsilon_lb", "verification_verdict", "hp_source", "same_as", "previous_setting"]
+               "feature_row_tpr_at_1pct_fpr", "feature_row_attacked_model", "feature_row_reference",
+               "feature_row_reference_auc", "released_predictions_attack", "released_predictions_auc",
+               "released_predictions_tpr_at_1pct_fpr", "released_predictions_attacked_model",
+               "whitebox_epsilon_lb_assumption_free", "whitebox_epsilon_lb_fdp", "whitebox_fdp_assumes",
+               "whitebox_claimed", "whitebox_measured_on", "whitebox_source", "verification_epsilon_lb",
+               "verification_verdict", "hp_source", "same_as", "previous_setting"]
 
 
 def to_csv(rows: list[Row]) -> str:
@@ -659,20 +783,28 @@ def to_csv(rows: list[Row]) -> str:
     w.writerow(CSV_COLUMNS)
 
     def nums(b: Strongest) -> list[Any]:
-        return [b.name, *("" if not b.name or math.isnan(x) else x for x in (b.auc, b.tpr, b.eps))]
+        return [b.name, *("" if not b.name or math.isnan(x) else x for x in (b.auc, b.tpr)), "; ".join(b.models)]
+
+    def whitebox(w: dict[str, Any] | None) -> list[Any]:
+        if not w:
+            return [""] * 6
+        cp, fdp, assumes = whitebox_bounds(w)
+        claim, other = whitebox_claim(w)
+        return ["" if math.isnan(cp) else cp, "" if math.isnan(fdp) else fdp, assumes, claim,
+                other or "the row's seed-0 run", w.get("source", "")]
 
     for r in rows:
         b = r.strongest(r.claim_unit)
         outside = strongest_attack_unit(r, b)[1]
-        refs, frefs = r.references("edge membership"), r.references("feature row")
+        refs, frefs = r.references("edge membership"), r.references(CLAIM_UNITS["feature"])
         w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max, r.delta,
-                    r.inference_private, r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
+                    "" if inference_flag(r) is None else str(inference_flag(r)).lower(), r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
                     len(r.accs), r.claim_unit, *nums(b), b.candidates, b.held_out, outside,
                     *nums(r.strongest("node membership")), *nums(r.strongest("edge membership")),
                     "; ".join(refs), "; ".join(str(a) for a in refs.values()),
-                    *nums(r.strongest("feature row")), "; ".join(frefs), "; ".join(str(a) for a in frefs.values()),
-                    *([r.whitebox.get(k, "") for k in ("epsilon_lb", "claimed", "ratio", "source")] if r.whitebox
-                      else ["", "", "", ""]), max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
+                    *nums(r.strongest(CLAIM_UNITS["feature"])), "; ".join(frefs),
+                    "; ".join(str(a) for a in frefs.values()), *nums(r.strongest(RELEASED_PREDICTIONS)),
+                    *whitebox(r.whitebox), max(r.audit_lb) if r.audit_lb else "", r.verdict, r.hp_source,
                     "; ".join(f"{o}: {w}" if w else o for o, w in r.same_as), r.previous])
     return buf.getvalue()
 

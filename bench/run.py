@@ -69,6 +69,9 @@ class RunSpec:
     diagnostics: bool = False
     # use the checked-in hyperparameters of configs/hparams.yaml for a method and dataset (bench.hparams)
     hparams: bool = True
+    # log the released model (bench.release: weights, cached noisy aggregates, a released graph, and the served
+    # model) as the run's artefact ``release/``, which attacks and audits of the recorded run load
+    log_release: bool = True
 
 
 @dataclass
@@ -290,6 +293,10 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
                          "epsilon": spent, "fit_seconds": seconds})
         run.log_dict(fitted.ledger.to_dict(), "ledger.json")
         run.log_dict(released, "info.json")
+        if spec.log_release:
+            from bench import release
+
+            release.log(run, fitted, task)
         inference_private = released.get("inference_private")
         run.set_tags({"inference_private": "n/a" if inference_private is None else inference_private,
                       "unit_label": cls.label(), "predictions_hash": predictions_hash(task, proba)})
@@ -300,7 +307,8 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
 
             target = Target(task, method, budget, fitted, streams, p.device)
             reports = attack_one(p.attacks, target, run, experiment=spec.experiment, track=spec.track,
-                                 progress=spec.progress, run_name=name, tags=spec.tags)
+                                 progress=spec.progress, run_name=name,
+                                 tags={**spec.tags, "attacked_model": "the run's own model, in memory"})
         return RunResult(cls.name, p.dataset.name, p.split, seed, cls.privacy_unit, metrics, spent, budget.delta,
                          budget.epsilon, run.run_id, seconds, released, reports, cls.label(),
                          None if inference_private is None else bool(inference_private),
@@ -437,3 +445,4 @@ def tracked_runs(results: list[RunResult], experiment: str = DEFAULT_EXPERIMENT,
             if a.get("run_id"):
                 rows.append([f"  {a['run_id']}", f"  attack {a['attack']} (child run)"])
     return header + "\n" + format_table(["run id", "name"], rows)
+

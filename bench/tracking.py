@@ -140,6 +140,27 @@ def client_download_text(run_id: str, artifact_file: str) -> str:
         return Path(path).read_text()
 
 
+def download_artifacts(run_id: str, artifact_path: str, dst: str | os.PathLike) -> Path:
+    """Download a run's artefact folder (or file) ``artifact_path`` into ``dst``; its local path
+    (FileNotFoundError if the run has none of that name)."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    try:
+        path = Path(client().download_artifacts(run_id, artifact_path, str(dst)))
+    except Exception as e:  # MLflow raises its own exception types for a missing artifact or run
+        raise FileNotFoundError(f"{artifact_path} of run {run_id}: {e}") from None
+    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+        raise FileNotFoundError(f"{artifact_path} of run {run_id}: no such artefact")
+    return path
+
+
+def has_artifacts(run_id: str, artifact_path: str) -> bool:
+    """Whether the run exists in the store and holds artefacts under ``artifact_path``."""
+    try:
+        return bool(client().list_artifacts(run_id, artifact_path))
+    except Exception:  # no such run (MLflow's own exception types)
+        return False
+
+
 #: tracked paths no run reads: published results and documentation. A sweep appends to its export under docs/ as
 #: it goes, so counting them would mark every run after the first of a committed grid ``-dirty``
 NOT_CODE = ("docs",)
@@ -254,6 +275,11 @@ class TrackedRun:
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         if self.enabled:
             client().log_figure(self.run_id, figure, artifact_file)
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str) -> None:
+        """Every file of ``local_dir`` under the run's artefact folder ``artifact_path``."""
+        if self.enabled:
+            client().log_artifacts(self.run_id, str(local_dir), artifact_path)
 
     def end(self, status: str = "FINISHED", error: str | None = None) -> None:
         if not self.enabled or self._ended:

@@ -16,7 +16,7 @@ import pkgutil as _pkgutil
 from typing import Any
 
 INFRASTRUCTURE = frozenset({"base", "models", "training", "dpsgd", "subgraphs", "privacy", "samplers", "errors",
-                            "streams", "device", "progress", "mechanisms"})
+                            "streams", "device", "progress", "mechanisms", "inference"})
 
 _LAZY = {
     "BenchError": "methods.errors", "BudgetError": "methods.errors", "ConfigError": "methods.errors",

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import Tensor
 
+from methods import inference
 from methods.errors import BenchError, BudgetError, ConfigError, ContractViolation  # noqa: F401 (re-exported)
 from methods.streams import RunStreams
 
@@ -276,7 +277,8 @@ class Fitted(ABC):
 
     ``ledger`` records every private mechanism that touched the data; ``epsilon(delta)`` is what
     the accountant computes from it (never the target). ``history`` holds per-epoch metrics and
-    ``info`` facts about the run (for example ``inference_private``).
+    ``info`` facts about the run; ``info["inference_private"]`` is derived from the method's declaration
+    (:func:`inference_private_of`), never typed by the method.
 
     Releases and diagnostics. What a run releases is the served model and the facts in ``info`` that are
     functions of public data or of the DP releases (noise multipliers, step counts, the ledger). Anything a
@@ -302,7 +304,7 @@ class Fitted(ABC):
 
         A method that claims private inference (``info["inference_private"]``) must say what it releases:
         the contract tests check that, with the release held fixed, no served output depends on another
-        private unit's data. ``None``: not declared.
+        private unit's data, nor on any data the method's ``inference_reads`` leaves out. ``None``: not declared.
         """
         return None
 
@@ -369,6 +371,15 @@ class Method(ABC):
     #: why the released model answers no query on attacker-supplied node features (``Fitted.predict_proba_features``,
     #: LinkTeller's queries), when the reason is the privacy claim rather than a missing implementation
     feature_query_note: ClassVar[str] = ""
+    #: ``info`` keys that are outputs of the run's DP mechanisms (post-processing of a noisy release: a selected
+    #: epoch, a noisy count): they may differ between neighbouring datasets. Every other released key must be a
+    #: function of public data and of the facts the ledger names public (``PrivacyLedger.conventions``);
+    #: tests/test_contract_conventions.py holds every method to it
+    noisy_info: ClassVar[frozenset[str]] = frozenset()
+    #: what served inference reads besides the released weights (:mod:`methods.inference`: own-features,
+    #: other-features, edges, labels, public, release); ``info["inference_private"]`` is derived from it and the unit.
+    #: Undeclared: every raw input, so not private
+    inference_reads: ClassVar[frozenset[str]] = inference.READS_EVERYTHING
 
     def __init__(self, **overrides: Any) -> None:
         self.config = make_config(self.Config, overrides, owner=self.name or type(self).__name__)
@@ -416,6 +427,7 @@ class Method(ABC):
         ctx = FitContext(task, budget, streams, resolve_device(device), progress)
         with streams.global_torch("dropout", device=ctx.device):
             fitted = self._fit(ctx)
+        declare_inference(self, fitted, budget)
         check_fitted(self, fitted, budget)
         return fitted
 
@@ -449,7 +461,23 @@ def fit_method(method: Method, task: Task, budget: Budget, streams: RunStreams, 
         raise ConfigError(f"--secure-noise needs a method built on Method._fit; {method.name or type(method).__name__} "
                           "overrides fit and seeds its own noise")
     seed = streams.seed if not streams.lineage else streams.int_seed("seed") % (2 ** 31)
-    return method.fit(task, budget, seed=seed, device=device, progress=progress)
+    fitted = method.fit(task, budget, seed=seed, device=device, progress=progress)
+    declare_inference(method, fitted, budget)
+    return fitted
+
+
+def inference_private_of(method: Method | type[Method], budget: Budget) -> bool:
+    """Whether ``method``'s served predictions are private under ``budget``: derived from its privacy unit and its
+    ``inference_reads`` (:func:`methods.inference.inference_private`, whose docstring states the rule)."""
+    return inference.inference_private(method.privacy_unit, method.inference_reads, budget.is_private)
+
+
+def declare_inference(method: Method, fitted: Any, budget: Budget) -> None:
+    """Write the derived ``info["inference_private"]`` into a fit that does not state it (a fit that states it is
+    held to the derivation by :func:`check_fitted`)."""
+    info = getattr(fitted, "info", None)
+    if isinstance(info, dict):
+        info.setdefault("inference_private", inference_private_of(method, budget))
 
 
 def check_fitted(method: Method, fitted: Any, budget: Budget) -> None:
@@ -465,6 +493,7 @@ def check_fitted(method: Method, fitted: Any, budget: Budget) -> None:
                                 f", not a PrivacyLedger")
     if not isinstance(getattr(fitted, "info", None), dict) or not isinstance(getattr(fitted, "history", None), list):
         raise ContractViolation(f"{name}: a Fitted needs info (dict) and history (list)")
+    _check_inference_flag(name, method, fitted, budget)
     if not method.is_private:
         if fitted.ledger.non_private_use is None:
             raise ContractViolation(f"{name} is not private but its ledger does not say so")
@@ -476,6 +505,25 @@ def check_fitted(method: Method, fitted: Any, budget: Budget) -> None:
                                     f"delta={budget.delta:g}: a method bug")
         _check_history_ends_final(name, fitted, eps)
     _check_reported_sampling(name, fitted)
+
+
+def _check_inference_flag(name: str, method: Method, fitted: Any, budget: Budget) -> None:
+    """``info["inference_private"]`` is the derivation from the method's unit and ``inference_reads``, whatever the
+    method (a flag typed by hand, or inherited from a parent with another unit, is refused)."""
+    want = inference_private_of(method, budget)
+    have = fitted.info.get("inference_private")
+    if have is None:
+        raise ContractViolation(f"{name}: info['inference_private'] is missing (Method.fit and fit_method derive it)")
+    if have is not want:
+        unit, reads = method.privacy_unit, method.inference_reads
+        if want:
+            why = f"its declared reads ({', '.join(sorted(reads)) or 'the weights only'}) are private at {unit} level"
+        elif unit in inference.PROTECTED and budget.is_private:
+            why = f"its inference reads {', '.join(inference.violated(unit, reads))}, which the {unit}-level unit protects"
+        else:
+            why = "there is no privacy claim"
+        raise ContractViolation(f"{name}: info['inference_private'] = {have!r}, but inference is "
+                                f"{'private' if want else 'not private'}: {why} (methods.inference)")
 
 
 #: ``info`` keys that state what the sampler's population or rate was, and the ledger fields they must match
@@ -522,6 +570,10 @@ def register(name: str):
             raise TypeError(f"@register({name!r}) must decorate a Method subclass")
         if cls.privacy_unit not in PRIVACY_UNITS:
             raise ConfigError(f"method {name}: privacy_unit must be one of {PRIVACY_UNITS}")
+        try:
+            cls.inference_reads = inference.check_reads(cls.inference_reads, f"method {name}")
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         prev = _REGISTRY.get(name)
         if prev is not None and prev.__qualname__ != cls.__qualname__:
             raise ConfigError(f"method name {name!r} is already registered by {prev.__module__}.{prev.__qualname__}")

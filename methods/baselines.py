@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from methods import inference as I
 from methods.base import FitContext, Method, Task, register
 from methods.models import Backbone
 from methods.privacy import PrivacyLedger
@@ -67,6 +68,7 @@ class FullBatchMethod(Method):
 
     arch: ClassVar[str] = "mlp"
     privacy_unit = "none"
+    inference_reads = frozenset({I.OWN_FEATURES, I.OTHER_FEATURES, I.EDGES})  # a forward over the task's graph
     Config = FullBatchConfig
     smoke_config = {"epochs": 10, "hidden": 16, "patience": 0}
 
@@ -89,7 +91,7 @@ class FullBatchMethod(Method):
             model, task, lr=c.lr, weight_decay=c.weight_decay, epochs=c.epochs, patience=c.patience,
             device=ctx.device, normalize_features=normalize, progress=ctx.progress, desc=self.name)
         ledger = PrivacyLedger.non_private(f"{self.name}: non-private training on labels, features and edges")
-        info = {"best_epoch": result.best_epoch, "epochs_run": len(result.history), "inference_private": False}
+        info = {"best_epoch": result.best_epoch, "epochs_run": len(result.history)}
         # no claim: serving attacker-chosen features (LinkTeller's queries) changes nothing the ledger says
         return FeatureQueryFitted(result.model, g_eval, ledger, result.history, info, feature_map=feature_map(normalize))
 
@@ -98,6 +100,7 @@ class FullBatchMethod(Method):
 class MLPMethod(FullBatchMethod):
     description = "MLP on node features only (ignores the graph), full-batch, non-private"
     arch = "mlp"
+    inference_reads = frozenset({I.OWN_FEATURES})
 
 
 @register("gcn")

@@ -3,7 +3,10 @@
 Each step draws a Poisson sample of the training nodes (rate = batch_size / #train), clips each
 node's gradient to C, adds N(0, (z C)^2) to the sum and divides by the expected batch size. The noise
 multiplier z is calibrated so that the ledger -- ``steps x PoissonGaussian(rate, z)``, add/remove of a
-node -- meets the target epsilon. The graph is never used, so inference is private at no cost.
+node -- meets the target epsilon. The rate and the steps ceil(n / B) per epoch are functions of the number of
+training nodes n, which the claim takes as public (the ledger names it: ``presets.dp_mlp``'s convention). The graph
+is never used: a node is served from its own row alone, which is private inference at node level (the querier's own
+input) and not at feature level, where that row is the protected unit (``methods.inference``).
 
 Model selection uses no private label: the final model is released (validation accuracy is only
 logged), since picking the best epoch on validation labels would be an unaccounted release.
@@ -17,6 +20,7 @@ from typing import Literal
 
 import torch
 
+from methods import inference as I
 from methods.base import ConfigError, FitContext, Method, register
 from methods.baselines import row_normalized
 from methods.dpsgd import DPOptimizer, FixedSizeSampler, PoissonSampler
@@ -60,6 +64,7 @@ class DPMLP(Method):
     description = "MLP on node features with DP-Adam (node-level; Poisson-sampled DP-SGD)"
     privacy_unit = "node"
     gradient_canaries = True
+    inference_reads = frozenset({I.OWN_FEATURES})
     Config = DPMLPConfig
     smoke_config = {"epochs": 3, "hidden": 16, "batch_size": 32}
 
@@ -133,8 +138,7 @@ class DPMLP(Method):
             ledger = ledger_for(z, done)
         else:
             ledger = PrivacyLedger.non_private(f"{self.name} trained without noise (epsilon=inf requested)")
-        info = {"noise_multiplier": z, "sampling_rate": sampler.expected_size / n, "steps": done,
-                "inference_private": True}
+        info = {"noise_multiplier": z, "sampling_rate": sampler.expected_size / n, "steps": done}
         # an MLP reads no graph: a query on attacker-chosen features is post-processing of the released weights
         return FeatureQueryFitted(_MLPModule(net), GraphInput(x_all.to(dev), torch.empty(2, 0, dtype=torch.long)),
                                   ledger, history, info, feature_map=feature_map(norm))

@@ -37,13 +37,15 @@ Privacy: what the ledger certifies, and what it does not
   Hypergeometric(N, N(K,r), m) count of differing examples (each differing by <= 2C), so Theorem 1 holds with
   N = the larger dataset's training count; the ledger uses the actual N_train, which also covers adding a
   node (Hypergeometric(N+1, .) is stochastically smaller).
+* Training-set size. m = min(B, N), the steps (epochs x ceil(N / m)) and lambda are calibrated to N and released
+  (:func:`calibrate`), and add/remove neighbours differ in N, so the claim takes N as public, as DP-SGD's
+  accounting conventionally does; the ledger names it (``conventions``, from ``presets.dpgnn``).
 * Transductive setting. The trees contain non-training nodes (features only, as leaves: only training nodes
   have children) and Lemma 1 bounds their occurrences too, so training protects every node's features,
   label and incoming edges. Validation and test labels are never read during training and the final model
   is released (no epoch is picked on validation labels).
 * Inference is not private: predictions use every node's full neighbourhood (the paper's choice), so the
-  released posteriors of a node depend on its neighbours' features without noise.
-  ``info["inference_private"] = False``.
+  released posteriors of a node depend on its neighbours' features without noise (``inference_reads``).
 * Clipping threshold. The paper sets C to the 75th percentile of gradient norms at initialisation on the
   training data, an unaccounted release. Here C is fixed (``clip``), or adapted privately
   (``adaptive_clipping``: Andrew et al. 2021's geometric update towards ``clip_quantile``). The adaptive
@@ -67,7 +69,8 @@ from typing import ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
-from methods.base import BudgetError, ConfigError, FitContext, Method, Task, register
+from methods import inference as I
+from methods.base import Budget, BudgetError, ConfigError, FitContext, Method, Task, register
 from methods.dpsgd import DPOptimizer, FixedSizeSampler, QuantileClipping
 from methods.models import GraphInput, SparseFeatures, SparseRows
 from methods.privacy import PrivacyLedger, calibrate_noise, calibrate_steps, presets
@@ -318,6 +321,35 @@ class _Prepared:
         return self
 
 
+def run_ledger(num_train: int, c: DPGNNConfig, lam: float, steps: int) -> PrivacyLedger:
+    """Theorem 1 over ``steps`` steps of m = min(B, N) of N = ``num_train`` trees (``presets.dpgnn``)."""
+    return presets.dpgnn(num_train=num_train, batch_size=min(c.batch_size, num_train), max_degree=c.max_degree,
+                         layers=c.layers, noise_multiplier=lam, steps=steps)
+
+
+def calibrate(num_train: int, c: DPGNNConfig, budget: Budget) -> tuple[int, int, int, float]:
+    """(m, steps per epoch, steps, lambda) for N = ``num_train`` training trees: m = min(B, N), ceil(N / m) steps
+    per epoch, and either lambda calibrated for ``epochs`` epochs or, with ``noise_multiplier`` set, the most steps
+    that lambda affords. All four are released and are functions of N, which add/remove neighbours do not share
+    (epsilon 4, delta 1e-4, m 2000, K 10, r 1, 30 epochs: N = 10000 gives T = 150, lambda = 3.019; N = 10001
+    gives T = 180, lambda = 3.298): N is public by convention, and the ledger names it (``conventions``)."""
+    m = min(c.batch_size, num_train)  # a graph with fewer training trees than the batch: every tree in each step
+    steps_per_epoch = math.ceil(num_train / m)
+    max_steps = c.epochs * steps_per_epoch
+    if not budget.is_private:
+        return m, steps_per_epoch, max_steps, 0.0
+    if c.noise_multiplier is None:
+        lam = calibrate_noise(lambda z: run_ledger(num_train, c, z, max_steps), budget.epsilon, budget.delta)
+        return m, steps_per_epoch, max_steps, lam
+    lam = c.noise_multiplier
+    steps = calibrate_steps(lambda t: run_ledger(num_train, c, lam, t), budget.epsilon, budget.delta,
+                            max_steps=max_steps)
+    if steps == 0:
+        raise BudgetError(f"noise multiplier {lam:g} cannot take even one step within "
+                          f"epsilon={budget.epsilon:g}, delta={budget.delta:g}")
+    return m, steps_per_epoch, steps, lam
+
+
 class DPGNN(Method):
     """DP-GNN with DP-SGD (Algorithm 4). See the module docstring for the privacy argument."""
 
@@ -327,9 +359,11 @@ class DPGNN(Method):
     unit_note = ("the paper's relation: a node owns its features, label and its own incoming edge list (graphs "
                  "treated as directed); not the undirected node-level relation of gap-node/progap-node")
     gradient_canaries = True
+    inference_reads = frozenset({I.OWN_FEATURES, I.OTHER_FEATURES, I.EDGES})  # full neighbourhoods
     Config: ClassVar[type] = DPGNNSGDConfig
     settings = ("transductive", "inductive")
     optimizer: ClassVar[str] = "sgd"
+    noisy_info = frozenset({"final_clip"})  # adaptive clipping follows the noisy counts
     smoke_config = {"epochs": 2, "batch_size": 32, "hidden": 16, "heads": 2, "max_degree": 3, "max_children": 5}
 
     def prepare(self, task: Task, gen: torch.Generator, grams: bool = True) -> _Prepared:
@@ -368,29 +402,14 @@ class DPGNN(Method):
         prep = self.prepare(task, ctx.generator("subgraphs"))
         n = prep.num_train
         occ = occurrence_bound(c.max_degree, c.layers)
-        m = min(c.batch_size, n)  # a graph with fewer training trees than the batch: every tree in each step
-        steps_per_epoch = math.ceil(n / m)
-        max_steps = c.epochs * steps_per_epoch
+        m, steps_per_epoch, steps, lam = calibrate(n, c, budget)
         count_std = (m / 20.0 if c.count_noise_std is None else c.count_noise_std) if c.adaptive_clipping else None
         lam_count = None if count_std is None else count_std / occ
 
         def ledger(lam: float, steps: int) -> PrivacyLedger:
-            return presets.dpgnn(num_train=n, batch_size=m, max_degree=c.max_degree, layers=c.layers,
-                                 noise_multiplier=lam, steps=steps)
+            return run_ledger(n, c, lam, steps)
 
-        if budget.is_private:
-            if c.noise_multiplier is None:
-                steps = max_steps
-                lam = calibrate_noise(lambda z: ledger(z, steps), budget.epsilon, budget.delta)
-            else:
-                lam = c.noise_multiplier
-                steps = calibrate_steps(lambda t: ledger(lam, t), budget.epsilon, budget.delta, max_steps=max_steps)
-                if steps == 0:
-                    raise BudgetError(f"noise multiplier {lam:g} cannot take even one step within "
-                                      f"epsilon={budget.epsilon:g}, delta={budget.delta:g}")
-            lam_grad = gradient_noise_multiplier(lam, lam_count)
-        else:
-            steps, lam, lam_grad = max_steps, 0.0, 0.0
+        lam_grad = gradient_noise_multiplier(lam, lam_count) if budget.is_private else 0.0
 
         with ctx.init():
             model = DPGNNModel(task.num_features, task.num_classes, c.backbone, c.hidden, c.layers,
@@ -441,7 +460,7 @@ class DPGNN(Method):
                                f"multiplier, gradient lambda {lam_grad:.4g}")
         info = {"noise_multiplier": lam, "gradient_noise_multiplier": lam_grad, "steps": steps,
                 "steps_per_epoch": steps_per_epoch, "num_train_subgraphs": n, "occurrence_bound": occ,
-                "batch_size": m, "final_clip": dp.clip, "inference_private": False,
+                "batch_size": m, "final_clip": dp.clip,
                 "inference": "full neighbourhoods (the paper's choice): not private",
                 # exact counts of the sampled graph: no ledger covers them
                 "diagnostic": dict(prep.sampler_stats)}

@@ -23,7 +23,7 @@ sampling probability m / M', recorded as ``FixedSizeGaussian(population=M', samp
   so it may be used (the run logs ``accounting_population`` and ``accounting_rule``).
 
 Inference is the paper's: a full-graph GCN forward with the trained weights. It reads every node's
-features without noise, so predictions are not private (``info["inference_private"] = False``); the
+features without noise, so predictions are not private (``inference_reads``; ``methods.inference``); the
 released weights are.
 """
 
@@ -35,6 +35,7 @@ from typing import ClassVar, Literal
 
 import torch
 
+from methods import inference as I
 from methods.base import Budget, BudgetError, ConfigError, ContractViolation, FitContext, Method, Task, register
 from methods.dpsgd import DPOptimizer, FixedSizeSampler
 from methods.models import (DenseGCN, GraphInput, SparseFeatures, SparseRows, _csr_tensor, _gather_rows,
@@ -109,6 +110,9 @@ class WalkSet:
 
 class _RandomWalkTraining:
     """What DRW, DRW-R, DRW-D and RW share: the subgraphs, the model and the full-graph release."""
+
+    #: the paper's inference: a full-graph GCN forward over every raw row and edge
+    inference_reads = frozenset({I.OWN_FEATURES, I.OTHER_FEATURES, I.EDGES})
 
     def _setup(self, task: Task, c: DRWConfig):
         self.check_task(task)
@@ -275,7 +279,7 @@ class DRWBase(_RandomWalkTraining, Method):
         info = {"steps": steps, "batch_size": m, "num_subgraphs": used.num_examples,
                 "accounting_population": populations if len(populations) > 1 else populations[0],
                 "accounting_rule": rule, "noise_multiplier": c.noise_multiplier, "resample_period": period,
-                "resamples": runs - 1, "inference_private": False,
+                "resamples": runs - 1,
                 "inference_note": "full-graph GCN forward over all features (the paper's inference)"}
         return FeatureQueryFitted(_FullGraph(model), g_eval, ledger, history, info,
                                   feature_map=feature_map(c.features == "row"))
@@ -450,6 +454,6 @@ class RW(_RandomWalkTraining, Method):
         bar.close()
         model.load_state_dict(best_state)
         ledger = PrivacyLedger.non_private("rw: non-private training on random-walk subgraphs")
-        info = {"num_subgraphs": walks.num_examples, "batch_size": m, "inference_private": False}
+        info = {"num_subgraphs": walks.num_examples, "batch_size": m}
         return FeatureQueryFitted(_FullGraph(model), g_eval, ledger, history, info,
                                   feature_map=feature_map(c.features == "row"))

@@ -1,20 +1,27 @@
-"""Unit-matched attacks for the leaderboard's edge- and feature-level rows (issue 31): what the "strongest attack on
-<unit>" columns read.
+"""Unit-matched attacks for the leaderboard's edge- and feature-level rows: what the "strongest attack on <unit>"
+columns read.
 
     python -m scripts.unit_attacks [--level edge|feature] [--datasets cora citeseer] [--out FILE]
-        [--config configs/leaderboard.yaml] [--runs docs/leaderboard/runs] [--dry-run]
+        [--config configs/leaderboard.yaml] [--runs docs/leaderboard/runs] [--rerun-missing | --refit] [--dry-run]
 
 For every run of the config's attack seeds that a row of ``--level`` or a non-private reference on the same split
-holds (the records in ``--runs``, current settings only), the script refits the run exactly as it ran (method,
-recorded hyperparameters, budget, seed), checks that the refit releases the recorded predictions, and plays the
-level's game against it: edge (``attacks.edges``): ``link-stealing`` (He et al. 2021) and ``linkteller`` (Wu et
-al. 2022, where the released model answers feature queries); feature (``attacks.features``):
-``attribute-inference`` (Yeom et al. 2018's loss-based attribute inference as a replace-one test). One compact
+holds (the records in ``--runs``, current settings only), the script loads the run's released model from the
+tracking store (:mod:`bench.release`: the artefact the run logged, checked against its recorded posteriors) and plays
+the level's game against it: edge (``attacks.edges``): ``link-stealing`` (He et al. 2021) and ``linkteller`` (Wu et
+al. 2022, where the released model answers feature queries); feature (``attacks.features``): the weights-only game
+``attribute-inference`` (Yeom et al. 2018's loss-based attribute inference as a replace-one test) and the
+``released-prediction`` game (the node's served posterior, which a feature-level claim does not cover). One compact
 record per run (kind ``edge-attack`` or ``feature-attack``) goes to ``--out`` (default
-``docs/leaderboard/attacks/<level>.jsonl``): per variant its AUC, TPR at 1% FPR, the counts at that ROC point and
-the epsilon they imply (:func:`attacks.metrics.epsilon_from_counts`). Resumable: a run already in ``--out`` with
-the same attack options is skipped. The records name the commit that ran them, which must be clean (``bench
-leaderboard --check``).
+``docs/leaderboard/attacks/<level>.jsonl``): per variant its AUC, TPR at 1% FPR and the counts at that ROC point --
+no epsilon: an attack on one model is not a game between neighbouring datasets -- and ``attacked_model``, which
+model it saw.
+
+A run whose artefact the store does not hold (a record from before runs logged their model, or a store on another
+machine) is an error, unless ``--rerun-missing`` (move such records to ``docs/leaderboard/superseded.jsonl``, so that
+``python -m scripts.build_leaderboard --datasets D --no-tune`` re-runs their cells, node attacks included, and logs
+their models; then run this script again) or ``--refit`` (attack a refit, labelled ``refit (not the recorded run)``
+in the record and on the page). Resumable: a run already in ``--out`` with the same attack options is skipped. The
+records name the commit that ran them, which must be clean (``bench leaderboard --check``).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import json
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 LEVELS = ("edge", "feature")
@@ -52,7 +60,7 @@ def targets(config: str, runs: str, datasets: list[str] | None, level: str = "ed
 
 def attack_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     if args.level == "feature":
-        return {"attribute-inference": {"targets": args.targets}}
+        return {"attribute-inference": {"targets": args.targets}, "released-prediction": {"targets": args.targets}}
     return {"link-stealing": {"pairs": args.pairs}, "linkteller": {"pairs": args.linkteller_pairs}}
 
 
@@ -63,40 +71,35 @@ def record_id(run: dict[str, Any], options: dict[str, Any]) -> str:
 
 
 def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: str, datasets: dict,
-               level: str = "edge") -> dict:
-    """Refit ``run`` and play the ``level`` game of each attack of ``options`` against it; the compact record."""
-    import math
-
+               level: str = "edge", refit: bool = False) -> dict:
+    """Play the ``level`` game of each attack of ``options`` against the released model ``run`` logged (a refit,
+    labelled so, when ``refit`` and the store holds none); the compact record."""
     import torch
 
     from attacks import Target, get_attack, run_attack
     from attacks import metrics as M
-    from bench.datasets import load_dataset
+    from bench import release
     from bench.provenance import host_description, predictions_hash
-    from bench.splits import make_task
-    from methods import Budget, get_method
+    from bench.recorded import recorded_setting
     from methods.base import fit_method
     from methods.streams import RunStreams
 
-    p = run["params"]
-    name, seed = p["method"], int(p["seed"])
-    cls = get_method(name)
-    known = {f for f in cls.Config.__dataclass_fields__} if hasattr(cls.Config, "__dataclass_fields__") else set()
-    method = cls(**{k[3:]: v for k, v in p.items() if k.startswith("hp.") and k[3:] in known})
-    if p["dataset"] not in datasets:
-        datasets[p["dataset"]] = load_dataset(p["dataset"])
-    task = make_task(datasets[p["dataset"]], p["split"], seed)
-    eps, delta = float(p["target_epsilon"]), float(p.get("delta") or 0.0)
-    budget = Budget(eps, delta) if method.is_private else Budget(math.inf, 0.0)
+    setting = recorded_setting(run["params"], datasets=datasets)
+    task, method, budget, seed = setting.task, setting.method, setting.budget, setting.seed
     t0 = time.perf_counter()
-    fitted = fit_method(method, task, budget, RunStreams(seed), device="cpu", progress=False)
-    fit_seconds = time.perf_counter() - t0
+    try:
+        fitted, _ = release.load(run["run_id"], task, "cpu")
+        source = release.SOURCE_RECORDED
+    except release.ReleaseMissing as e:
+        if not refit:
+            raise SystemExit(f"error: {e}. Its record predates released-model artefacts or the store is another "
+                             "machine's: --rerun-missing re-runs such cells, --refit attacks a labelled refit") from None
+        fitted = fit_method(method, task, budget, RunStreams(seed), device="cpu", progress=False)
+        source = release.SOURCE_REFIT
+    load_seconds = time.perf_counter() - t0
     proba = fitted.predict_proba()
     recorded = (run.get("tags") or {}).get("predictions_hash")
-    refit = predictions_hash(task, proba)
     test_acc = float((proba.argmax(1)[task.test_mask] == task.data.y[task.test_mask]).float().mean())
-    reproduces = refit == recorded if recorded else math.isclose(test_acc, float(run["metrics"]["test_acc"]),
-                                                                  abs_tol=1e-9)
     target = Target(task, method, budget, fitted, RunStreams(seed), "cpu")
     attacks: dict[str, Any] = {}
     not_applicable: dict[str, str] = {}
@@ -111,8 +114,8 @@ def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: 
         for v in report.variants:
             tp, n_pos, fp, n_neg = M.roc_point_at_fpr(v.labels, v.scores, 0.01)
             attacks[a][v.name] = {"auc": v.metrics["auc"].value, "tpr_at_1pct_fpr": v.metrics["tpr_at_1pct_fpr"].value,
-                                  "tp": tp, "members": n_pos, "fp": fp, "non_members": n_neg,
-                                  "implied_epsilon": M.epsilon_from_counts(tp, n_pos, fp, n_neg, delta)}
+                                  "tp": tp, "members": n_pos, "fp": fp, "non_members": n_neg}
+    p = run["params"]
     return {"kind": f"{level}-attack", "cell_id": record_id(run, options), "run_id": uuid.uuid4().hex,
             "target_cell_id": run["cell_id"], "target_run_id": run["run_id"],
             "target_config_hash": p.get("config_hash"), "name": f"{level}-attacks/{run.get('name', '')}",
@@ -120,11 +123,39 @@ def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: 
             "params": {k: p[k] for k in ("method", "dataset", "split", "seed", "privacy_unit", "target_epsilon",
                                          "delta", "config_hash") if k in p},
             "attack_options": options, "attacks": attacks, "not_applicable": not_applicable,
-            "reproduces_run": bool(reproduces), "refit_test_acc": test_acc,
-            "seconds": {"fit": round(fit_seconds, 2), **attack_seconds},
-            "host": host_description("cpu"), "threads": torch.get_num_threads(),
-            "implied_epsilon_rule": "Clopper-Pearson 95% (2.5% per rate) at the ROC point of TPR@1%FPR, minus the "
-                                    "run's delta"}
+            "attacked_model": source,
+            "reproduces_run": bool(predictions_hash(task, proba) == recorded) if recorded else None,
+            "refit_test_acc": test_acc,
+            "seconds": {("fit" if source == release.SOURCE_REFIT else "load"): round(load_seconds, 2),
+                        **attack_seconds},
+            "host": host_description("cpu"), "threads": torch.get_num_threads()}
+
+
+def rerun_missing(todo: list[dict[str, Any]], runs: str, superseded: str) -> int:
+    """Move the records of ``todo`` whose released model the tracking store does not hold from the ``runs`` export to
+    ``superseded`` (each marked with why), so that the sweep re-runs their cells and logs their models; how many."""
+    from bench import release, tracking
+    from bench.io import write_text_atomic
+
+    missing = {r["cell_id"] for r in todo if not tracking.has_artifacts(r["run_id"], release.ARTIFACT_DIR)}
+    if not missing:
+        return 0
+    path = Path(runs)
+    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    moved = 0
+    for f in files:
+        stay, gone = [], []
+        for line in (x for x in f.read_text().splitlines() if x.strip()):
+            rec = json.loads(line)
+            (gone if rec.get("cell_id") in missing and rec.get("kind", "run") == "run" else stay).append(line)
+        if gone:
+            why = "re-run so that its released model is logged and the unit attacks hit it (not a refit)"
+            with open(superseded, "a") as fh:
+                fh.write("".join(json.dumps({**json.loads(x), "superseded_because": why}, sort_keys=True,
+                                            separators=(",", ":")) + "\n" for x in gone))
+            write_text_atomic(f, "\n".join(stay) + "\n" if stay else "")
+            moved += len(gone)
+    return moved
 
 
 def _preload() -> None:
@@ -146,6 +177,7 @@ def _preload() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench import records
     from scripts._common import append_records, record_args
 
     p = argparse.ArgumentParser(prog="python -m scripts.unit_attacks", description=__doc__.split("\n\n")[0])
@@ -155,7 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=1000, help="link-stealing: member edges (and as many non-edges)")
     p.add_argument("--linkteller-pairs", type=int, default=500, help="linkteller: member edges (and non-edges)")
     p.add_argument("--targets", type=int, default=500,
-                   help="attribute-inference: target training nodes (each with its own row and a decoy)")
+                   help="feature attacks: target training nodes (each with its own row and a decoy)")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--rerun-missing", action="store_true",
+                     help="move the records of runs whose released model the store lacks to superseded.jsonl (the "
+                          "sweep then re-runs their cells) and stop")
+    how.add_argument("--refit", action="store_true",
+                     help="attack a refit, labelled as such, where the store holds no released model")
+    p.add_argument("--superseded", default="docs/leaderboard/superseded.jsonl",
+                   help="where --rerun-missing moves records (default: %(default)s)")
     args = p.parse_args(argv)
     if args.out == "docs/leaderboard/attacks/<level>.jsonl":
         args.out = f"docs/leaderboard/attacks/{args.level}.jsonl"
@@ -167,12 +207,18 @@ def main(argv: list[str] | None = None) -> int:
 
     def line(rec: dict) -> str:
         best = {a: max(v["auc"] for k, v in vs.items() if not k.startswith("ref-")) for a, vs in rec["attacks"].items()}
-        return (json.dumps({a: round(x, 3) for a, x in best.items()})
-                + ("" if rec["reproduces_run"] else " (refit differs from the recorded run)"))
+        return json.dumps({a: round(x, 3) for a, x in best.items()}) + f" ({rec['attacked_model']})"
 
-    return append_records(targets(args.config, args.runs, args.datasets, args.level), args.out,
-                          lambda r: record_id(r, options),
-                          lambda r, commit: attack_run(r, options, commit, cache, args.level),
+    todo = targets(args.config, args.runs, args.datasets, args.level)
+    if args.rerun_missing:
+        done = {r["cell_id"] for r in records.load(args.out)} if Path(args.out).exists() else set()
+        todo = [r for r in todo if record_id(r, options) not in done]
+        moved = 0 if args.dry_run else rerun_missing(todo, args.runs, args.superseded)
+        print(f"# moved {moved} run records without a logged model to {args.superseded}; re-run their cells "
+              "(python -m scripts.build_leaderboard --datasets ... --no-tune), then this script", file=sys.stderr)
+        return 0
+    return append_records(todo, args.out, lambda r: record_id(r, options),
+                          lambda r, commit: attack_run(r, options, commit, cache, args.level, args.refit),
                           line, f"runs need {args.level} attacks", args.dry_run, _preload)
 
 

@@ -54,8 +54,22 @@ def test_every_documented_form_prints_the_ledgers_epsilon(name, conversion, caps
     assert {"epsilon", "delta", "order", "conversion"} <= set(d) and d["conversion"] == conversion
     delta = d["delta"]
     assert d["epsilon"] == pytest.approx(ledger().epsilon(delta, conversion=conversion), rel=1e-12)
+    assert d["conventions"] == ledger().public_facts  # what the family names public, from the family itself
     code, text, _ = run(capsys, f"{args} --conversion {conversion}")
     assert code == 0 and text.startswith("epsilon = ") and "ledger:" in text
+    named = [line for line in text.splitlines() if line.startswith("public by convention: ")]
+    assert named == [f"public by convention: {line}" for line in ledger().describe_conventions()]
+
+
+def test_the_training_set_size_is_printed_beside_the_epsilon_it_qualifies(capsys):
+    """The families that calibrate to the training-set size say that their epsilon takes it as public."""
+    for name in ("dp-mlp", "dpgnn", "gap-node", "progap-node"):
+        code, text, _ = run(capsys, FORMS[name][0])
+        lines = text.splitlines()
+        n = FORMS[name][1]().public_facts["num_train"]
+        assert code == 0 and lines[1].startswith(f"public by convention: num_train = {n}: the training-set size")
+    for name in ("dpsgd-fixed", "drw-transductive", "gap-edge", "privgnn"):
+        assert "public by convention" not in run(capsys, FORMS[name][0])[1]
 
 
 def test_the_issue_example_against_dp_accounting(capsys):

@@ -42,6 +42,14 @@ def test_account_run_reproduces_the_reported_epsilon(name, capsys):
     assert math.isfinite(r.epsilon) and d["epsilon"] == pytest.approx(r.epsilon, rel=1e-12, abs=1e-12)
     if get_method(name).fit is Method.fit:  # built-in families stamp the recipe their fit used
         assert d["family"] and d["events_match"] is True
+    # the facts the run's epsilon takes as public come from the family (the rebuilt ledger), as the run logged them
+    from bench import tracking
+    from methods.privacy import PrivacyLedger
+
+    logged = PrivacyLedger.from_dict(json.loads(tracking.client_download_text(r.run_id, "ledger.json")))
+    assert d["conventions"] == logged.public_facts
+    if name in ("dp-mlp", "dpgnn", "dpgnn-adam", "gap-node", "progap-node"):
+        assert set(d["conventions"]) == {"num_train"}
     # a different delta re-accounts the same ledger
     assert main(["account", "run", r.run_id, "--delta", "1e-2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["epsilon"] <= d["epsilon"] + 1e-12

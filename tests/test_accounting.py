@@ -378,6 +378,27 @@ def test_ledger_merges_identical_events_and_round_trips():
     assert PrivacyLedger.from_dict(mixed.to_dict()).epsilon(1e-5) == mixed.epsilon(1e-5)
 
 
+def test_conventions_come_from_the_family_and_round_trip():
+    """A family that calibrates to the training-set size names it public in every ledger it builds; the name
+    survives composition, notes and the record format; records written before the field load with none."""
+    led = P.dp_mlp(1000, 100, 1.2, 200)
+    assert led.conventions == (("num_train", 1000),) and P.rebuild(led.recipe) == led
+    d = led.to_dict()
+    assert d["conventions"] == {"num_train": 1000} and PrivacyLedger.from_dict(d) == led
+    old = {k: v for k, v in d.items() if k != "conventions"}
+    assert PrivacyLedger.from_dict(old).conventions == () and PrivacyLedger.from_dict(old).same_events(led)
+    grown = led.add(Gaussian(sensitivity=1, sigma=3, unit="node")).note("x").mark_non_private("y")
+    assert grown.public_facts == {"num_train": 1000}
+    with pytest.raises(LedgerError, match="public fact num_train is 1000"):
+        led.with_conventions({"num_train": 999})
+    assert "conventions" not in P.dpsgd_poisson(0.1, 1.2, 15).to_dict()  # nothing to name: the old format
+    assert P.progap_node(2, 1000, 50, 10, 1.0, 10).public_facts == {"num_train": 1000}
+    assert P.progap_node(2, 1000, 50, 10, 1.0, 10, convention="paper", num_nodes=3000).public_facts == {
+        "num_train": 1000, "num_nodes": 3000}
+    with pytest.raises(LedgerError, match="not one of its parameters"):
+        P.family("x", public=("num_train",))(lambda rate: PrivacyLedger())
+
+
 def test_ledger_refuses_to_mix_units_or_relations():
     with pytest.raises(LedgerError, match="privacy units"):
         PrivacyLedger().add(Gaussian(sensitivity=1, sigma=1, unit="edge")).add(PoissonGaussian(rate=.1, noise_multiplier=1))

@@ -151,28 +151,23 @@ def test_roc_figure_draws_every_variant():
     assert log.get_xscale() == "log"
 
 
-def test_implied_epsilon_by_hand():
-    # a perfect separation of 500 + 500: TPR >= 0.025^(1/500), FPR <= 1 - 0.025^(1/500) (Clopper-Pearson, no hit)
-    q = 0.025 ** (1 / 500)
-    assert M.epsilon_from_counts(500, 500, 0, 500) == pytest.approx(math.log(q / (1 - q)), rel=1e-9)
-    # chance (TPR = FPR) implies nothing; delta is subtracted from the hit rate
-    assert M.epsilon_from_counts(5, 500, 5, 500) == 0.0
-    assert M.epsilon_from_counts(500, 500, 0, 500, delta=0.5) < M.epsilon_from_counts(500, 500, 0, 500)
-    # the bound is below the point estimate ln(TPR / FPR) and approaches it with more data
-    small, big = M.epsilon_from_counts(100, 1000, 10, 1000), M.epsilon_from_counts(10000, 100000, 1000, 100000)
-    assert 0 < small < big < math.log(10)
-    # the complementary rule (TNR / FNR) counts too: few members missed
-    assert M.epsilon_from_counts(999, 1000, 500, 1000) > 1.0
-    with pytest.raises(M.MetricError, match="counts"):
-        M.epsilon_from_counts(11, 10, 0, 10)
-
-
-def test_implied_epsilon_reads_the_point_tpr_at_fpr_reports():
+def test_roc_point_at_fpr_is_the_point_tpr_at_fpr_reports():
     rng = np.random.default_rng(0)
     y = np.r_[np.ones(400), np.zeros(400)]
     s = np.r_[rng.normal(1.5, 1, 400), rng.normal(0, 1, 400)]
     tp, n_pos, fp, n_neg = M.roc_point_at_fpr(y, s, 0.01)
     assert (n_pos, n_neg) == (400, 400) and fp <= 4
     assert tp / n_pos == pytest.approx(M.tpr_at_fpr(y, s, 0.01))
-    assert M.implied_epsilon(y, s) == M.epsilon_from_counts(tp, n_pos, fp, n_neg) > 0
-    assert M.implied_epsilon(y, rng.random(800)) < 1.0  # random scores: small
+
+
+def test_attacks_report_no_epsilon():
+    """An attack's game is played against one trained model (not between neighbouring datasets): neither the metrics
+    module nor an attack report offers an epsilon, so no table can print one as an attack's."""
+    from attacks.base import AttackReport, VariantResult
+
+    assert not [n for n in dir(M) if "epsilon" in n.lower()]
+    assert not [k for k in M.METRICS if "eps" in k.lower()]
+    y = np.r_[np.ones(50), np.zeros(50)]
+    est = M.evaluate_scores(y, np.arange(100.0), 0.5, n_bootstrap=0)
+    rep = AttackReport("a", "node", "ok", variants=[VariantResult("v", est, 0.5, y, np.arange(100.0))])
+    assert not [k for k in rep.metrics_flat() if "eps" in k.lower()]

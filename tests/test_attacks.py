@@ -308,12 +308,104 @@ def test_the_feature_game_pairs_each_target_with_an_unfitted_class_mate_and_hide
     assert report.evaluated_members == report.evaluated_non_members == 80 - int(seen["known"].sum()) // 2
 
 
-def test_feature_attacks_are_outside_the_edge_claim_and_inside_the_feature_and_node_claims():
+def test_feature_attacks_name_their_game_and_which_claims_cover_it():
+    """The weights-only game is what a feature-level (and, by group privacy, a node-level) epsilon bounds; the
+    released-prediction game reads posteriors served as functions of the target's own row, which no claim covers."""
     cls = get_attack("attribute-inference")
-    assert cls.unit() == "feature row"
+    assert cls.unit() == "feature row (weights only)"
     assert cls.outside_claim("edge") and not cls.outside_claim("feature") and not cls.outside_claim("node")
     assert not cls.outside_claim("none")
+    served = get_attack("released-prediction")
+    assert served.unit() == "feature row (released predictions)"
+    assert all("outside the" in served.outside_claim(u) for u in ("edge", "node", "feature"))
+    assert not served.outside_claim("none")
     assert get_attack("threshold").outside_claim("feature") and get_attack("linkteller").outside_claim("feature")
+
+
+def test_released_prediction_reads_a_training_nodes_row_back_from_its_served_posterior(instruments, tasks):
+    """DP-MLP at feature level, epsilon 1: its weights are private, but the posterior it serves for a training node is
+    a deterministic function of the node's own row, so the candidate row whose query reproduces it is the node's (AUC
+    and TPR at 1% FPR 1). A model whose posteriors ignore the rows (prior) gives chance."""
+    task = tasks["random-75-10-15"]
+    method, budget = get_method("dp-mlp-feature")(epochs=2), Budget(1.0, 1e-3)
+    fitted = method.fit(task, budget, 0)
+    assert fitted.info["inference_private"] is False
+    report = run_attack(get_attack("released-prediction")(targets=60), Target(task, method, budget, fitted, 0),
+                        n_bootstrap=0)
+    assert report.status == "ok" and report.params["feature_game"] == "predictions"
+    for name in ("distance", "neighbourhood", "paired"):
+        v = next(x for x in report.variants if x.name == name)
+        assert v.metrics["auc"].value == 1.0 and v.metrics["tpr_at_1pct_fpr"].value == 1.0, (name, v.metrics)
+    prior = aucs(attack("released-prediction", "prior", task, bootstrap=0))
+    assert all(auc.value == 0.5 for name, auc in prior.items() if not name.startswith("ref-")), prior
+
+
+def test_attribute_lira_finds_a_row_memoriser_and_is_chance_on_the_prior(instruments, tasks):
+    """Weights-only LiRA: reference models that memorise whichever candidate row they were given separate the two
+    worlds perfectly; a model that ignores its rows gives every candidate the same score."""
+    task = tasks["random-75-10-15"]
+    hit = aucs(attack("attribute-lira", "memorise-rows", task, bootstrap=0))
+    assert hit["online"].value == 1.0, hit
+    prior = aucs(attack("attribute-lira", "prior", task, bootstrap=0))
+    assert all(auc.value == 0.5 for auc in prior.values()), prior
+
+
+class _ReferenceSpy(Attack):
+    level = "feature"
+    seen: dict = {}
+
+    def scores(self, view):
+        held = torch.arange(view.targets.numel()) % 2 == 0
+        _ReferenceSpy.seen = {"x": view.reference_task(held).data.x, "rows": view.rows, "targets": view.targets,
+                              "hidden": view.task.data.x}
+        return {"zero": torch.zeros(view.nodes.numel(), dtype=torch.float64)}
+
+
+def test_a_feature_reference_task_holds_the_chosen_candidates_and_nothing_the_game_hides(tasks):
+    from attacks.base import FeatureAttackConfig
+
+    _ReferenceSpy.Config = FeatureAttackConfig
+    register_attack("reference-spy")(_ReferenceSpy)
+    try:
+        task = tasks["random-75-10-15"]
+        m = get_method("mlp")(epochs=3)
+        run_attack(get_attack("reference-spy")(targets=40), Target(task, m, Budget(), m.fit(task, Budget(), 0), 0),
+                   n_bootstrap=0)
+    finally:
+        unregister_attack("reference-spy")
+    seen = _ReferenceSpy.seen
+    t, x, rows = seen["targets"], seen["x"], seen["rows"]
+    pick = torch.arange(t.numel()) * 2 + (torch.arange(t.numel()) % 2 == 1).long()
+    assert torch.equal(x[t], rows[pick])  # each target holds the candidate the attacker chose
+    others = torch.ones(task.num_nodes, dtype=torch.bool)
+    others[t] = False
+    assert torch.equal(x[others], seen["hidden"][others]) and torch.equal(x[others], task.data.x[others])
+
+
+class _ReadsServed(Attack):
+    level = "feature"
+
+    def scores(self, view):
+        return {"served": view.posteriors(view.nodes).max(1).values}
+
+
+def test_the_weights_only_feature_game_serves_no_posterior_of_the_real_graph(tasks):
+    from attacks.base import FeatureAttackConfig
+    from methods.base import ContractViolation
+
+    _ReadsServed.Config = FeatureAttackConfig
+    register_attack("reads-served")(_ReadsServed)
+    try:
+        task = tasks["random-75-10-15"]
+        m = get_method("mlp")(epochs=3)
+        target = Target(task, m, Budget(), m.fit(task, Budget(), 0), 0)
+        with pytest.raises(ContractViolation, match="weights-only feature game"):
+            run_attack(get_attack("reads-served")(targets=20), target, n_bootstrap=0)
+        _ReadsServed.feature_game = "predictions"
+        assert run_attack(get_attack("reads-served")(targets=20), target, n_bootstrap=0).status == "ok"
+    finally:
+        _ReadsServed.feature_game = "weights"
+        unregister_attack("reads-served")
 
 
 # --------------------------------------------------------------------------------------

@@ -300,9 +300,11 @@ def test_identical_runs_are_marked_in_the_row_and_coincidences_footnoted():
 
 
 def test_edge_rows_show_the_strongest_edge_attack_and_keep_node_membership_second():
-    """scripts.unit_attacks' records join the rows of the runs they refit: an edge-level row's unit-matched column is
-    the held-out strongest edge attack (references excluded) with its implied epsilon; node membership moves to the
-    secondary column; a record of a run no row holds is left out."""
+    """scripts.unit_attacks' records join the rows of the runs they attacked: an edge-level row's unit-matched column
+    is the held-out strongest edge attack (references excluded) with its AUC and TPR, never an epsilon, and names the
+    model it saw when that is not the recorded run's; node membership moves to the secondary column; a record of a
+    run no row holds is left out."""
+    from bench import release
     from bench.leaderboard import CSV_COLUMNS, collect_records, header_for, row_cells, to_csv
 
     def run(s):
@@ -312,34 +314,39 @@ def test_edge_rows_show_the_strongest_edge_attack_and_keep_node_membership_secon
                 "metrics": {"test_acc": 0.7, "epsilon": 1.0},
                 "attacks": {"lira": {"online": {"auc": 0.82, "tpr_at_1pct_fpr": 0.08}}}}
 
-    def edge(s, h=None):
+    def edge(s, h=None, model=release.SOURCE_RECORDED):
         return {"cell_id": f"e{s}", "kind": "edge-attack", "status": "FINISHED", "start_time": 10 + s,
-                "target_config_hash": h or f"h{s}",
-                "attacks": {"link-stealing": {"cosine": {"auc": 0.70 + 0.01 * s, "tpr_at_1pct_fpr": 0.05,
-                                                         "implied_epsilon": 1.0 + s},
+                "target_config_hash": h or f"h{s}", "attacked_model": model,
+                "attacks": {"link-stealing": {"cosine": {"auc": 0.70 + 0.01 * s, "tpr_at_1pct_fpr": 0.05},
                                               "ref-features-cosine": {"auc": 0.9, "tpr_at_1pct_fpr": 0.3}},
-                            "linkteller": {"influence": {"auc": 0.5, "tpr_at_1pct_fpr": 0.01, "implied_epsilon": 0}}}}
+                            "linkteller": {"influence": {"auc": 0.5, "tpr_at_1pct_fpr": 0.01}}}}
 
     (row,) = collect_records([run(0), run(1), edge(0), edge(1), edge(7, h="gone")])
     b = row.strongest("edge membership")
     assert b.name == "link-stealing.cosine" and b.held_out and b.candidates == 2
-    assert b.auc == pytest.approx(0.705) and b.eps == pytest.approx(1.5)
+    assert b.auc == pytest.approx(0.705) and b.models == ("recorded run",) and not hasattr(b, "eps")
     assert row.strongest("node membership").name == "lira.online"
     header, cells = header_for("edge"), row_cells(row, "edge")
     assert len(cells) == len(header) and header[10] == "strongest attack on edge membership (AUC)"
+    assert not [h for h in header if "implied" in h or ("eps" in h and "attack" in h)]
     assert cells[10].startswith("0.705 (link-stealing.cosine; held-out choice of 2)") and "outside" not in cells[10]
+    assert "attacked:" not in cells[10]
     assert "reference link-stealing.ref-features-cosine (no model): 0.900" in cells[10]
-    assert cells[12] == "1.50" and "[node membership: outside the edge-level claim]" in cells[13]
+    assert cells[11] == "0.050" and "[node membership: outside the edge-level claim]" in cells[12]
     assert len(row_cells(row, "node")) == len(header_for("node")) == len(header) - 1
     line = dict(zip(CSV_COLUMNS, next(csv.reader(io.StringIO(to_csv([row]).splitlines()[1])))))
     assert line["strongest_attack_unit"] == "edge membership" and line["strongest_attack"] == "link-stealing.cosine"
     assert line["node_membership_attack"] == "lira.online" and line["strongest_attack_outside_claim"] == ""
-    assert float(line["edge_membership_implied_epsilon"]) == pytest.approx(1.5)
+    assert line["edge_membership_attacked_model"] == "recorded run"
+    assert not [c for c in CSV_COLUMNS if "implied" in c]
     assert line["edge_membership_reference"] == "link-stealing.ref-features-cosine"
     assert float(line["edge_membership_reference_auc"]) == pytest.approx(0.9)
     # without edge records the unit-matched column says so instead of showing a node attack in its place
     (bare,) = collect_records([run(0), run(1)])
-    assert row_cells(bare, "edge")[10] == "-" and "lira.online" in row_cells(bare, "edge")[13]
+    assert row_cells(bare, "edge")[10] == "-" and "lira.online" in row_cells(bare, "edge")[12]
+    # an attack on a refit that is not the recorded run says so in the cell
+    (refit,) = collect_records([run(0), run(1), edge(0), edge(1, model=release.SOURCE_REFIT)])
+    assert "attacked: recorded run, refit, NOT the recorded run" in row_cells(refit, "edge")[10]
 
 
 def test_feature_rows_show_the_strongest_feature_attack_beside_edge_records_of_the_same_run():
@@ -357,49 +364,83 @@ def test_feature_rows_show_the_strongest_feature_attack_beside_edge_records_of_t
 
     def feature(s):
         return {"cell_id": f"f{s}", "kind": "feature-attack", "status": "FINISHED", "start_time": 10 + s,
-                "target_config_hash": f"h{s}",
+                "target_config_hash": f"h{s}", "attacked_model": "recorded artefact",
                 "attacks": {"attribute-inference": {
-                    "paired": {"auc": 0.52 + 0.01 * s, "tpr_at_1pct_fpr": 0.02, "implied_epsilon": 0.1 * s},
-                    "loss": {"auc": 0.5, "tpr_at_1pct_fpr": 0.01, "implied_epsilon": 0.0},
-                    "ref-neighbour-cosine": {"auc": 0.78, "tpr_at_1pct_fpr": 0.3}}}}
+                    "paired": {"auc": 0.52 + 0.01 * s, "tpr_at_1pct_fpr": 0.02},
+                    "loss": {"auc": 0.5, "tpr_at_1pct_fpr": 0.01},
+                    "ref-neighbour-cosine": {"auc": 0.78, "tpr_at_1pct_fpr": 0.3}},
+                    "released-prediction": {"posterior-match": {"auc": 1.0, "tpr_at_1pct_fpr": 1.0}}}}
 
     def edge(s):
         return {"cell_id": f"e{s}", "kind": "edge-attack", "status": "FINISHED", "start_time": 20 + s,
-                "target_config_hash": f"h{s}",
-                "attacks": {"link-stealing": {"cosine": {"auc": 0.7, "tpr_at_1pct_fpr": 0.05, "implied_epsilon": 1}}}}
+                "target_config_hash": f"h{s}", "attacked_model": "recorded artefact",
+                "attacks": {"link-stealing": {"cosine": {"auc": 0.7, "tpr_at_1pct_fpr": 0.05}}}}
 
     (row,) = collect_records([run(0), run(1), feature(0), feature(1), edge(0), edge(1)])
-    assert row.claim_unit == "feature row"
-    b = row.strongest("feature row")
+    weights, released = "feature row (weights only)", "feature row (released predictions)"
+    assert row.claim_unit == weights
+    b = row.strongest(weights)
     assert b.name == "attribute-inference.paired" and b.held_out and b.candidates == 2
     assert b.auc == pytest.approx(0.525) and row.strongest("edge membership").name == "link-stealing.cosine"
+    assert row.strongest(released).name == "released-prediction.posterior-match"
     header, cells = header_for("feature"), row_cells(row, "feature")
-    assert len(cells) == len(header) and header[10] == "strongest attack on feature row (AUC)"
-    assert header[13] == "node membership attack (AUC)"
+    assert len(cells) == len(header) and header[10] == f"strongest attack on {weights} (AUC)"
+    assert header[12] == f"attack on {released} (AUC)" and header[14] == "node membership attack (AUC)"
     assert cells[10].startswith("0.525 (attribute-inference.paired; held-out choice of 2)")
     assert "outside" not in cells[10] and "reference attribute-inference.ref-neighbour-cosine (no model): 0.780" in cells[10]
-    assert "[node membership: outside the feature-level claim]" in cells[13]
+    assert cells[12].startswith("1.000 (released-prediction.posterior-match") and cells[13] == "1.000"
+    assert "[node membership: outside the feature-level claim]" in cells[14]
     line = dict(zip(CSV_COLUMNS, next(csv.reader(io.StringIO(to_csv([row]).splitlines()[1])))))
-    assert line["strongest_attack_unit"] == "feature row" and line["feature_row_attack"] == "attribute-inference.paired"
+    assert line["strongest_attack_unit"] == weights and line["feature_row_attack"] == "attribute-inference.paired"
     assert line["feature_row_reference"] == "attribute-inference.ref-neighbour-cosine"
+    assert line["released_predictions_attack"] == "released-prediction.posterior-match"
 
 
 def test_a_rows_white_box_bound_joins_from_its_seed_zero_run():
-    """scripts.whitebox_audits' records join the row of the run they audit (config_hash): the column shows
-    lb / claimed = ratio and the source; a row without one shows '-'; the CSV carries the numbers."""
-    from bench.leaderboard import CSV_COLUMNS, collect_records, header_for, row_cells, to_csv
+    """scripts.whitebox_audits' records join the row of the run they audit (config_hash): the column shows both
+    bounds, assumption-free and f-DP with what it assumes, of the row's run's own claim (its ledger's epsilon); a
+    bound measured on other runs names them and their claim; a row without one shows '-'; the CSV carries them."""
+    from bench.leaderboard import CSV_COLUMNS, WHITEBOX_HEADER, collect_records, header_for, row_cells, to_csv
 
     run = {"cell_id": "c0", "run_id": "r0", "kind": "run", "status": "FINISHED", "start_time": 1,
            "params": {"method": "gap-edge", "dataset": "cora", "split": "random-75-10-15", "seed": 0,
                       "privacy_unit": "edge", "target_epsilon": "4.0", "delta": "0.0001", "config_hash": "h0"},
            "metrics": {"test_acc": 0.7, "epsilon": 4.0}}
     wb = {"cell_id": "w0", "kind": "whitebox-audit", "status": "FINISHED", "start_time": 5, "target_config_hash": "h0",
-          "whitebox": {"source": "composed", "epsilon_lb": 3.5, "claimed": 4.0, "ratio": 0.875, "left_out": []}}
+          "whitebox": {"source": "composed", "epsilon_lb_cp": 1.2, "epsilon_lb_fdp": 3.5, "fdp_assumes": "GDP",
+                       "claimed": 4.0, "left_out": []}}
     (row,) = collect_records([run, wb, {**wb, "target_config_hash": "gone", "start_time": 9}])
     header, cells = header_for("edge"), row_cells(row, "edge")
-    i = header.index("white-box eps_lb / claimed")
-    assert len(cells) == len(header) and cells[i] == "3.5 / 4 = 0.88 (mechanisms composed)"
+    i = header.index(WHITEBOX_HEADER)
+    assert len(cells) == len(header) and cells[i] == "1.2 / 3.5 of 4 (mechanisms composed; f-DP assumes GDP)"
     line = dict(zip(CSV_COLUMNS, next(csv.reader(io.StringIO(to_csv([row]).splitlines()[1])))))
-    assert float(line["whitebox_ratio"]) == pytest.approx(0.875) and line["whitebox_source"] == "composed"
+    assert float(line["whitebox_epsilon_lb_assumption_free"]) == pytest.approx(1.2)
+    assert float(line["whitebox_epsilon_lb_fdp"]) == pytest.approx(3.5) and line["whitebox_source"] == "composed"
+    assert line["whitebox_fdp_assumes"] == "GDP" and float(line["whitebox_claimed"]) == pytest.approx(4.0)
     (bare,) = collect_records([run])
     assert row_cells(bare, "edge")[i] == "-"
+    # a pooled audit of fresh runs whose ledgers claim another epsilon than the row's run: read against the row's
+    # run, and it says which runs it measured
+    pooled = {**wb, "whitebox": {"source": "pooled", "epsilon_lb_cp": 1.0, "epsilon_lb_fdp": 2.5, "fdp_assumes": "GDP",
+                                 "claimed": 3.9, "runs": 8, "pair_epsilon": 3.6, "verdict": "PASS"}}
+    (row,) = collect_records([{**run, "metrics": {"test_acc": 0.7, "epsilon": 3.8}}, pooled])
+    cell = row_cells(row, "edge")[i]
+    assert cell.startswith("1 / 2.5 of 3.8 (whole run; f-DP assumes GDP; measured on 8 fresh runs of this "
+                           "configuration, claiming 3.9; pair eps 3.6)")
+
+
+def test_the_inference_column_is_derived_not_read_from_a_stale_tag():
+    """A record tagged under the old typed flag (dp-mlp-feature "true") shows what the method's inference is: its
+    served posteriors read the protected row, so "not private"; dp-mlp (node level) stays private."""
+    from bench.leaderboard import collect_records, row_cells
+
+    def run(method, unit, s=0):
+        return {"cell_id": f"{method}{s}", "run_id": f"r{method}{s}", "kind": "run", "status": "FINISHED",
+                "start_time": s, "tags": {"inference_private": "true"},
+                "params": {"method": method, "dataset": "cora", "split": "random-75-10-15", "seed": s,
+                           "privacy_unit": unit, "target_epsilon": "1.0", "delta": "0.0001", "config_hash": method},
+                "metrics": {"test_acc": 0.5, "epsilon": 1.0}}
+
+    rows = {r.method: r for r in collect_records([run("dp-mlp-feature", "feature"), run("dp-mlp", "node")])}
+    assert row_cells(rows["dp-mlp-feature"])[6] == "not private"
+    assert row_cells(rows["dp-mlp"])[6] == "private"

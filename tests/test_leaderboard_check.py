@@ -186,24 +186,35 @@ ATTACKS = REPO / "docs" / "leaderboard" / "attacks"
 
 
 def _edge_record(commit: str) -> dict:
-    from attacks.metrics import epsilon_from_counts
-
     return {"kind": "edge-attack", "cell_id": "e1", "run_id": "r1", "name": "edge-attacks/x", "status": "FINISHED",
             "git_commit": commit, "start_time": DIRTY_CUTOFF + 1, "target_config_hash": "h",
+            "attacked_model": "recorded artefact",
             "params": {"method": "edgerand", "dataset": "cora", "split": "random-75-10-15", "seed": "0",
                        "privacy_unit": "edge", "target_epsilon": "1.0", "delta": "0.0001"},
             "attacks": {"link-stealing": {"cosine": {"auc": 0.8, "tpr_at_1pct_fpr": 0.2, "tp": 100, "members": 500,
-                                                     "fp": 5, "non_members": 500,
-                                                     "implied_epsilon": epsilon_from_counts(100, 500, 5, 500, 1e-4)}}}}
+                                                     "fp": 5, "non_members": 500}}}}
 
 
 EDGE_CORRUPTIONS = {
     "not a rate in [0, 1]": lambda v: v.__setitem__("auc", 1.3),
     "but the counts give 100/500": lambda v: v.__setitem__("tpr_at_1pct_fpr", 0.25),
     "above 1% FPR": lambda v: v.__setitem__("fp", 9),
-    "implied_epsilon 3.0 but the counts give": lambda v: v.__setitem__("implied_epsilon", 3.0),
+    # an attack on one model is no game between neighbouring datasets: no epsilon may ride along its rates
+    "carries implied_epsilon: an attack on one model bounds no epsilon":
+        lambda v: v.__setitem__("implied_epsilon", 1.2),
     "counts missing": lambda v: v.pop("members"),
 }
+
+
+@pytest.mark.parametrize("model", [None, "a refit, probably", ""])
+def test_a_unit_attack_record_must_say_which_model_it_attacked(tmp_path, good, model):
+    rec = _edge_record(good[0]["git_commit"])
+    if model is None:
+        rec.pop("attacked_model")
+    else:
+        rec["attacked_model"] = model
+    report = check_export(_write(tmp_path, [rec]), count_units=False)
+    assert len(report.failures) == 1 and "does not say which model was attacked" in report.failures[0][1][0]
 
 
 def _feature_record(commit: str) -> dict:
@@ -237,16 +248,21 @@ def _whitebox_record(commit: str) -> dict:
             "git_commit": commit, "start_time": DIRTY_CUTOFF + 1, "target_config_hash": "h",
             "params": {"method": "gap-edge", "dataset": "cora", "split": "random-75-10-15", "seed": "0",
                        "privacy_unit": "edge", "target_epsilon": "4.0", "delta": "0.0001"},
-            "whitebox": {"source": "composed", "epsilon_lb": 3.5, "claimed": 4.0, "ratio": 0.875}}
+            "whitebox": {"source": "composed", "epsilon_lb_cp": 1.5, "ratio_cp": 0.375, "epsilon_lb_fdp": 3.5,
+                         "ratio_fdp": 0.875, "fdp_assumes": "GDP", "claimed": 4.0}}
 
 
 WHITEBOX_CORRUPTIONS = {
     "white-box verdict VIOLATION (the realised pair": lambda w: w.update(
         verdict="VIOLATION", reason="the realised pair's exact epsilon 5 exceeds the claim 4"),
-    "exceeds the claim": lambda w: w.update(epsilon_lb=4.5, ratio=1.125),
-    "is not >= 0": lambda w: w.update(epsilon_lb=-1.0),
+    "epsilon_lb_fdp 4.5 exceeds the claim": lambda w: w.update(epsilon_lb_fdp=4.5, ratio_fdp=1.125),
+    "epsilon_lb_cp -1.0 is not >= 0": lambda w: w.update(epsilon_lb_cp=-1.0),
+    "epsilon_lb_cp None is not >= 0": lambda w: w.pop("epsilon_lb_cp"),
     "neither composed nor pooled": lambda w: w.update(source="guess"),
-    "but epsilon_lb / claimed is": lambda w: w.update(ratio=0.5),
+    "but epsilon_lb_fdp / claimed is": lambda w: w.update(ratio_fdp=0.5),
+    "fdp_assumes is missing": lambda w: w.pop("fdp_assumes"),
+    "pair epsilon 5 exceeds the claim 4 but the verdict is 'PASS'": lambda w: w.update(pair_epsilon=5.0,
+                                                                                         verdict="PASS"),
 }
 
 

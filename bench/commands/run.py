@@ -22,9 +22,10 @@ def _run_parser(sub) -> argparse.ArgumentParser:
 @command("attack", "membership-inference attacks on trained models; tracked as MLflow child runs")
 def _attack_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("attack", help=COMMANDS["attack"][1],
-                       description="Train each method (one run per seed, as `bench run`), then attack it; each "
-                                   "attack is an MLflow child run with its metrics and ROC plot.")
-    target_args(p, output_help="also write targets and attack results as JSON")
+                       description="Train each method (one run per seed, as `bench run`), then attack it; or, with "
+                                   "--run, attack the released model a recorded run logged. Each attack is an MLflow "
+                                   "child run of its target run with its metrics and ROC plot.")
+    target_args(p, output_help="also write targets and attack results as JSON", recorded=True)
     attack_args(p, required=True)
     return job_args(p, cmd_run)
 
@@ -39,6 +40,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.plot_dir and not args.attacks:
         raise ConfigError("--plot-dir saves the attacks' ROC plots: give --attacks too")
     check_output_dir(args.plot_dir, "--plot-dir")
+    runs = [r.strip() for item in getattr(args, "runs", []) or [] for r in item.split(",") if r.strip()]
+    if args.command == "attack" and runs:
+        if args.method or args.dataset:
+            raise ConfigError("--run attacks recorded runs: give it without --method/--dataset")
+        if args.no_track:
+            raise ConfigError("--run attacks a tracked run: --no-track does not apply")
+        results = api.attack_recorded(runs, args.attacks, attack_overrides=args.attack_overrides,
+                                      bootstrap=args.bootstrap, plot_dir=args.plot_dir, device=args.device,
+                                      data_root=args.data_root, experiment=args.experiment,
+                                      progress=not args.no_progress)
+        from bench.run import tracked_runs
+
+        print("\n\n".join([api.attack_table(results), tracked_runs(results, args.experiment)]))
+        if args.output:
+            write_json_atomic(args.output, [r.to_dict() for r in results])
+        return 0
+    if args.command == "attack" and not (args.method and args.dataset):
+        raise ConfigError("give --method and --dataset (train, then attack) or --run RUN_ID (a recorded run)")
     job = api.attack if args.command == "attack" else api.run
     diagnostics = getattr(args, "diagnostics", False)
     results = job(attacks=args.attacks, attack_overrides=args.attack_overrides, bootstrap=args.bootstrap,

@@ -18,7 +18,7 @@ eps1 twice on one undirected edge; we randomise each unordered pair once and sym
 
 A GraphSAGE backbone (pre-processing layer, mean aggregation, jumping knowledge by concatenation,
 post-processing layer: the ProGAP paper's baseline) is then trained non-privately on the released graph (labels and features are public at edge level), with the best
-validation state; inference uses the released graph, so it is private too.
+validation state; inference reads the released graph and raw features (public at edge level), so it is private too.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from methods import inference as I
 from methods import mechanisms
 from methods.base import ConfigError, FitContext, Method, register
 from methods.baselines import FullBatchConfig, row_normalized
@@ -174,13 +175,17 @@ class EdgeRand(Method):
     unit_label = "edge (undirected)"
     unit_note = "one undirected edge: each unordered pair is randomised once"
     needs_delta = False  # pure DP: randomized response and a Laplace count
+    # the released graph's facts and what training on it selected: post-processing of the two releases
+    noisy_info = frozenset({"rr_subsample_q", "noisy_edge_count", "released_edges", "best_epoch", "epochs_run"})
+    # a GraphSAGE forward over the randomised graph: every raw row (public at edge level), no raw edge
+    inference_reads = frozenset({I.OWN_FEATURES, I.OTHER_FEATURES, I.RELEASE})
     Config = EdgeRandConfig
     settings = ("transductive",)
     smoke_config = {"epochs": 10, "hidden": 16}
 
     def _fit(self, ctx: FitContext) -> ModelFitted:
         task, budget, dev, c = ctx.task, ctx.budget, ctx.device, self.config
-        info: dict = {"inference_private": True}
+        info: dict = {}
         if budget.is_private:
             eps_d = budget.epsilon * c.density_share
             eps_l = budget.epsilon - eps_d

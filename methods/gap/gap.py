@@ -30,7 +30,7 @@ from methods.gap import common
 from methods.gap.common import NormChoice, calibrate
 from methods.gap.nap import EDGE_SENSITIVITY, nap, node_sensitivity, normalize_rows
 from methods.gap.nets import Encoder, ProgressiveNet
-from methods.gap.stages import FEATURE_QUERY_NOTE, CachedAggregatesFitted, train_dp, train_full_batch
+from methods.gap.stages import CACHED_READS, FEATURE_QUERY_NOTE, CachedAggregatesFitted, train_dp, train_full_batch
 from methods.models import sparse_input
 from methods.privacy import PrivacyLedger, presets
 
@@ -82,12 +82,14 @@ def _aggregate(adj_t, x0: torch.Tensor, hops: int, sigma: float, gen) -> list[to
 @register("gap-edge")
 class GAPEdge(Method):
     feature_query_note = FEATURE_QUERY_NOTE
+    inference_reads = CACHED_READS
     description = "GAP, edge level: non-private encoder, K cached NAP hops (sqrt(2) per edge), classifier"
     privacy_unit = "edge"
     unit_label = "edge (undirected)"
     unit_note = "one undirected edge; NAP sensitivity sqrt(2) (the papers' 1 counts one directed entry)"
     Config = GAPEdgeConfig
     settings = ("transductive",)
+    noisy_info = frozenset({"best_epoch"})  # chosen on the noisy aggregates (labels are public at edge level)
     smoke_config = {"hops": 2, "encoder_epochs": 5, "epochs": 5}
 
     def _fit(self, ctx: FitContext):
@@ -124,7 +126,7 @@ class GAPEdge(Method):
         else:
             led = ledger(sigma)
         info = {"sigma": sigma, "noise_multiplier": sigma / EDGE_SENSITIVITY if sigma else 0.0, "hops": K,
-                "nap_queries": K, "best_epoch": best, "inference_private": True}
+                "nap_queries": K, "best_epoch": best}
         return CachedAggregatesFitted(clf, xs, led, history, info)
 
 
@@ -137,6 +139,7 @@ def _embed(enc: Encoder, x: torch.Tensor) -> torch.Tensor:
 @register("gap-node")
 class GAPNode(Method):
     feature_query_note = FEATURE_QUERY_NOTE
+    inference_reads = CACHED_READS
     description = "GAP, node level: DP-SGD encoder, K cached NAP hops on an out-degree-D graph, DP-SGD classifier"
     privacy_unit = "node"
     unit_label = "node (degree-bounded)"
@@ -191,5 +194,5 @@ class GAPNode(Method):
                 "(GAP's sensitivity sqrt(D))")
         info = {"noise_multiplier": z, "sigma_ap": sigma_ap, "hops": K, "nap_queries": K, "max_degree": D,
                 "sampling_rate": presets.poisson_rate(c.batch_size, s.num_train), "encoder_steps": ran_enc,
-                "classifier_steps": ran_cls, "inference_private": True, "diagnostic": facts}
+                "classifier_steps": ran_cls, "diagnostic": facts}
         return CachedAggregatesFitted(clf, xs, led, history, info)

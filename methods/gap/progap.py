@@ -30,7 +30,8 @@ from methods.gap import common
 from methods.gap.common import NormChoice, calibrate
 from methods.gap.nap import EDGE_SENSITIVITY, nap, node_sensitivity
 from methods.gap.nets import ProgressiveNet
-from methods.gap.stages import FEATURE_QUERY_NOTE, CachedAggregatesFitted, embed, train_dp, train_full_batch
+from methods.gap.stages import (CACHED_READS, FEATURE_QUERY_NOTE, CachedAggregatesFitted, embed, train_dp,
+                                train_full_batch)
 from methods.privacy import PrivacyLedger, presets
 
 
@@ -76,12 +77,14 @@ def _plot(history: list[dict], name: str) -> list[str]:
 @register("progap-edge")
 class ProGAPEdge(Method):
     feature_query_note = FEATURE_QUERY_NOTE
+    inference_reads = CACHED_READS
     description = "ProGAP, edge level: progressive stages over K cached NAP releases (Theorem 4.1, sqrt(2) per edge)"
     privacy_unit = "edge"
     unit_label = "edge (undirected)"
     unit_note = "one undirected edge; NAP sensitivity sqrt(2) (the papers' 1 counts one directed entry)"
     Config = ProGAPEdgeConfig
     settings = ("transductive",)
+    noisy_info = frozenset({"best_epoch_per_stage"})  # chosen on the noisy aggregates (labels public at edge level)
     smoke_config = {"depth": 2, "epochs": 5}
 
     def _fit(self, ctx: FitContext):
@@ -112,7 +115,7 @@ class ProGAPEdge(Method):
         else:
             led = ledger(sigma)
         info = {"sigma": sigma, "noise_multiplier": sigma / EDGE_SENSITIVITY if sigma else 0.0, "depth": K,
-                "nap_queries": K, "best_epoch_per_stage": best, "inference_private": True}
+                "nap_queries": K, "best_epoch_per_stage": best}
         if c.plot:
             info["figures"] = _plot(history, f"{self.name} on {task.dataset}")
         return CachedAggregatesFitted(net.stage(K), xs, led, history, info)
@@ -121,6 +124,7 @@ class ProGAPEdge(Method):
 @register("progap-node")
 class ProGAPNode(Method):
     feature_query_note = FEATURE_QUERY_NOTE
+    inference_reads = CACHED_READS
     description = ("ProGAP, node level: out-degree cut-off D, DP-Adam per stage over K cached NAP releases "
                    "(Theorem 4.2)")
     privacy_unit = "node"
@@ -168,7 +172,7 @@ class ProGAPNode(Method):
                                  f"to D={D} (GAP/ProGAP's sensitivity sqrt(D))")
         info = {"noise_multiplier": z, "sigma_ap": sigma_ap, "depth": K, "nap_queries": K, "max_degree": D,
                 "sampling_rate": presets.poisson_rate(c.batch_size, s.num_train), "steps_per_stage": T,
-                "inference_private": True, "diagnostic": facts}
+                "diagnostic": facts}
         if c.plot:
             info["figures"] = _plot(history, f"{self.name} on {task.dataset}")
         return CachedAggregatesFitted(net.stage(K), xs, led, history, info)

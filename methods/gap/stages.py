@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from methods import inference as I
 from methods.base import Fitted
 from methods.dpsgd import DPOptimizer, PoissonSampler
 from methods.models import sparse_input
@@ -138,6 +139,11 @@ def train_dp(model: nn.Module, inputs: list[Tensor], split: Split, *, epochs: in
 #: why GAP/ProGAP answer no query on new features (``Method.feature_query_note``)
 FEATURE_QUERY_NOTE = ("its released model serves cached noisy aggregates; aggregating attacker-supplied features over "
                       "the private graph would be a fresh noisy aggregation the ledger does not cover")
+
+
+#: what a served GAP/ProGAP prediction reads (``Method.inference_reads``): the queried node's own raw row (through
+#: the encoder, or as X(0)) and its rows of the cached noisy aggregates, nothing of another node
+CACHED_READS = frozenset({I.OWN_FEATURES, I.RELEASE})
 
 
 class CachedAggregatesFitted(Fitted):

@@ -5,11 +5,19 @@ A ledger is the only source of a reported epsilon. Identical events merge (their
 privacy unit and neighbouring relation; composing across relations is refused rather than guessed.
 ``non_private_use`` records that the unit's data was used without any DP mechanism (non-private
 baselines, non-private inference): epsilon is then infinite whatever the events say.
+
+``conventions`` names the facts about the private data that the calibration read and that the claim treats as
+public, with their values (``{"num_train": 2708}``). Epsilon holds for neighbouring datasets that agree on them:
+DP-SGD's sampling rate B / n, its steps per epoch and the noise calibrated from them are functions of the
+training-set size n, which add/remove neighbours do not share, so a released step count or noise multiplier
+reveals n unless n is public (the convention of Abadi et al. 2016 and Opacus). Only the family functions of
+``methods.privacy.presets`` set them (:func:`methods.privacy.presets.family`).
 """
 
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,12 +66,23 @@ class Recipe:
         return cls.of(d["family"], dict(d.get("params", {})))
 
 
+#: what each fact a ledger may name as public by convention means (``PrivacyLedger.conventions``)
+PUBLIC_FACTS = {
+    "num_train": ("the training-set size, the units the sampler draws from (training nodes; DP-GNN: one tree "
+                  "each); the rate B/n, the steps per epoch ceil(n/B), the batch min(B, n) and the noise are "
+                  "calibrated to it"),
+    "num_nodes": "the number of nodes of the graph (ProGAP's paper convention samples over all of them)",
+}
+
+
 @dataclass(frozen=True)
 class PrivacyLedger:
     events: tuple[Event, ...] = ()
     non_private_use: str | None = None
     notes: tuple[str, ...] = field(default=())
     recipe: Recipe | None = None
+    #: (name, value) of the facts the calibration read that the claim takes as public (:data:`PUBLIC_FACTS`)
+    conventions: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         units = {e.unit for e in self.events}
@@ -99,16 +118,36 @@ class PrivacyLedger:
                 break
         else:
             events.append(event.times(n))
-        return PrivacyLedger(tuple(events), self.non_private_use, self.notes)  # a changed ledger has no recipe
+        # a changed ledger has no recipe; what its calibration took as public still holds
+        return dataclasses.replace(self, events=tuple(events), recipe=None)
 
     def note(self, text: str) -> "PrivacyLedger":
-        return PrivacyLedger(self.events, self.non_private_use, self.notes + (text,), self.recipe)
+        return dataclasses.replace(self, notes=self.notes + (text,))
 
     def mark_non_private(self, reason: str) -> "PrivacyLedger":
-        return PrivacyLedger(self.events, reason, self.notes, self.recipe)
+        return dataclasses.replace(self, non_private_use=reason)
 
     def with_recipe(self, recipe: Recipe | None) -> "PrivacyLedger":
-        return PrivacyLedger(self.events, self.non_private_use, self.notes, recipe)
+        return dataclasses.replace(self, recipe=recipe)
+
+    @property
+    def public_facts(self) -> dict[str, Any]:
+        """The conventions as a dict: fact name -> the value the calibration read."""
+        return dict(self.conventions)
+
+    def with_conventions(self, facts: dict[str, Any]) -> "PrivacyLedger":
+        """This ledger with ``facts`` named public by convention too (a fact already named must keep its value)."""
+        have = self.public_facts
+        for k, v in facts.items():
+            v = _freeze(v)
+            if k in have and have[k] != v:
+                raise LedgerError(f"public fact {k} is {have[k]} in this ledger, not {v}")
+            have[k] = v
+        return dataclasses.replace(self, conventions=tuple(sorted(have.items())))
+
+    def describe_conventions(self) -> list[str]:
+        """One line per public fact: ``num_train = 140: the training-set size: ...``."""
+        return [f"{k} = {v}: {PUBLIC_FACTS.get(k, 'a fact its family names public')}" for k, v in self.conventions]
 
     def same_events(self, other: "PrivacyLedger") -> bool:
         """Same mechanisms with the same counts, in any order (what epsilon depends on)."""
@@ -134,13 +173,17 @@ class PrivacyLedger:
                "notes": list(self.notes)}
         if self.recipe is not None:
             out["recipe"] = self.recipe.to_dict()
+        if self.conventions:
+            out["conventions"] = {k: v for k, v in self.conventions}
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PrivacyLedger":
+        """A ledger from :meth:`to_dict`'s form (records written before ``conventions`` existed load without)."""
         recipe = Recipe.from_dict(d["recipe"]) if d.get("recipe") else None
-        return cls(tuple(event_from_dict(e) for e in d.get("events", [])), d.get("non_private_use"),
-                   tuple(d.get("notes", [])), recipe)
+        led = cls(tuple(event_from_dict(e) for e in d.get("events", [])), d.get("non_private_use"),
+                  tuple(d.get("notes", [])), recipe)
+        return led.with_conventions(dict(d["conventions"])) if d.get("conventions") else led
 
     def sampling(self) -> dict[str, list]:
         """What the subsampled events assume about sampling, by the names runs report it under (``info``):

@@ -5,6 +5,12 @@ calls the same functions from its command-line parameters, and ``bench account r
 tracked run's ledger from the *recipe* stamped on it (family + parameters). Sound conventions are the
 defaults; the papers' conventions are explicit arguments (``convention="paper"``).
 
+Public by convention: a family whose calibration reads the training-set size (DP-MLP, DP-GNN, GAP/ProGAP at node
+level: the sampling rate B / n, the steps per epoch ceil(n / B)) names it in ``public=`` and its ledgers carry it
+(``PrivacyLedger.conventions``): their epsilon holds for neighbouring datasets of that public size, as Opacus
+and the papers assume. Families whose counts a neighbour shares (feature level: the structure is public;
+replace-one: the population is fixed; PrivGNN and PATE: |Q| and gamma are configuration) name nothing.
+
 Torch-free: ``import methods.privacy`` loads neither torch, PyG nor any method family.
 """
 
@@ -18,7 +24,7 @@ from typing import Any, Callable
 from methods.errors import BudgetError
 from methods.privacy.events import (FixedSizeGaussian, Gaussian, HypergeometricGaussian, Laplace, LedgerError,
                                     PoissonGaussian, PoissonLaplace, RandomizedResponse)
-from methods.privacy.ledger import PrivacyLedger, Recipe
+from methods.privacy.ledger import PUBLIC_FACTS, PrivacyLedger, Recipe
 
 #: L2 sensitivity of one NAP release to one undirected edge: two adjacency entries (GAP Lemma 1 and ProGAP
 #: Theorem 4.1 state 1, the sensitivity of ONE directed entry)
@@ -28,11 +34,21 @@ CONVENTIONS = ("sound", "paper")
 FAMILIES: dict[str, Callable[..., PrivacyLedger]] = {}
 
 
-def family(name: str):
-    """Register ``fn(**params) -> PrivacyLedger`` as family ``name``; its ledgers carry their recipe."""
+def family(name: str, public: tuple[str, ...] = ()):
+    """Register ``fn(**params) -> PrivacyLedger`` as family ``name``; its ledgers carry their recipe.
+
+    ``public``: the parameters that are facts about the private data which the claim takes as public by
+    convention (:data:`methods.privacy.ledger.PUBLIC_FACTS`); every ledger of the family names them with their
+    values (``PrivacyLedger.conventions``; a parameter left at None is not read and not named). A parameter that
+    add/remove neighbours do not share and that is not named here makes the released steps and noise a leak
+    (``tests/test_contract_conventions.py``)."""
 
     def deco(fn: Callable[..., PrivacyLedger]) -> Callable[..., PrivacyLedger]:
         sig = inspect.signature(fn)
+        bad = [p for p in public if p not in sig.parameters or p not in PUBLIC_FACTS]
+        if bad:
+            raise LedgerError(f"ledger family {name}: {', '.join(bad)} is not one of its parameters or not a known "
+                              f"public fact ({', '.join(sorted(PUBLIC_FACTS))})")
 
         @functools.wraps(fn)
         def build(*args: Any, **kwargs: Any) -> PrivacyLedger:
@@ -41,9 +57,12 @@ def family(name: str):
             except TypeError as e:
                 raise LedgerError(f"ledger family {name}: {e}") from None
             bound.apply_defaults()
-            return fn(*bound.args, **bound.kwargs).with_recipe(Recipe.of(name, dict(bound.arguments)))
+            led = fn(*bound.args, **bound.kwargs).with_recipe(Recipe.of(name, dict(bound.arguments)))
+            facts = {p: bound.arguments[p] for p in public if bound.arguments[p] is not None}
+            return led.with_conventions(facts) if facts else led
 
         build.family = name  # type: ignore[attr-defined]
+        build.public = tuple(public)  # type: ignore[attr-defined]
         FAMILIES[name] = build
         return build
 
@@ -109,7 +128,7 @@ def poisson_rate(batch_size: int, population: int) -> float:
 # --------------------------------------------------------------------------------------
 
 
-@family("dp-mlp")
+@family("dp-mlp", public=("num_train",))
 def dp_mlp(num_train: int, batch_size: int, noise_multiplier: float, steps: int) -> PrivacyLedger:
     """DP-MLP: T DP-SGD steps, Poisson rate batch_size / #training nodes, node-level add/remove."""
     return dpsgd_poisson.__wrapped__(poisson_rate(batch_size, num_train), noise_multiplier, steps, "node")
@@ -168,7 +187,7 @@ def drw(num_nodes: int, walk_length: int, batch_size: int, noise_multiplier: flo
 # --------------------------------------------------------------------------------------
 
 
-@family("dpgnn")
+@family("dpgnn", public=("num_train",))
 def dpgnn(num_train: int, batch_size: int, max_degree: int, layers: int, noise_multiplier: float,
           steps: int) -> PrivacyLedger:
     """Theorem 1 per step: m of N training trees without replacement, a node in at most N(K, r) of them,
@@ -203,7 +222,7 @@ def node_sensitivity(max_degree: int) -> float:
     return math.sqrt(max_degree)
 
 
-@family("progap-node")
+@family("progap-node", public=("num_train", "num_nodes"))
 def progap_node(depth: int, num_train: int, batch_size: int, steps_per_stage: int, noise_multiplier: float,
                 max_degree: int, sigma_ap: float | None = None, convention: str = "sound",
                 num_nodes: int | None = None) -> PrivacyLedger:
@@ -225,7 +244,7 @@ def progap_node(depth: int, num_train: int, batch_size: int, steps_per_stage: in
     return led.add(Gaussian(sensitivity=s, sigma=sap, unit="node"), _steps(depth))
 
 
-@family("gap-node")
+@family("gap-node", public=("num_train",))
 def gap_node(depth: int, num_train: int, batch_size: int, encoder_steps: int, classifier_steps: int,
              noise_multiplier: float, max_degree: int) -> PrivacyLedger:
     """GAP node level: encoder and classifier DP-SGD (Poisson, rate B / #training nodes) + K NAPs of

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from methods import inference as I
 from methods.base import FitContext, Method, register
 from methods.privacy import PrivacyLedger
 from methods.privgnn.common import NetConfig, prepare_graph, split_graphs, train_on_graph, use_row_normalization
@@ -35,6 +36,7 @@ class BaselineConfig(NetConfig):
 
 class _Baseline(Method):
     privacy_unit = "none"
+    inference_reads = frozenset({I.OWN_FEATURES, I.OTHER_FEATURES, I.EDGES})  # served over the whole task graph
     settings = ("private-public",)
     Config = BaselineConfig
     smoke_config = {"epochs": 8, "hidden": 8}
@@ -50,7 +52,7 @@ class _Baseline(Method):
             x, edges, labeled, labels = (g.x_public, g.edges_public, g.query_candidates, g.y_public[g.query_candidates])
             reason = f"{self.name}: trained on the true labels of the public-train nodes"
         model, history = train_on_graph(x, edges, labeled, labels, task.num_classes, c, ctx, self.name)
-        info = {"trained_on": self.trains_on, "labels": int(labeled.numel()), "inference_private": False}
+        info = {"trained_on": self.trains_on, "labels": int(labeled.numel())}
         feats = task.data.x.float()
         if use_row_normalization(c.features, task):
             feats = row_normalize(feats)

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from methods import inference as I
 from methods import mechanisms
 from methods.base import ConfigError, FitContext, Task, stable_hash
 from methods.models import Backbone, GraphInput, prepare_graph
@@ -175,6 +176,11 @@ def train_on_graph(x: Tensor, edge_index: Tensor, labeled: Tensor, labels: Tenso
     bar.close()
     model.eval()
     return model, history
+
+
+#: what :func:`serving_input`'s student reads (``Method.inference_reads``): the public graph, and a private node's own
+#: row; the student's weights are the DP release
+STUDENT_READS = frozenset({I.OWN_FEATURES, I.PUBLIC})
 
 
 def serving_input(task: Task, features: str, device: torch.device) -> GraphInput:

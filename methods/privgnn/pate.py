@@ -36,8 +36,8 @@ from torch import Tensor
 from methods.base import ConfigError, FitContext, Method, register
 from methods.privacy import PrivacyLedger
 from methods.privacy import presets as P
-from methods.privgnn.common import (Graphs, NetConfig, cached_rows, choose_queries, noisy_argmax, serving_input,
-                                    split_graphs, task_key, train_on_graph)
+from methods.privgnn.common import (STUDENT_READS, Graphs, NetConfig, cached_rows, choose_queries, noisy_argmax,
+                                    serving_input, split_graphs, task_key, train_on_graph)
 from methods.privgnn.privgnn import resolve_lambda, validate_net
 from methods.privgnn.teachers import BatchedMLP, BatchedSAGE, build_batch, train_teachers
 from methods.streams import RunStreams
@@ -69,9 +69,11 @@ def partition(num_nodes: int, parts: int, generator: torch.Generator) -> list[Te
 
 class PATEMethod(Method):
     privacy_unit = "node"
+    inference_reads = STUDENT_READS
     needs_delta = False  # pure DP (Laplace noisy argmax): a target with delta = 0 is met
     settings = ("private-public",)
     Config = PATEConfig
+    noisy_info = frozenset({"pseudo_label_accuracy"})  # the noisy labels scored on public labels
     smoke_config = {"teachers": 4, "queries": 8, "epochs": 8, "hidden": 8}
     teacher_kind: ClassVar[str] = "mlp"
 
@@ -100,13 +102,12 @@ class PATEMethod(Method):
                 # the pseudo-labelled public nodes (task indices): public data, released with the student's
                 # training set; PrivGNN's Attack-2 asks whether a public node was one of them
                 "query_nodes": graphs.public_ids[queries],
-                "mean_part_size": graphs.num_private / c.teachers,
                 # evaluation on public labels the method never sees
                 "pseudo_label_accuracy": float((labels == true).float().mean()),
-                "inference_private": True,
                 "serving": "public graph; private nodes from their own features only",
-                # noise-free vote counts: no ledger covers them
-                "diagnostic": {"mean_top_vote_share": float((top / votes.sum(1).clamp(min=1)).mean()),
+                # noise-free vote counts and the private node count: no ledger covers them
+                "diagnostic": {"mean_part_size": graphs.num_private / c.teachers,
+                               "mean_top_vote_share": float((top / votes.sum(1).clamp(min=1)).mean()),
                                "plurality_accuracy": float((votes.argmax(1) == true).float().mean())}}
         return ModelFitted(student, serving_input(task, c.features, dev), ledger, history, info)
 

@@ -52,8 +52,8 @@ from torch import Tensor
 from methods.base import Budget, BudgetError, ConfigError, FitContext, Method, register
 from methods.privacy import PrivacyLedger, calibrate_noise
 from methods.privacy import presets as P
-from methods.privgnn.common import (Graphs, NetConfig, cached_rows, choose_queries, noisy_argmax, serving_input,
-                                    split_graphs, task_key, train_on_graph)
+from methods.privgnn.common import (STUDENT_READS, Graphs, NetConfig, cached_rows, choose_queries, noisy_argmax,
+                                    serving_input, split_graphs, task_key, train_on_graph)
 from methods.privgnn.teachers import BatchedSAGE, build_batch, train_teachers
 from methods.streams import RunStreams
 from methods.training import ModelFitted, progress_bar
@@ -174,8 +174,10 @@ class PrivGNN(Method):
                    "public queries with Laplace noise; a GraphSAGE student on the public graph is released "
                    "(node-level; ablation=knnrem|singlegnn)")
     privacy_unit = "node"
+    inference_reads = STUDENT_READS
     settings = ("private-public",)
     Config = PrivGNNConfig
+    noisy_info = frozenset({"pseudo_label_accuracy"})  # the noisy labels scored on public labels
     smoke_config = {"queries": 8, "k": 20, "epochs": 8, "hidden": 8, "teacher_batch": 4}
 
     def ledger(self, queries: int, lam: float) -> PrivacyLedger:
@@ -230,7 +232,6 @@ class PrivGNN(Method):
                 "query_nodes": graphs.public_ids[queries],
                 # evaluation on public labels the method never sees: how good the (noisy, released) labels were
                 "pseudo_label_accuracy": float((labels == true).float().mean()),
-                "inference_private": True,
                 "serving": "public graph; private nodes from their own features only",
                 # noise-free teacher outputs and subsample sizes: no ledger covers them
                 "diagnostic": {**stats,

@@ -40,7 +40,7 @@ class TableFitted(Fitted):
         self._p = proba
         self.ledger = PrivacyLedger.non_private("test instrument")
         self.history = [{"epoch": 1}]
-        self.info = dict(info or {"inference_private": False})
+        self.info = dict(info or {})  # info["inference_private"]: derived by methods.base.fit_method
         self._features_fn = features_fn
         if features_fn is not None:
             self.predict_proba_features = self._predict_features
@@ -153,7 +153,7 @@ class PropagateMethod(Method):
             return torch.softmax(tau * agg, dim=1)
 
         p = forward(task.data.x)
-        return TableFitted(p, {"inference_private": False}, features_fn=forward)
+        return TableFitted(p, features_fn=forward)
 
 
 @dataclass
@@ -179,7 +179,7 @@ class KDQueriesMethod(Method):
         p = _prior(task, task.train_mask).expand(task.num_nodes, -1).clone()
         if self.config.memorise:
             p[queried] = _peaked(task.data.y[queried], task.num_classes, 0.9)
-        return TableFitted(p, {"inference_private": True, "query_nodes": queried.clone()})
+        return TableFitted(p, {"query_nodes": queried.clone()})
 
 
 @dataclass

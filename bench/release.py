@@ -1,0 +1,193 @@
+"""A run's released model as an MLflow artefact, and how attacks and audits of a recorded run load it back.
+
+Every tracked run logs, under the artefact folder ``release/``:
+
+* ``release.pt``: what the run releases under its ledger, as named CPU tensors (:meth:`methods.base.Fitted.release`:
+  the weights; GAP/ProGAP's cached noisy aggregates; EdgeRand's randomised graph). Loads with
+  ``torch.load(..., weights_only=True)``; empty when the method declares no release;
+* ``served.pt.gz``: the served model itself (the :class:`~methods.base.Fitted` object, pickled by ``torch.save``,
+  gzip level 1): the release plus whatever inference reads that the release does not hold (for a method whose
+  inference reads the task's own graph, that graph: it is served, not released). Attacks query this object, so they
+  hit exactly what the run served. A Fitted that cannot be pickled (a plugin's holding a lambda) is not saved: the
+  manifest says why, the run still finishes, and attacks of it are refused;
+* ``manifest.json``: the format, the Fitted's class, the sha256 of both files, the released predictions' hashes
+  (:func:`posteriors_hash`, the full served posteriors; :func:`bench.provenance.predictions_hash`, the tag the
+  leaderboard's records carry) and the torch version that wrote them.
+
+:func:`load` downloads the three files, checks both digests, unpickles the served model onto the device asked for
+(``torch.load``'s ``map_location``: a model fitted on a GPU loads on a CPU and back) and checks that it serves the
+recorded posteriors before any attack sees it. Unpickling runs code: load artefacts only from a tracking store you
+trust (your own runs), as for any pickled model.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import pickle
+import shutil
+import tempfile
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from methods.errors import BenchError
+
+ARTIFACT_DIR = "release"
+RELEASE_FILE = "release.pt"
+SERVED_FILE = "served.pt.gz"
+MANIFEST_FILE = "manifest.json"
+FORMAT = 1
+#: how the leaderboard and attack records name the model an attack or audit saw
+SOURCE_RECORDED = "recorded artefact"
+SOURCE_REEXECUTED = "re-execution (same posteriors as the recorded run)"
+SOURCE_REFIT = "refit (not the recorded run)"
+
+
+class ReleaseMissing(BenchError):
+    """The run logged no released model (a run from before artefacts were logged, or ``--no-release``)."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    format: int
+    fitted_class: str
+    release_keys: tuple[str, ...]
+    release_sha256: str
+    served_sha256: str
+    posteriors_sha256: str
+    predictions_hash: str
+    release_bytes: int
+    served_bytes: int
+    torch: str
+    #: why the served model could not be saved ("" when it was): a plugin's Fitted holding a lambda, say
+    served_error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["release_keys"] = list(self.release_keys)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Manifest":
+        if int(d.get("format", 0)) != FORMAT:
+            raise BenchError(f"released-model manifest format {d.get('format')} (this version reads {FORMAT})")
+        return cls(**{**d, "release_keys": tuple(d.get("release_keys") or ())})
+
+
+def posteriors_hash(proba: torch.Tensor) -> str:
+    """sha256 of the served posteriors of every node (float32, CPU): equal hashes mean the same released outputs,
+    not only the same predicted classes."""
+    p = torch.as_tensor(proba).detach().to("cpu", torch.float32).contiguous()
+    return hashlib.sha256(p.numpy().tobytes()).hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _cpu(release: dict[str, torch.Tensor] | None) -> dict[str, torch.Tensor]:
+    out = {}
+    for k, v in (release or {}).items():
+        v = torch.as_tensor(v).detach().to("cpu")
+        out[str(k)] = v.to_dense() if v.layout != torch.strided else v.contiguous()
+    return out
+
+
+def save(fitted: Any, task: Any, folder: str | Path) -> Manifest:
+    """Write the three files of ``fitted`` (trained on ``task``) into ``folder``; return the manifest."""
+    from bench.provenance import predictions_hash
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    proba = fitted.predict_proba()
+    release = _cpu(fitted.release())
+    torch.save(release, folder / RELEASE_FILE)
+    served_error = ""
+    try:
+        with gzip.open(folder / SERVED_FILE, "wb", compresslevel=1) as f:
+            torch.save(fitted, f)
+    except (pickle.PicklingError, AttributeError, TypeError) as e:  # what pickle raises for a lambda or a lock
+        served_error = f"{type(e).__name__}: {e}"
+        (folder / SERVED_FILE).unlink(missing_ok=True)
+    served = folder / SERVED_FILE
+    cls = type(fitted)
+    manifest = Manifest(FORMAT, f"{cls.__module__}.{cls.__qualname__}", tuple(sorted(release)),
+                        _sha256(folder / RELEASE_FILE), _sha256(served) if served.exists() else "",
+                        posteriors_hash(proba), predictions_hash(task, proba), (folder / RELEASE_FILE).stat().st_size,
+                        served.stat().st_size if served.exists() else 0, torch.__version__, served_error)
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
+    return manifest
+
+
+def read(folder: str | Path, task: Any, device: Any = "cpu") -> tuple[Any, Manifest]:
+    """The served model in ``folder`` (written by :func:`save`) on ``device``, checked against its manifest."""
+    folder = Path(folder)
+    if not (folder / MANIFEST_FILE).is_file():
+        raise ReleaseMissing(f"no released model in {folder} ({MANIFEST_FILE} missing)")
+    manifest = Manifest.from_dict(json.loads((folder / MANIFEST_FILE).read_text()))
+    if manifest.served_error:
+        raise ReleaseMissing(f"the run logged its release but not its served model, which could not be pickled "
+                             f"({manifest.served_error}): give the Fitted picklable attributes (no lambdas) to make "
+                             "its recorded model attackable")
+    for name, want in ((RELEASE_FILE, manifest.release_sha256), (SERVED_FILE, manifest.served_sha256)):
+        if _sha256(folder / name) != want:
+            raise BenchError(f"released model: {name} does not match its manifest's sha256 (corrupted artefact)")
+    with gzip.open(folder / SERVED_FILE, "rb") as f, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch: "sparse CSR support is in beta" on a CSR adjacency
+        fitted = torch.load(f, map_location=torch.device(device), weights_only=False)
+    got = posteriors_hash(fitted.predict_proba())
+    if got != manifest.posteriors_sha256:
+        raise BenchError(f"released model: the loaded model serves other posteriors than the run recorded "
+                         f"({got[:12]} != {manifest.posteriors_sha256[:12]})")
+    from bench.provenance import predictions_hash
+
+    if predictions_hash(task, fitted.predict_proba()) != manifest.predictions_hash:
+        raise BenchError("released model: its predictions on this task's evaluated nodes differ from the recorded "
+                         "ones (a different split or dataset than the run's?)")
+    return fitted, manifest
+
+
+def release_tensors(folder: str | Path) -> dict[str, torch.Tensor]:
+    """The DP-released tensors of ``folder`` (``release.pt``), loaded without unpickling code."""
+    return torch.load(Path(folder) / RELEASE_FILE, map_location="cpu", weights_only=True)
+
+
+def log(run: Any, fitted: Any, task: Any) -> Manifest | None:
+    """Log ``fitted``'s release into the tracked ``run`` (a :class:`bench.tracking.TrackedRun`; nothing when it is not
+    tracked) under ``release/``; the manifest's hashes also go into the run's tags."""
+    if not run.enabled:
+        return None
+    with tempfile.TemporaryDirectory(prefix="bench-release-") as d:
+        manifest = save(fitted, task, d)
+        run.log_artifacts(d, ARTIFACT_DIR)
+    run.set_tags({"release.posteriors_sha256": manifest.posteriors_sha256,
+                  "release.sha256": manifest.release_sha256, "release.bytes": manifest.served_bytes})
+    return manifest
+
+
+def load(run_id: str, task: Any, device: Any = "cpu") -> tuple[Any, Manifest]:
+    """The served model a tracked run logged, on ``device``; :class:`ReleaseMissing` when it logged none."""
+    from bench import tracking
+
+    d = tempfile.mkdtemp(prefix="bench-release-")
+    try:
+        try:
+            folder = tracking.download_artifacts(run_id, ARTIFACT_DIR, d)
+        except FileNotFoundError as e:
+            raise ReleaseMissing(f"run {run_id} logged no released model ({e})") from None
+        return read(folder, task, device)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+__all__ = ["ARTIFACT_DIR", "Manifest", "ReleaseMissing", "SOURCE_RECORDED", "SOURCE_REEXECUTED", "SOURCE_REFIT",
+           "load", "log", "posteriors_hash", "read", "release_tensors", "save"]

@@ -1,0 +1,128 @@
+"""A run's released model as an artefact (bench.release): every method's served model round-trips, tracked runs log
+it, and attacks of a recorded run hit that artefact, never a refit."""
+
+import gzip
+import json
+
+import pytest
+import torch
+
+from bench import release
+from bench.cli import load_plugin
+from methods import Budget, available_methods, get_method
+from tests.conftest import REPO
+
+load_plugin(str(REPO / "tests" / "plugins" / "example_plugin.py"))
+METHODS = sorted(available_methods())
+
+
+@pytest.fixture(scope="module")
+def pp_task():
+    from bench.datasets import load_dataset
+    from bench.splits import make_task
+
+    return make_task(load_dataset("csbm:nodes=200,classes=3,features=8,degree=6"), "private-public", 0)
+
+
+def _fit(name, small_task, pp_task):
+    cls = get_method(name)
+    task = small_task if small_task.setting in cls.settings else pp_task
+    budget = Budget(4.0, 1e-4) if cls.privacy_unit != "none" else Budget()
+    return cls(**cls.smoke_config).fit(task, budget, seed=3, device="cpu"), task
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_every_methods_served_model_round_trips(name, small_task, pp_task, tmp_path):
+    """Registry-wide (plugins included): the saved served model loads back and serves the same posteriors, answers the
+    same feature queries, and its release tensors are the Fitted's own."""
+    fitted, task = _fit(name, small_task, pp_task)
+    manifest = release.save(fitted, task, tmp_path)
+    loaded, m2 = release.read(tmp_path, task, "cpu")
+    assert m2 == manifest
+    assert torch.equal(loaded.predict_proba(), fitted.predict_proba())
+    declared = fitted.release() or {}
+    tensors = release.release_tensors(tmp_path)
+    assert set(tensors) == set(declared)
+    for k, v in declared.items():
+        v = v.to_dense() if v.layout != torch.strided else v
+        assert torch.equal(tensors[k], v.cpu())
+    query = getattr(fitted, "predict_proba_rows", None)
+    if callable(query):
+        rows, values = torch.tensor([0, 5]), torch.rand(2, task.num_features)
+        assert torch.allclose(loaded.predict_proba_rows(rows, values), query(rows, values))
+
+
+def test_a_corrupted_or_foreign_artefact_is_refused(small_task, tmp_path):
+    from bench.datasets import load_dataset
+    from bench.splits import make_task
+    from methods.errors import BenchError
+
+    fitted, task = _fit("dp-mlp", small_task, None)
+    release.save(fitted, task, tmp_path)
+    other = make_task(load_dataset("csbm:nodes=200,classes=3,features=8,degree=6"), "random-75-10-15", 1)
+    with pytest.raises(BenchError, match="differ from the recorded"):
+        release.read(tmp_path, other)
+    # a model that serves other posteriors than the manifest records (files rewritten consistently)
+    tweaked = fitted
+    with torch.no_grad():
+        next(tweaked.model.parameters()).add_(1.0)
+    tweaked._proba = None
+    with gzip.open(tmp_path / release.SERVED_FILE, "wb") as f:
+        torch.save(tweaked, f)
+    manifest = json.loads((tmp_path / release.MANIFEST_FILE).read_text())
+    manifest["served_sha256"] = release._sha256(tmp_path / release.SERVED_FILE)
+    (tmp_path / release.MANIFEST_FILE).write_text(json.dumps(manifest))
+    with pytest.raises(BenchError, match="other posteriors"):
+        release.read(tmp_path, task)
+    (tmp_path / release.RELEASE_FILE).write_bytes(b"x")
+    with pytest.raises(BenchError, match="sha256"):
+        release.read(tmp_path, task)
+    with pytest.raises(release.ReleaseMissing):
+        release.read(tmp_path / "nothing", task)
+
+
+def test_a_tracked_run_logs_its_release_and_attacks_of_it_load_it(monkeypatch):
+    """``bench.api.attack_recorded`` attacks the artefact: it must train nothing (a refit would call Method.fit) and
+    the attacked model serves the recorded run's posteriors."""
+    from bench import api, tracking
+    from bench.provenance import predictions_hash
+    from bench.recorded import recorded_setting
+    from methods.base import Method
+
+    [r] = api.run("dp-mlp", "csbm:nodes=200,classes=3,features=8,degree=6", split="random-75-10-15", epsilon=4,
+                  seeds=[2], overrides={"epochs": 2}, experiment="release-test")
+    run = tracking.client().get_run(r.run_id)
+    assert run.data.tags["release.posteriors_sha256"]
+    setting = recorded_setting(dict(run.data.params))
+    loaded, manifest = release.load(r.run_id, setting.task)
+    assert manifest.predictions_hash == run.data.tags["predictions_hash"] == predictions_hash(setting.task,
+                                                                                              loaded.predict_proba())
+
+    def no_training(*a, **k):
+        raise AssertionError("an attack of a recorded run trained a model")
+
+    monkeypatch.setattr(Method, "fit", no_training)
+    [res] = api.attack_recorded(r.run_id, "threshold", bootstrap=0, experiment="release-test", device="cpu")
+    [rep] = res.attacks
+    assert rep["status"] == "ok" and rep["attacked_model"] == release.SOURCE_RECORDED
+    child = tracking.client().get_run(rep["run_id"])
+    assert child.data.tags["mlflow.parentRunId"] == r.run_id
+
+
+def test_an_unpicklable_served_model_is_named_and_refused_not_a_failed_run(small_task, tmp_path):
+    fitted, task = _fit("mlp", small_task, None)
+    fitted.query = lambda x: x  # a plugin's Fitted may hold one
+    manifest = release.save(fitted, task, tmp_path)
+    assert "lambda" in manifest.served_error and not (tmp_path / release.SERVED_FILE).exists()
+    assert set(release.release_tensors(tmp_path)) == set(fitted.release())
+    with pytest.raises(release.ReleaseMissing, match="could not be pickled"):
+        release.read(tmp_path, task)
+
+
+def test_a_run_without_artefact_is_an_error_before_any_attack():
+    from bench import api
+
+    [r] = api.run("mlp", "csbm:nodes=200,classes=3,features=8,degree=6", split="random-75-10-15", seeds=[0],
+                  overrides={"epochs": 2}, experiment="release-test-none", log_release=False)
+    with pytest.raises(release.ReleaseMissing):
+        api.attack_recorded(r.run_id, "threshold", experiment="release-test-none", device="cpu")
