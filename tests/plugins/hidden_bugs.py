@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
+from methods import inference as I
 from methods.base import ConfigError, FitContext, Method, register
 from methods.dp_mlp import DPMLP
 from methods.dpsgd import PoissonSampler
@@ -99,6 +100,7 @@ class HandwrittenDPSGD(Method):
 
     description = "MLP with a hand-written DP-SGD loop (not methods.dpsgd); test plugin"
     privacy_unit = "node"
+    inference_reads = frozenset({I.OWN_FEATURES})  # an MLP on the queried node's own row
     Config = HandwrittenConfig
     smoke_config = {"epochs": 2, "hidden": 8, "batch_size": 32}
 
@@ -143,7 +145,7 @@ class HandwrittenDPSGD(Method):
                 p.grad = (g + noise) / sampler.expected_size
             opt.step()
         net.load_state_dict(params)
-        info = {"noise_multiplier": z, "steps": steps, "inference_private": True}
+        info = {"noise_multiplier": z, "steps": steps}
         return FeatureQueryFitted(_MLP(net), GraphInput(x_all, torch.empty(2, 0, dtype=torch.long)),
                                   ledger_for(z), [{"epoch": c.epochs}], info, feature_map=feature_map(False))
 
