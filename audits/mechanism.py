@@ -1,34 +1,42 @@
 """Mechanism-level audits: one release of a DP mechanism, through the code the methods execute, measured tightly.
 
 An end-to-end audit trains models and sees little of what the accountant composes over; here the auditor runs
-ONE application of a mechanism many times on a worst-case neighbouring pair it builds itself, in the style of
+ONE application of a mechanism many times on a neighbouring pair it builds itself, in the style of
 Nasr et al. (2023, "Tight Auditing of Differentially Private Machine Learning", Sections 4-5):
 
 * the code path is the methods' own: :func:`methods.gap.nap.nap` after :func:`~methods.gap.nap.bound_out_degree`
   (GAP/ProGAP at edge and node level), :class:`methods.dpsgd.DPOptimizer` with its per-example clipping and a
-  :class:`methods.dpsgd.PoissonSampler` batch (a DP-SGD step), :func:`methods.gap.edgerand.asymmetric_rr`
-  (EdgeRand). Many independent trials come from one call where the mechanism allows it (disjoint copies of the
-  pair in one graph; one canary column per trial in one step);
-* the pair is the worst case of the event's analysis: one undirected edge between two nodes; a node sending
-  its unit vector to exactly D rows; a Dirac gradient clipped to exactly C on a coordinate no other example
-  touches; one node pair's adjacency bit;
+  :class:`methods.dpsgd.PoissonSampler` or :class:`~methods.dpsgd.FixedSizeSampler` batch (a DP-SGD step),
+  :func:`methods.gap.edgerand.asymmetric_rr` (EdgeRand). Many independent trials come from one call where the
+  mechanism allows it (disjoint copies of the pair in one graph; one canary column per trial in one step);
+* the pair is the worst case of the event's analysis where one is proven: one undirected edge between two nodes; a
+  node sending its unit vector to exactly D rows; a Dirac gradient clipped to exactly C on a coordinate no other
+  example touches; on a fixed-size batch, the unit's example +C against -C with every other example -C (Balle,
+  Barthe & Gaboardi 2018, Theorem 10); one node pair's adjacency bit. DP-GNN's step has no proven worst case: it
+  runs the strongest realisable pair of an exhaustive search (:mod:`audits.step_pairs`), labelled as such
+  (:attr:`Mechanism.pair`);
 * each trial's score is the sufficient statistic of the noise (the projection on the known mean shift; the
   noisy sum at the canary's coordinate; the released bit), whose likelihood ratio is monotone, so a
   threshold test is the Neyman-Pearson test;
-* the threshold and its direction are chosen on one half of the trials, and the other half is scored:
-  Clopper-Pearson upper bounds on FPR and FNR (Bonferroni over the two) give
+* two tests (threshold and direction) are chosen on one half of the trials and scored on the other:
+  Clopper-Pearson upper bounds on their FPR and FNR (Bonferroni over the four) give, together at ``confidence``,
 
-  - ``epsilon_lb_cp``: the assumption-free (epsilon, delta) bound of :func:`audits.bounds.epsilon_from_rates`;
-  - ``epsilon_lb_fdp``: the f-DP estimator: the strongest member of the event's own family of tradeoff
-    functions (mu-GDP for a Gaussian release, the Poisson-subsampled Gaussian for a DP-SGD step, epsilon-RR)
-    that the measured point still rules out, converted to epsilon at delta (Nasr et al. 2023 use GDP);
+  - ``epsilon_lb_cp``: assumes nothing: the (epsilon, delta) bound of :func:`audits.bounds.epsilon_from_rates`,
+    from a test chosen for it alone in the tails of the selection half;
+  - ``epsilon_lb_fdp``: the f-DP estimator, named for what it assumes (``fdp_assumes``): the strongest member of
+    the audited pair's family of tradeoff functions (mu-GDP for a Gaussian release, the subsampled Gaussian for a
+    DP-SGD step, epsilon-RR) that the measured points still rule out, converted to epsilon at delta (Nasr et al.
+    2023 use GDP);
 
-* verdict: ``VIOLATION`` when the measured point lies below the CLAIMED tradeoff function at 95% confidence --
-  sound for every mechanism, as the claimed function lower-bounds every test between the two worlds.
+* verdict: ``VIOLATION`` when a measured point lies below the CLAIM's tradeoff function -- sound for every
+  mechanism, as that function lower-bounds every test between the two worlds, and it assumes no family.
 
-The claim compared with is the epsilon of the ledger event alone, exactly (the Gaussian's closed form, the
-subsampled Gaussian's privacy profile in closed form -- equal to dp-accounting's PLD --, epsilon for pure DP);
-the ledger's default accountant (RDP) reports a little more, shown beside it.
+The claim is the event's tightest sound epsilon: its exact epsilon where the audited pair is its proven worst case
+(the Gaussian's closed form, the subsampled Gaussian's privacy profile in closed form -- equal to dp-accounting's
+PLD --, the fixed-size step's tight profile, epsilon for pure DP), and for DP-GNN's step the exact curve of
+Theorem 1's k-revealed pair (:class:`RevealedHypergeometric`), a proven bound, never the epsilon of a pair not
+proven to dominate. The ledger's default accountant (RDP) reports a little more, shown beside it as the ledger's
+claim, with each bound's ratio to both.
 
 Mutations (``Mutation``) make the code run with less noise, a larger sensitivity or a larger sampling rate
 than its ledger event states: the audit's power against subtle bugs.
@@ -39,10 +47,10 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from audits.bounds import DEFAULT_CONFIDENCE, _check_confidence, epsilon_from_rates
 from methods.base import ConfigError
@@ -67,6 +75,8 @@ class Family:
     """Tradeoff functions indexed by a strength ``s >= 0`` (larger: less private; f_0 = 1 - alpha)."""
 
     name = "family"
+    #: what the f-DP lower bound assumes: the mechanism's trade-off function is a member of this family
+    assumes = "the event's family of trade-off functions"
     upper = 60.0  # strengths searched
 
     def tradeoff(self, s: np.ndarray | float, alpha: np.ndarray | float) -> np.ndarray:  # pragma: no cover
@@ -102,6 +112,7 @@ class GaussianFamily(Family):
     query of sensitivity Delta plus N(0, sigma^2) is exactly (Delta / sigma)-GDP."""
 
     name = "gaussian (mu-GDP)"
+    assumes = "a Gaussian (GDP) trade-off"
     upper = 40.0
 
     def tradeoff(self, s, alpha):
@@ -134,6 +145,7 @@ class PoissonGaussianFamily(Family):
 
     rate: float = 1.0
     name = "Poisson-subsampled Gaussian"
+    assumes = "the Poisson-subsampled Gaussian's trade-off"
     upper = 40.0
 
     def tradeoff(self, s, alpha):
@@ -168,89 +180,139 @@ class PoissonGaussianFamily(Family):
         return float(optimize.brentq(lambda e: self.delta_of(s, e) - delta, 0.0, hi, xtol=1e-12))
 
 
-class ShiftMixtureFamily(Family):
-    """Replace-one DP-SGD steps on fixed-size batches: k of the examples the unit changes are drawn (k ~ ``weights``),
-    each contributing +C in one world and -C in the other, so the released coordinate is sum_k w_k N(k mu, 1)
-    against sum_k w_k N(-k mu, 1), mu = C / sigma. The likelihood ratio increases in x (the numerator's terms
-    increase, the denominator's decrease), so f(alpha) is the threshold test's, and {L > eps} is a half-line."""
+class OneSidedMixtureFamily(Family):
+    """N(0, 1) against sum_k w_k N(k ``step`` s, 1), k = 0, 1, ...: one world's release is a fixed Gaussian and the
+    other's is shifted by ``step`` s for each of the k examples the unit changes that a batch draws. The likelihood
+    ratio increases in x (every term does), so the threshold test is the most powerful one, f(alpha) =
+    sum_k w_k Phi(Phi^-1(1 - alpha) - k step s), and each direction's {L > eps} is a half-line. With w = (1 - q, q)
+    and step 1 it is the Poisson-subsampled Gaussian (:class:`PoissonGaussianFamily`)."""
 
-    name = "shift mixture"
+    name = "one-sided Gaussian mixture"
+    assumes = "the one-sided Gaussian mixture's trade-off"
     upper = 20.0
 
-    def __init__(self, weights: np.ndarray) -> None:
+    def __init__(self, weights: np.ndarray, step: float = 1.0) -> None:
         w = np.asarray(weights, float)
         if w.ndim != 1 or w.size < 2 or (w < 0).any() or not math.isclose(w.sum(), 1.0, rel_tol=1e-9):
-            raise ConfigError("a shift mixture needs probabilities of 0, 1, ... drawn examples")
-        self.k = np.arange(w.size, dtype=float)[w > 0]
+            raise ConfigError("a one-sided mixture needs probabilities of 0, 1, ... drawn examples")
+        self.step = float(step)
+        self.k = np.arange(w.size, dtype=float)[w > 0] * self.step
         self.logw = np.log(w[w > 0])
-
-    def _mix(self, fn, x, s, sign: int) -> np.ndarray:
-        """sum_k w_k fn(x - sign k s), vectorised over x and s."""
-        x, s = np.broadcast_arrays(np.asarray(x, float), np.asarray(s, float))
-        return np.sum(np.exp(self.logw)[:, None] * fn(x.reshape(1, -1) - sign * self.k[:, None] * s.reshape(1, -1)),
-                      axis=0).reshape(x.shape)
-
-    def _log_mix(self, logfn, x: float, s: float, sign: int) -> float:
-        return float(np.logaddexp.reduce(self.logw + logfn(x - sign * self.k * s)))
 
     def tradeoff(self, s, alpha):
         s, alpha = np.broadcast_arrays(np.asarray(s, float), np.asarray(alpha, float))
-        lo, hi = np.full(alpha.shape, -80.0), np.full(alpha.shape, 80.0)
-        for _ in range(80):  # the threshold t with P_out[X >= t] = alpha (decreasing in t)
-            mid = (lo + hi) / 2.0
-            above = self._mix(stats.norm.sf, mid, s, -1) > alpha
-            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        return self._mix(stats.norm.cdf, hi, s, +1)
+        t = stats.norm.isf(alpha)
+        return np.sum(np.exp(self.logw)[:, None] * stats.norm.cdf(t.reshape(1, -1) - self.k[:, None]
+                                                                   * s.reshape(1, -1)), axis=0).reshape(alpha.shape)
+
+    def _loss(self, x: float, s: float) -> float:
+        """log of the mixture's density over N(0, 1)'s at x."""
+        return float(np.logaddexp.reduce(self.logw + self.k * s * x - (self.k * s) ** 2 / 2.0))
+
+    def delta_of(self, s: float, eps: float) -> float:
+        """The exact privacy curve, both directions (the mixture first: {L > eps} = {x > x_eps}; N(0, 1) first:
+        {L < -eps} = {x < x'_eps}, empty when -eps lies below L's infimum log w_0)."""
+        lsf, lcdf = stats.norm.logsf, stats.norm.logcdf
+
+        def root(target: float) -> float:
+            lo, hi = -1.0, 1.0
+            while self._loss(lo, s) > target:
+                lo *= 2.0
+            while self._loss(hi, s) < target:
+                hi *= 2.0
+            return optimize.brentq(lambda v: self._loss(v, s) - target, lo, hi, xtol=1e-12)
+
+        out = 0.0
+        top = float(np.max(self.k)) * s
+        if top > 0:
+            x = root(eps)
+            p_mass = math.exp(np.logaddexp.reduce(self.logw + lsf(x - self.k * s)))
+            out = max(out, p_mass - math.exp(eps + lsf(x)))
+        floor = self.logw[0] if self.k[0] == 0 else -math.inf
+        if top > 0 and -eps > floor:
+            x = root(-eps)
+            q_mass = math.exp(np.logaddexp.reduce(self.logw + lcdf(x - self.k * s)))
+            out = max(out, math.exp(lcdf(x)) - math.exp(eps) * q_mass)
+        return out
 
     def epsilon(self, s, delta):
-        """delta(eps) = P_in[L > eps] - e^eps P_out[L > eps], {L > eps} = {x > x_eps} (the pair is symmetric, so one
-        direction is the whole profile); x_eps and then eps by root finding."""
-        if s <= 0:
-            return 0.0
-        lpdf, lsf = stats.norm.logpdf, stats.norm.logsf
-
-        def loss(x: float) -> float:
-            return self._log_mix(lpdf, x, s, +1) - self._log_mix(lpdf, x, s, -1)
-
-        def profile(eps: float) -> float:
-            lo, hi = -1.0, 1.0
-            while loss(lo) > eps:
-                lo *= 2.0
-            while loss(hi) < eps:
-                hi *= 2.0
-            x = optimize.brentq(lambda v: loss(v) - eps, lo, hi, xtol=1e-12)
-            return math.exp(self._log_mix(lsf, x, s, +1)) - math.exp(eps + self._log_mix(lsf, x, s, -1))
-
-        if profile(0.0) <= delta:
+        if s <= 0 or self.delta_of(s, 0.0) <= delta:
             return 0.0
         hi = 1.0
-        while profile(hi) > delta:
+        while self.delta_of(s, hi) > delta:
             hi *= 2.0
             if hi > 512:
                 return math.inf
-        return float(optimize.brentq(lambda e: profile(e) - delta, 0.0, hi, xtol=1e-12))
+        return float(optimize.brentq(lambda e: self.delta_of(s, e) - delta, 0.0, hi, xtol=1e-12))
 
 
-class FixedSizeGaussianFamily(ShiftMixtureFamily):
-    """One DP-SGD step on a fixed-size batch (m of n without replacement, ``rate`` = m / n), replace-one: the replaced
-    example is drawn with probability ``rate`` -- dp-accounting's REPLACE_ONE pair for a subsampled Gaussian."""
+class FixedSizeGaussianFamily(OneSidedMixtureFamily):
+    """One DP-SGD step on a fixed-size batch (m of n without replacement, ``rate`` = m / n), replace-one, strength
+    s = C / sigma. The worst case: the unit's example +C in one world and -C in the other, every other example -C
+    in both, so one world's release is fixed and the other's moves by 2C when the example is drawn: N(0, 1) against
+    (1 - rate) N(0, 1) + rate N(2 s, 1). Its curve is Balle, Barthe & Gaboardi's tight bound for substitution
+    under sampling without replacement (2018, Theorem 10; :func:`audits.step_pairs.fixed_size_replace_delta`), so
+    it is the exact worst case. Not the pair +-C against a zero-gradient stand-in (dp-accounting's
+    REPLACE_ONE, which models Poisson sampling): that one is below it (1.0 against 1.51 at mu 0.27)."""
 
     name = "fixed-size subsampled Gaussian (replace-one)"
+    assumes = "the fixed-size replace-one step's trade-off"
 
     def __init__(self, rate: float = 0.5) -> None:
         self.rate = float(rate)
-        super().__init__(np.array([1.0 - self.rate, self.rate]))
+        super().__init__(np.array([1.0 - self.rate, self.rate]), step=2.0)
 
 
-class HypergeometricGaussianFamily(ShiftMixtureFamily):
-    """One DP-GNN step (Daigavane et al. 2022): a batch of m of n subgraphs, ``occurrences`` of which hold the node,
-    so k ~ Hypergeometric(n, occurrences, m) of them are drawn, each +C or -C."""
+class HypergeometricGaussianFamily(OneSidedMixtureFamily):
+    """One DP-GNN step (Daigavane et al. 2022), strength s = C / sigma: a batch of m of n subgraphs,
+    ``occurrences`` of which hold the node, k ~ Hypergeometric(n, occurrences, m) of them drawn. The pair: the
+    node's subgraphs +C in one world and -C in the other, every other subgraph -C in both -- N(0, 1) against
+    sum_k h(k) N(2 k s, 1), the strongest pair :func:`audits.step_pairs.strongest_pair` finds at the audited
+    strengths. Realisable, NOT a proven worst case (nor an upper bound: at small epsilon the +-C pair, the node's
+    subgraphs +C against -C and nothing else, can be above it); the step's sound bound is the k-revealed pair of
+    :class:`RevealedHypergeometric`."""
 
-    name = "hypergeometric Gaussian (DP-GNN)"
+    name = "hypergeometric Gaussian (DP-GNN, one-sided)"
+    assumes = "the audited pair's trade-off (DP-GNN, one-sided)"
 
     def __init__(self, population: int, occurrences: int, batch: int) -> None:
         self.population, self.occurrences, self.batch = int(population), int(occurrences), int(batch)
-        super().__init__(stats.hypergeom.pmf(np.arange(occurrences + 1), population, occurrences, batch))
+        super().__init__(stats.hypergeom.pmf(np.arange(occurrences + 1), population, occurrences, batch), step=2.0)
+
+
+def gaussian_delta(mu: float, eps: float) -> float:
+    """The privacy curve of N(0, 1) against N(mu, 1) (Balle & Wang 2018, Theorem 8), in log space."""
+    if mu <= 0:
+        return 0.0
+    return max(0.0, float(special.ndtr(-eps / mu + mu / 2) - math.exp(eps + special.log_ndtr(-eps / mu - mu / 2))))
+
+
+@dataclass(frozen=True)
+class RevealedHypergeometric:
+    """The sound bound of one DP-GNN step (Daigavane et al. 2022, Theorem 1's pair): the batch's count k ~
+    Hypergeometric(population, occurrences, batch) of the node's subgraphs is revealed, then N(0, 1) against
+    N(2 k s, 1) (Lemma 2: each moves the sum by at most 2C; s = C / sigma). Revealing k only adds information, so
+    the pair dominates the step, and its curve is exactly sum_k h(k) delta_{2ks}(eps) -- the ledger event's PLD
+    (:meth:`methods.privacy.events.HypergeometricGaussian.pld`) without its outward discretisation."""
+
+    population: int
+    occurrences: int
+    batch: int
+
+    def delta(self, s: float, eps: float) -> float:
+        k = np.arange(1, self.occurrences + 1)
+        h = stats.hypergeom.pmf(k, self.population, self.occurrences, self.batch)
+        return float(sum(w * gaussian_delta(2.0 * j * s, eps) for j, w in zip(k, h) if w > 0))
+
+    def epsilon(self, s: float, delta: float) -> float:
+        if s <= 0 or self.delta(s, 0.0) <= delta:
+            return 0.0
+        hi = 1.0
+        while self.delta(s, hi) > delta:
+            hi *= 2.0
+            if hi > 4096:
+                return math.inf
+        return float(optimize.brentq(lambda e: self.delta(s, e) - delta, 0.0, hi, xtol=1e-12))
 
 
 class RandomizedResponseFamily(Family):
@@ -258,6 +320,7 @@ class RandomizedResponseFamily(Family):
     tradeoff of every pure epsilon-DP mechanism's worst case; delta plays no part."""
 
     name = "randomized response (pure DP)"
+    assumes = "the randomized-response (pure DP) trade-off"
 
     def tradeoff(self, s, alpha):
         alpha = np.asarray(alpha, float)
@@ -282,6 +345,7 @@ class SubsampledPureFamily(Family):
     the amplified pure epsilon (delta plays no part). PrivGNN's per-query Laplace release."""
 
     name = "Poisson-subsampled pure DP"
+    assumes = "the Poisson-subsampled pure-DP trade-off"
     upper = 40.0
     GRID = np.linspace(0.0, 1.0, 4001)
 
@@ -353,10 +417,28 @@ class Mutation:
 Sampler = Callable[[float, bool, int, RunStreams, Mutation], np.ndarray]
 
 
+class SoundBound(Protocol):
+    """An event's sound privacy curve where no realisable pair is proven to meet it: strength -> curve."""
+
+    def delta(self, s: float, eps: float) -> float: ...
+
+    def epsilon(self, s: float, delta: float) -> float: ...
+
+
+def _calibrate(epsilon_of: Callable[[float], float], epsilon: float, upper: float, name: str) -> float:
+    """The strength s with epsilon_of(s) = ``epsilon`` (epsilon_of increases in s)."""
+    hi = 0.5
+    while epsilon_of(hi) < epsilon:
+        hi *= 2.0
+        if hi > upper:
+            raise ConfigError(f"{name}: epsilon {epsilon:g} is out of reach")
+    return float(optimize.brentq(lambda v: epsilon_of(v) - epsilon, 1e-9, hi, xtol=1e-12))
+
+
 @dataclass(frozen=True)
 class Mechanism:
     name: str
-    family: Family
+    family: Family  # the tradeoff functions of the audited pair, at the strength the code runs with
     event: Callable[[float], Event]  # the claim's strength -> the ledger event the methods record for it
     sample: Sampler
     mutations: tuple[str, ...]  # the fields of Mutation it can apply
@@ -369,10 +451,31 @@ class Mechanism:
     #: (claimed strength, mutation) -> the exact epsilon of what the code RELEASES, where that is a
     #: post-processing (an argmax) whose epsilon lies below the event's: the most an audit can show
     release: Callable[[float, Mutation], float] | None = None
+    #: the event's sound bound where the audited pair is NOT its proven worst case (None: the family's curve at
+    #: the claimed strength is the event's exact one): the claim, and the curve a verdict tests against
+    bound: SoundBound | None = None
+    #: why the pair is the worst case, or that it is only realisable
+    pair: str = "the worst case of the event's analysis"
+
+    @property
+    def worst_case(self) -> bool:
+        """Whether the audited pair is the event's proven worst case (its exact epsilon is the claim)."""
+        return self.bound is None
+
+    def claim(self, s: float, delta: float) -> float:
+        """The event's tightest sound epsilon at strength ``s``: exact where the pair is its proven worst case."""
+        return self.family.epsilon(s, delta) if self.bound is None else self.bound.epsilon(s, delta)
+
+    def strength_for_epsilon(self, epsilon: float, delta: float) -> float:
+        """The strength whose claim (:meth:`claim`) is ``epsilon`` at ``delta``."""
+        if self.bound is None:
+            return self.family.strength_for_epsilon(epsilon, delta)
+        return _calibrate(lambda v: self.bound.epsilon(v, delta), epsilon, self.family.upper, self.name)
 
     def true_epsilon(self, s: float, mutation: Mutation, delta: float) -> float:
-        """The exact epsilon of the release the code makes under ``mutation`` (the claim's when shipped and
-        the release is the event's whole output)."""
+        """The exact epsilon of the audited pair as the code runs it under ``mutation``: the most an audit of this
+        pair can show. The claim's when shipped, the pair is the worst case and the release is the event's whole
+        output; below the claim for an argmax release or a pair that is only realisable."""
         if self.release is not None:
             return self.release(s, mutation)
         fam, strength = (self.actual(s, mutation) if self.actual is not None
@@ -510,12 +613,26 @@ def _dpsgd_poisson(rate: float, columns: int = 1000) -> Sampler:
     return sample
 
 
+def _signed_rows(columns: int, drawn: torch.Tensor, holders: int, world_in: bool) -> torch.Tensor:
+    """One row per drawn example of each trial: ``drawn`` [columns, batch] are the examples trial c's batch drew
+    from its own population, of which the first ``holders`` hold the unit. A holder is +large e_c in the world with
+    the unit and -large e_c without it, every other example -large e_c in both (clipped: +C or -C): the one-sided
+    pair, so the world without the unit releases the same sum whatever the batch."""
+    import torch
+
+    sign = torch.where((drawn < holders) & world_in, 1.0, -1.0)  # [columns, batch]
+    rows = torch.zeros(drawn.numel(), columns)
+    rows[torch.arange(drawn.numel()), torch.arange(columns).repeat_interleave(drawn.size(1))] = 1e3 * sign.reshape(-1)
+    return rows
+
+
 def _dpsgd_fixed(rate: float, columns: int = 1000) -> Sampler:
     def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
-        """Per step, ``columns`` trials, each its own sub-population of n = 1 / rate examples drawn by the methods'
-        :class:`~methods.dpsgd.FixedSizeSampler` (one of n: the canary or a zero-gradient stand-in, which adds
-        nothing). The canary's Dirac gradient (:func:`_dirac_steps`) is +C in the world with the unit's data and
-        -C in the world where it is replaced. A rate mutation draws one of round(1 / (rate x factor))."""
+        """Per step, ``columns`` trials, each its own population of n = 1 / rate examples of which the methods'
+        :class:`~methods.dpsgd.FixedSizeSampler` draws one; example 0 is the unit's. Replace-one worst case
+        (:class:`FixedSizeGaussianFamily`; :func:`_signed_rows`): the unit's Dirac gradient (:func:`_dirac_steps`)
+        is +C with its data and -C with the replacement, every other example's -C. A rate mutation draws one of
+        round(1 / (rate x factor))."""
         import torch
 
         from methods.dpsgd import FixedSizeSampler
@@ -523,11 +640,9 @@ def _dpsgd_fixed(rate: float, columns: int = 1000) -> Sampler:
         _unsupported("dpsgd-fixed", m, ("noise", "sensitivity", "rate"))
         n = max(1, int(round(1.0 / (rate * m.rate))))
         sampler = FixedSizeSampler(n, 1, streams.torch("sampler"), unit="feature")
-        canaries = torch.eye(columns) * (1e3 if world_in else -1e3)
 
         def rows():
-            drawn = torch.cat([sampler.sample() for _ in range(columns)])  # 0: the canary's slot
-            return canaries[drawn == 0]
+            return _signed_rows(columns, torch.stack([sampler.sample() for _ in range(columns)]), 1, world_in)
 
         return _dirac_steps(columns, trials, mu, streams, m, rows)
 
@@ -537,10 +652,11 @@ def _dpsgd_fixed(rate: float, columns: int = 1000) -> Sampler:
 def _dpgnn_step(population: int, occurrences: int, batch: int, columns: int = 500) -> Sampler:
     def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
         """DP-GNN's step: per trial, a population of ``population`` subgraphs of which the first ``occurrences``
-        hold the unit and a batch of ``batch`` drawn by the methods' :class:`~methods.dpsgd.FixedSizeSampler` (as
-        DP-GNN draws its batches); each drawn subgraph that holds the unit is a Dirac gradient on the trial's
-        coordinate (:func:`_dirac_steps`): +C in one world, -C in the other. Noise 2 C N(K, r) lambda = C / mu, as
-        DP-GNN adds it. A rate mutation draws a batch ``factor`` times larger."""
+        hold the node, and a batch of ``batch`` drawn by the methods' :class:`~methods.dpsgd.FixedSizeSampler` (as
+        DP-GNN draws its batches). The strongest realisable pair found (:class:`HypergeometricGaussianFamily`;
+        :func:`_signed_rows`): each subgraph holding the node is a Dirac gradient (:func:`_dirac_steps`) +C in one
+        world and -C in the other, every other subgraph -C in both. Noise 2 C N(K, r) lambda = C / mu, as DP-GNN
+        adds it. A rate mutation draws a batch ``factor`` times larger."""
         import torch
 
         from methods.dpsgd import FixedSizeSampler
@@ -548,12 +664,10 @@ def _dpgnn_step(population: int, occurrences: int, batch: int, columns: int = 50
         _unsupported("dpgnn-step", m, ("noise", "sensitivity", "rate"))
         size = min(population, max(1, int(round(batch * m.rate))))
         sampler = FixedSizeSampler(population, size, streams.torch("sampler"), unit="node")
-        canaries = torch.eye(columns) * (1e3 if world_in else -1e3)
 
         def rows():
-            drawn = torch.tensor([int(np.count_nonzero(sampler.sample().numpy() < occurrences))
-                                  for _ in range(columns)])
-            return canaries[torch.repeat_interleave(torch.arange(columns), drawn)]  # a row per drawn subgraph
+            return _signed_rows(columns, torch.stack([sampler.sample() for _ in range(columns)]), occurrences,
+                                world_in)
 
         return _dirac_steps(columns, trials, mu, streams, m, rows)
 
@@ -717,7 +831,7 @@ MECHANISMS: dict[str, Mechanism] = {
         "nap-edge", GaussianFamily(),
         lambda mu: Gaussian(sensitivity=math.sqrt(2.0), sigma=math.sqrt(2.0) / mu, unit="edge"),
         _nap_edge, ("noise",), "NAP aggregation, one undirected edge (sensitivity sqrt 2)",
-        "gap-edge, progap-edge"),
+        "gap-edge, progap-edge", trials=2_000_000),
     "nap-node": Mechanism(
         "nap-node", GaussianFamily(), _nap_node_event(NAP_NODE_DEGREE), _nap_node(NAP_NODE_DEGREE),
         ("noise", "sensitivity"),
@@ -736,10 +850,11 @@ MECHANISMS: dict[str, Mechanism] = {
         lambda mu: FixedSizeGaussian(population=int(round(1 / DPSGD_RATE)), sample_size=1,
                                      noise_multiplier=1.0 / (2.0 * mu), unit="feature"),
         _dpsgd_fixed(DPSGD_RATE), ("noise", "sensitivity", "rate"),
-        "DPOptimizer step on a FixedSizeSampler batch (1 of 2), replace-one: a Dirac gradient +C or -C",
-        "drw, drw-r, drw-d, dp-mlp-feature",
+        "DPOptimizer step on a FixedSizeSampler batch (1 of 2), replace-one: a Dirac gradient +C or -C, the other "
+        "example -C", "drw, drw-r, drw-d, dp-mlp-feature",
         actual=lambda mu, m: (FixedSizeGaussianFamily(1.0 / max(1, round(1.0 / (DPSGD_RATE * m.rate)))),
-                              mu * m.noise * m.sensitivity)),
+                              mu * m.noise * m.sensitivity),
+        pair="the worst case (Balle, Barthe & Gaboardi 2018, Theorem 10)"),
     "dpgnn-step": Mechanism(
         "dpgnn-step", HypergeometricGaussianFamily(*DPGNN_SHAPE),
         lambda mu: HypergeometricGaussian(num_train=DPGNN_SHAPE[0], occurrence_bound=DPGNN_SHAPE[1],
@@ -747,11 +862,13 @@ MECHANISMS: dict[str, Mechanism] = {
                                           noise_multiplier=1.0 / (2.0 * mu * DPGNN_SHAPE[1])),
         _dpgnn_step(*DPGNN_SHAPE), ("noise", "sensitivity", "rate"),
         f"DPOptimizer step on a FixedSizeSampler batch of {DPGNN_SHAPE[2]} of {DPGNN_SHAPE[0]} subgraphs, "
-        f"{DPGNN_SHAPE[1]} = N(3, 1) of them holding the node: Dirac gradients +C or -C", "dpgnn, dpgnn-adam",
-        trials=200_000,
+        f"{DPGNN_SHAPE[1]} = N(3, 1) of them holding the node: Dirac gradients +C or -C, the other subgraphs -C",
+        "dpgnn, dpgnn-adam", trials=200_000,
         actual=lambda mu, m: (HypergeometricGaussianFamily(
             DPGNN_SHAPE[0], DPGNN_SHAPE[1], min(DPGNN_SHAPE[0], max(1, round(DPGNN_SHAPE[2] * m.rate)))),
-            mu * m.noise * m.sensitivity)),
+            mu * m.noise * m.sensitivity),
+        bound=RevealedHypergeometric(*DPGNN_SHAPE),
+        pair="realisable, not proven worst case (the strongest of audits.step_pairs' exhaustive search)"),
     "pate-votes": Mechanism(
         "pate-votes", RandomizedResponseFamily(),
         lambda eps: Laplace(scale=2.0 / eps, sensitivity=1.0, unit="node", count=2),
@@ -790,36 +907,87 @@ AUDITED_KINDS = frozenset(k for k, _ in _BY_EVENT)
 # --------------------------------------------------------------------------------------
 
 
+#: what the Clopper-Pearson bound assumes
+CP_ASSUMES = "nothing (assumption-free)"
+
+
 @dataclass
 class MechanismAudit:
     mechanism: str
-    family: str
+    family: str  # the audited pair's family of tradeoff functions
     mutation: str
-    epsilon_claimed: float  # exact epsilon of the ledger event at delta
-    epsilon_accounted: float  # what the ledger's default accountant reports for that event
-    epsilon_true: float  # the exact epsilon of what the code ran (= epsilon_claimed unless mutated)
+    #: the event's tightest sound epsilon at delta (the claim the verdict tests): exact where the audited pair is its
+    #: proven worst case (``worst_case``), else a proven upper bound (DP-GNN's step: the k-revealed pair)
+    epsilon_claimed: float
+    epsilon_accounted: float  # the ledger's claim: what its default accountant reports for that event
+    epsilon_true: float  # the exact epsilon of the audited pair as the code ran it: the most this audit can show
     delta: float
     trials: int  # per world, in each half
-    epsilon_lb_cp: float
-    epsilon_lb_fdp: float
+    epsilon_lb_cp: float  # assumption-free (Clopper-Pearson): the best over the evaluated tests
+    epsilon_lb_fdp: float  # f-DP: assumes the pair's tradeoff is a member of ``family`` (``fdp_assumes``)
     strength_claimed: float
     strength_lb: float
-    fpr_upper: float
+    fpr_upper: float  # the f-DP-selected test's bounds (every test's are in ``tests``)
     fnr_upper: float
     threshold: float
     direction: int
-    confidence: float
+    confidence: float  # of every bound and the verdict together
     verdict: str  # "ok" | "VIOLATION"
     seconds: float
     event: dict = field(default_factory=dict)
+    fdp_assumes: str = ""
+    worst_case: bool = True  # the audited pair is the event's proven worst case
+    pair: str = ""  # why it is, or that it is only realisable
+    tests: list = field(default_factory=list)  # every evaluated test: selected for, threshold, direction, bounds
+
+    def _over(self, lb: float, claim: float) -> float:
+        return lb / claim if claim > 0 else math.nan
 
     @property
-    def ratio(self) -> float:
-        """The best lower bound over the claim."""
-        return max(self.epsilon_lb_cp, self.epsilon_lb_fdp) / self.epsilon_claimed
+    def ratio_cp(self) -> float:
+        """The assumption-free bound over the claim (the event's tightest sound epsilon)."""
+        return self._over(self.epsilon_lb_cp, self.epsilon_claimed)
+
+    @property
+    def ratio_fdp(self) -> float:
+        """The f-DP bound over the claim."""
+        return self._over(self.epsilon_lb_fdp, self.epsilon_claimed)
+
+    @property
+    def ledger_ratio_cp(self) -> float:
+        """The assumption-free bound over the ledger's claim (its accountant's epsilon)."""
+        return self._over(self.epsilon_lb_cp, self.epsilon_accounted)
+
+    @property
+    def ledger_ratio_fdp(self) -> float:
+        return self._over(self.epsilon_lb_fdp, self.epsilon_accounted)
+
+    def lower_bound_pair(self) -> tuple[np.ndarray, np.ndarray]:
+        """An assumption-free lower-bound mechanism: :func:`tradeoff_pair` of the evaluated tests' bounds."""
+        return tradeoff_pair([(t["fpr_upper"], t["fnr_upper"]) for t in self.tests])
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "ratio": self.ratio}
+        return {**asdict(self), "cp_assumes": CP_ASSUMES, "ratio_cp": self.ratio_cp, "ratio_fdp": self.ratio_fdp,
+                "ledger_ratio_cp": self.ledger_ratio_cp, "ledger_ratio_fdp": self.ledger_ratio_fdp}
+
+
+def tradeoff_pair(points: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """The least informative pair of worlds whose tests meet every (FPR, FNR) bound in ``points``: its tradeoff
+    function is the lower convex hull of (0, 1), the points and (1, 0), and each hull segment is one outcome
+    (masses: the FNR drop in the world with the unit, the FPR rise in the other). Any mechanism whose tests reach
+    those points has a tradeoff function below this one (a tradeoff function is convex), so by Blackwell's theorem
+    (Dong, Roth & Su 2022, Theorem 2.10) this pair is a post-processing of it: a lower-bound mechanism, and composing
+    copies of it (:mod:`audits.composed`) bounds the composition from below. Returns (masses with the unit,
+    masses without it)."""
+    pts = sorted({(0.0, 1.0), (1.0, 0.0), *((float(a), float(b)) for a, b in points if a + b < 1.0)})
+    hull: list[tuple[float, float]] = []
+    for p in pts:
+        while len(hull) >= 2 and ((hull[-1][0] - hull[-2][0]) * (p[1] - hull[-2][1])
+                                  - (hull[-1][1] - hull[-2][1]) * (p[0] - hull[-2][0])) <= 0:
+            hull.pop()
+        hull.append(p)
+    alpha, beta = np.array([h[0] for h in hull]), np.array([h[1] for h in hull])
+    return -np.diff(beta), np.diff(alpha)
 
 
 def _upper(k: np.ndarray, n: int, confidence: float) -> np.ndarray:
@@ -839,20 +1007,40 @@ def _rates(scores_in, scores_out, thresholds, direction):
     return fp, fn
 
 
+def _cp_epsilon(alpha: np.ndarray, beta: np.ndarray, delta: float) -> np.ndarray:
+    """:func:`audits.bounds.epsilon_from_rates`, vectorised."""
+    alpha, beta = np.asarray(alpha, float), np.asarray(beta, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(1.0 - delta - alpha > 0, np.log(np.maximum(1.0 - delta - alpha, 1e-300) / beta), 0.0)
+        b = np.where(1.0 - delta - beta > 0, np.log(np.maximum(1.0 - delta - beta, 1e-300) / alpha), 0.0)
+    return np.maximum(0.0, np.maximum(a, b))
+
+
 #: candidate thresholds: this many quantiles of the pooled selection scores (few enough that the selection
 #: half's winner's curse stays small)
 QUANTILES = 65
+#: the CP test's candidates: this many geometrically spaced order statistics from each end of each world's
+#: selection scores (the bound lives in the tails, where the two worlds' rates differ by e^epsilon)
+TAIL_CANDIDATES = 100
+#: the CP test is chosen on the selection half with Clopper-Pearson bounds this much stricter (1 - confidence
+#: divided by it) than the evaluation's: it prefers thresholds with more errors to count, whose bound holds up on
+#: the other half (the selection half's best with the evaluation's level overfits its few tail errors)
+SELECT_STRICTNESS = 1000.0
+
+
+def _candidates(sel_in: np.ndarray, sel_out: np.ndarray) -> np.ndarray:
+    pooled = np.concatenate([sel_in, sel_out])
+    mids = np.unique(pooled)
+    if mids.size <= 64:  # a discrete score: every split between two values
+        cand = (mids[1:] + mids[:-1]) / 2.0
+        return cand if cand.size else np.array([pooled[0]])
+    return np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, QUANTILES)))
 
 
 def _select(family: Family, sel_in, sel_out, per: float) -> tuple[float, int]:
     """The test (threshold, direction) whose Clopper-Pearson point rules out the most of the family, on the
     selection half."""
-    pooled = np.concatenate([sel_in, sel_out])
-    cand = np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, QUANTILES)))
-    mids = np.unique(pooled)
-    cand = (mids[1:] + mids[:-1]) / 2.0 if mids.size <= 64 else cand
-    if cand.size == 0:
-        cand = np.array([pooled[0]])
+    cand = _candidates(sel_in, sel_out)
     best = (-1.0, 0.0, 1)
     for direction in (1, -1):
         fp, fn = _rates(sel_in, sel_out, cand, direction)
@@ -861,6 +1049,39 @@ def _select(family: Family, sel_in, sel_out, per: float) -> tuple[float, int]:
         if s[i] > best[0]:
             best = (float(s[i]), float(cand[i]), direction)
     return best[1], best[2]
+
+
+def _select_cp(sel_in, sel_out, per: float, delta: float) -> tuple[float, int]:
+    """The test (threshold, direction) with the largest assumption-free bound on the selection half (at the
+    stricter level of :data:`SELECT_STRICTNESS`), among the quantiles and the tails' order statistics."""
+    cand = _candidates(sel_in, sel_out)
+    if np.unique(np.concatenate([sel_in, sel_out])).size > 64:
+        tails = []
+        for x in (np.sort(sel_in), np.sort(sel_out)):
+            pos = np.unique(np.geomspace(1, x.size, TAIL_CANDIDATES).astype(int)) - 1
+            tails += [x[pos], x[x.size - 1 - pos]]
+        cand = np.unique(np.concatenate([cand, *tails]))
+    strict = 1.0 - (1.0 - per) / SELECT_STRICTNESS
+    best = (-1.0, 0.0, 1)
+    for direction in (1, -1):
+        fp, fn = _rates(sel_in, sel_out, cand, direction)
+        e = _cp_epsilon(_upper(fp, sel_out.size, strict), _upper(fn, sel_in.size, strict), delta)
+        i = int(np.argmax(e))
+        if e[i] > best[0]:
+            best = (float(e[i]), float(cand[i]), direction)
+    return best[1], best[2]
+
+
+def _below_curve(points: list[tuple[float, float]], curve: Callable[[float], float], claim: float) -> bool:
+    """Whether a point (FPR, FNR) lies below the tradeoff function of the privacy curve ``curve`` (eps -> delta):
+    some epsilon has max(1 - FNR - e^eps FPR, 1 - FPR - e^eps FNR) > curve(eps). Checked on a grid of epsilons (a
+    grid can only miss a violation, never invent one)."""
+    grid = np.unique(np.concatenate([np.linspace(0.0, 3.0 * claim + 2.0, 301), [claim]]))
+    for eps in grid:
+        room = max(1.0 - b - math.exp(eps) * a for a, b in points + [(b, a) for a, b in points])
+        if room > 0 and room > curve(float(eps)) * (1 + 1e-9) + 1e-15:
+            return True
+    return False
 
 
 def validate_audit(name: str, epsilon: float, *, delta: float, trials: int, mutation: Mutation,
@@ -898,47 +1119,78 @@ def audit_mechanism(name: str, epsilon: float, *, delta: float = DEFAULT_DELTA, 
     mech = mechanism or MECHANISMS[name]
     start = time.perf_counter()
     family = mech.family
-    s_claim = family.strength_for_epsilon(epsilon, delta)
+    s_claim = mech.strength_for_epsilon(epsilon, delta)
+    claim = mech.claim(s_claim, delta)
     event = mech.event(s_claim)
     acc, conv = parse_accountant(DEFAULT_ACCOUNTANT)
     accounted = account([event], delta, acc, conv)[0]
     root = RunStreams(seed)
     scores = {(half, world): mech.sample(s_claim, world, trials, root.child("trial", half, int(world)), mutation)
               for half in ("select", "eval") for world in (True, False)}
-    per = 1.0 - (1.0 - confidence) / 2.0  # both rates at once (Bonferroni)
-    threshold, direction = _select(family, scores["select", True], scores["select", False], per)
-    fp, fn = _rates(scores["eval", True], scores["eval", False], np.array([threshold]), direction)
-    alpha_u = float(_upper(fp, trials, per)[0])
-    beta_u = float(_upper(fn, trials, per)[0])
-    s_lb = float(family.strength_bound(np.array([alpha_u]), np.array([beta_u]))[0])
-    eps_cp = epsilon_from_rates(alpha_u, beta_u, delta)
+    sel_in, sel_out = scores["select", True], scores["select", False]
+    # two tests, chosen on the selection half: the one that rules out the most of the family (f-DP) and the one
+    # with the largest assumption-free bound (CP, in the tails); Bonferroni over their four rates, so every bound
+    # and the verdict hold together at ``confidence``
+    per = 1.0 - (1.0 - confidence) / 4.0
+    chosen = {"f-DP": _select(family, sel_in, sel_out, per), "CP": _select_cp(sel_in, sel_out, per, delta)}
+    if chosen["CP"] == chosen["f-DP"]:
+        del chosen["CP"]
+        per = 1.0 - (1.0 - confidence) / 2.0
+    tests = []
+    for label, (threshold, direction) in chosen.items():
+        fp, fn = _rates(scores["eval", True], scores["eval", False], np.array([threshold]), direction)
+        alpha_u, beta_u = float(_upper(fp, trials, per)[0]), float(_upper(fn, trials, per)[0])
+        tests.append({"selected_for": label, "threshold": threshold, "direction": direction, "fp": int(fp[0]),
+                      "fn": int(fn[0]), "fpr_upper": alpha_u, "fnr_upper": beta_u,
+                      "epsilon_lb_cp": epsilon_from_rates(alpha_u, beta_u, delta)})
+    points = [(t["fpr_upper"], t["fnr_upper"]) for t in tests]
+    s_lb = float(np.max(family.strength_bound(np.array([p[0] for p in points]), np.array([p[1] for p in points]))))
+    eps_cp = max(t["epsilon_lb_cp"] for t in tests)
     eps_fdp = family.epsilon(s_lb, delta)
-    violation = s_lb > s_claim * (1 + 1e-9) or eps_cp > epsilon * (1 + 1e-9)
+    if mech.worst_case:  # below the claimed member of the pair's own family, or outside (claim, delta)
+        violation = s_lb > s_claim * (1 + 1e-9) or eps_cp > claim * (1 + 1e-9)
+    else:  # below the sound bound's curve
+        violation = eps_cp > claim * (1 + 1e-9) or _below_curve(points, lambda e: mech.bound.delta(s_claim, e), claim)
+    f_test = tests[0]
     return MechanismAudit(
-        name, family.name, mutation.label(), float(epsilon), float(accounted),
+        name, family.name, mutation.label(), float(claim), float(accounted),
         float(mech.true_epsilon(s_claim, mutation, delta)), delta, trials, float(eps_cp),
-        float(eps_fdp), s_claim, s_lb, alpha_u, beta_u, threshold, direction, confidence,
-        "VIOLATION" if violation else "ok", time.perf_counter() - start,
-        {"kind": event.kind, **{k: v for k, v in asdict(event).items() if isinstance(v, (int, float, str))}})
+        float(eps_fdp), s_claim, s_lb, f_test["fpr_upper"], f_test["fnr_upper"], f_test["threshold"],
+        f_test["direction"], confidence, "VIOLATION" if violation else "ok", time.perf_counter() - start,
+        {"kind": event.kind, **{k: v for k, v in asdict(event).items() if isinstance(v, (int, float, str))}},
+        fdp_assumes=family.assumes, worst_case=mech.worst_case, pair=mech.pair, tests=tests)
 
 
 def compose_gaussian(audit: MechanismAudit, count: int) -> dict:
-    """A whole-pipeline bound from one audited Gaussian release: ``count`` identical non-adaptive releases of a
-    mu-GDP mechanism are exactly sqrt(count) mu-GDP (Dong, Roth & Su 2022, Corollary 3.3), so the step's f-DP
-    strength bound composes the same way; e.g. GAP/ProGAP edge level, K NAP releases of one edge. Returns the
-    pipeline's lower bound, its exact claim and their ratio (f-DP estimator: it assumes the GDP shape)."""
+    """A whole-pipeline bound from one audited Gaussian release, ``count`` identical non-adaptive releases of it on
+    the same pair (e.g. GAP/ProGAP edge level: K NAP releases of one edge), both ways:
+
+    * ``epsilon_lb_cp`` (assumption-free): ``count`` copies of the audit's lower-bound pair
+      (:meth:`MechanismAudit.lower_bound_pair`, a post-processing of the release) composed exactly
+      (:func:`audits.exact.pair_epsilon`);
+    * ``epsilon_lb_fdp`` (assumes a Gaussian trade-off): ``count`` releases of a mu-GDP mechanism are exactly
+      sqrt(count) mu-GDP (Dong, Roth & Su 2022, Corollary 3.3), so the strength bound composes the same way.
+
+    Returns both, the pipeline's exact claim and each ratio."""
+    from audits.exact import pair_epsilon
+
     if audit.family != GaussianFamily.name:
         raise ConfigError(f"{audit.mechanism}: only a Gaussian release composes as GDP (this is {audit.family})")
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ConfigError(f"count must be a positive integer (got {count!r})")
     fam, k = GaussianFamily(), math.sqrt(count)
-    lb = fam.epsilon(audit.strength_lb * k, audit.delta)
+    fdp = fam.epsilon(audit.strength_lb * k, audit.delta)
+    cp = pair_epsilon([(*audit.lower_bound_pair(), count)], audit.delta)
     claim = fam.epsilon(audit.strength_claimed * k, audit.delta)
-    return {"mechanism": audit.mechanism, "count": count, "epsilon_lb": lb, "epsilon_claimed": claim,
-            "ratio": lb / claim if claim > 0 else math.nan}
+    return {"mechanism": audit.mechanism, "count": count, "epsilon_lb_cp": cp, "epsilon_lb_fdp": fdp,
+            "epsilon_claimed": claim, "ratio_cp": cp / claim if claim > 0 else math.nan,
+            "ratio_fdp": fdp / claim if claim > 0 else math.nan, "cp_assumes": CP_ASSUMES,
+            "fdp_assumes": GaussianFamily.assumes}
 
 
-__all__ = ["DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "FixedSizeGaussianFamily", "GaussianFamily",
-           "HypergeometricGaussianFamily", "MECHANISMS", "Mechanism", "MechanismAudit", "Mutation",
-           "PoissonGaussianFamily", "RandomizedResponseFamily", "ShiftMixtureFamily", "SubsampledPureFamily",
-           "AUDITED_KINDS", "audit_mechanism", "compose_gaussian", "mechanism_for", "privgnn_posterior", "validate_audit"]
+__all__ = ["CP_ASSUMES", "DEFAULT_DELTA", "DEFAULT_TRIALS", "Family", "FixedSizeGaussianFamily", "GaussianFamily",
+           "HypergeometricGaussianFamily", "MECHANISMS", "Mechanism", "MechanismAudit",
+           "Mutation", "OneSidedMixtureFamily", "PoissonGaussianFamily", "RandomizedResponseFamily",
+           "RevealedHypergeometric", "SoundBound", "SubsampledPureFamily", "AUDITED_KINDS",
+           "audit_mechanism", "compose_gaussian", "gaussian_delta", "mechanism_for", "privgnn_posterior",
+           "tradeoff_pair", "validate_audit"]

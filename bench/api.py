@@ -167,8 +167,9 @@ def audit_mechanisms(mechanisms: str | Iterable[str] | None = None, epsilons: It
                      mutation: Mapping[str, float] | None = None, confidence: float = 0.95,
                      progress: bool = False) -> list:
     """Mechanism-level audits (:mod:`audits.mechanism`): each of ``mechanisms`` (default: all) calibrated so that
-    its ledger event claims each of ``epsilons`` at ``delta``, ``trials`` trials per world in each half (default:
-    each mechanism's own). ``mutation``
+    its claim (the ledger event's tightest sound epsilon) is each of ``epsilons`` at ``delta``, ``trials`` trials per
+    world in each half (default: each mechanism's own). Each result carries the assumption-free bound
+    (``epsilon_lb_cp``) and the f-DP one (``epsilon_lb_fdp``, assuming ``fdp_assumes``). ``mutation``
     (``noise``, ``sensitivity``, ``rate`` factors) runs the code with less noise than it states. Returns one
     :class:`audits.mechanism.MechanismAudit` per (mechanism, epsilon), in that order; nothing is tracked."""
     from audits.mechanism import MECHANISMS, Mutation, audit_mechanism, validate_audit

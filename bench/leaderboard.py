@@ -426,7 +426,9 @@ def whitebox_bounds(w: dict[str, Any]) -> tuple[float, float, str]:
     that predates the two named bounds gives NaN for the one it does not name."""
     cp = _f(w.get("epsilon_lb_cp"))
     fdp = _f(w.get("epsilon_lb_fdp", w.get("epsilon_lb")))
-    return cp, fdp, str(w.get("fdp_assumes") or ("GDP" if w.get("source") == "pooled" else "?"))
+    text = str(w.get("fdp_assumes") or ("Gaussian" if w.get("source") == "pooled" else ""))
+    short = "/".join(n for k, n in (("Gaussian", "GDP"), ("randomized-response", "RR")) if k in text)
+    return cp, fdp, short or text or "?"
 
 
 def whitebox_claim(w: dict[str, Any]) -> tuple[float, str]:

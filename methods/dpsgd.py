@@ -87,6 +87,10 @@ def gradient_hook(hook: GradientHook) -> Iterator[GradientHook]:
 # --------------------------------------------------------------------------------------
 
 
+#: every way :class:`PerExampleGradients` computes per-example gradients (``auto`` picks one of them)
+GRADIENT_MODES = ("bookkeeping", "vmap")
+
+
 def _linear_only(model: nn.Module) -> bool:
     owned = set()
     for m in model.modules():
@@ -107,23 +111,31 @@ class PerExampleGradients:
             raise BenchError("the model has no trainable parameter")
         if mode == "auto":
             mode = "bookkeeping" if _linear_only(model) else "vmap"
+        if mode not in GRADIENT_MODES:
+            raise BenchError(f"unknown per-example gradient mode {mode!r} (one of auto, {', '.join(GRADIENT_MODES)})")
         if mode == "bookkeeping" and not _linear_only(model):
             raise BenchError("bookkeeping per-example gradients need every trainable parameter in an nn.Linear")
         self.mode = mode
 
     def norms_and_sum(self, inputs: tuple[Tensor, ...], target: Tensor, clip: float | list[float],
-                      per_layer: bool = False) -> tuple[list[Tensor], Tensor, Tensor]:
+                      per_layer: bool = False, weight: Tensor | None = None) -> tuple[list[Tensor], Tensor, Tensor]:
         """Return (sum of clipped per-example grads per parameter, per-example total norms [B], losses [B]).
 
         ``clip`` is the flat threshold C, or with ``per_layer`` the per-parameter thresholds (a float
         is split equally: C / sqrt(#parameter tensors) each, so the total norm stays <= C).
+        ``weight`` ([B], optional) multiplies each example's loss before differentiation, in every mode: a
+        weight-0 example (a padding row) has gradient, norm and share of the sum exactly 0, a weight-1 example
+        is unchanged. It is an example-indexed input, not a closure over the batch: inside ``vmap`` each example
+        sees only its own weight.
         """
+        if weight is not None and weight.shape != target.shape[:1]:
+            raise BenchError(f"loss weights of shape {tuple(weight.shape)} for {target.numel()} examples")
         if target.numel() == 0:
             return [torch.zeros_like(p) for _, p in self.params], target.new_zeros(0, dtype=torch.float), \
                 target.new_zeros(0, dtype=torch.float)
         if self.mode == "bookkeeping":
-            return self._bookkeeping(inputs, target, clip, per_layer)
-        return self._vmap(inputs, target, clip, per_layer)
+            return self._bookkeeping(inputs, target, clip, per_layer, weight)
+        return self._vmap(inputs, target, clip, per_layer, weight)
 
     # -- clipping factors -------------------------------------------------------------
 
@@ -140,7 +152,7 @@ class PerExampleGradients:
 
     # -- vmap route -------------------------------------------------------------------
 
-    def _vmap(self, inputs, target, clip, per_layer):
+    def _vmap(self, inputs, target, clip, per_layer, weight=None):
         from torch.func import functional_call, grad_and_value, vmap
 
         from methods.models import SparseRows
@@ -152,13 +164,14 @@ class PerExampleGradients:
         buffers = {n: b.detach() for n, b in model.named_buffers()}
         loss_fn = self.loss_fn
 
-        def one(prm, *ex):
+        def one(prm, w, *ex):
             *xs, y = ex
             out = functional_call(model, (prm, buffers), tuple(x.unsqueeze(0) for x in xs))
-            return loss_fn(out, y.unsqueeze(0)).sum()
+            loss = loss_fn(out, y.unsqueeze(0))
+            return (loss if w is None else loss * w).sum()
 
-        grads, losses = vmap(grad_and_value(one), in_dims=(None,) + (0,) * (len(inputs) + 1),
-                             randomness="different")(params, *inputs, target)
+        grads, losses = vmap(grad_and_value(one), in_dims=(None, None if weight is None else 0)
+                             + (0,) * (len(inputs) + 1), randomness="different")(params, weight, *inputs, target)
         flat = [grads[n].reshape(target.numel(), -1) for n in names]
         sq = [(g * g).sum(1) for g in flat]
         factors, total = self._factors(sq, clip, per_layer)
@@ -167,7 +180,7 @@ class PerExampleGradients:
 
     # -- book-keeping route -----------------------------------------------------------
 
-    def _bookkeeping(self, inputs, target, clip, per_layer):
+    def _bookkeeping(self, inputs, target, clip, per_layer, weight=None):
         records: dict[nn.Linear, list[tuple[Tensor, Tensor]]] = {}
 
         def hook(mod, inp, out):
@@ -181,6 +194,8 @@ class PerExampleGradients:
             for h in handles:
                 h.remove()
         losses = self.loss_fn(out, target)
+        if weight is not None:
+            losses = losses * weight
         outs = [o for recs in records.values() for _, o in recs]
         backs = [torch.zeros_like(o) if b is None else b
                  for o, b in zip(outs, torch.autograd.grad(losses.sum(), outs, allow_unused=True))]

@@ -13,8 +13,10 @@ step on an H200 and DP-MLP fits slower than on two CPU cores. :class:`CapturedSt
   the same calls in the same order as the eager step (one ``torch.normal`` per parameter tensor), straight into the
   graph's input buffer: the same seed gives the same noise on either path, and a replay cannot repeat a draw,
   whatever the CUDA generator's graph semantics are.
-* The captured step calls the same :class:`~methods.dpsgd.PerExampleGradients` code as the eager one; on a CPU (or
-  with ``capture=False``) the same body runs eagerly, which is how the tests compare the two.
+* The captured step calls the eager step's own :class:`~methods.dpsgd.PerExampleGradients`, in whichever gradient
+  mode it runs, with the padding mask as per-example loss weights (an input indexed by example, so under ``vmap``
+  each example sees its own weight, never the whole batch's); on a CPU (or with ``capture=False``) the same body runs
+  eagerly, which is how the tests compare the two for every mode.
 * A gradient hook that declares itself ``read_only`` (verification's step probe) sees every step as it would
   eagerly: ``split`` on the batch, then the released sums and the noise. So a verified run is the run as made.
 
@@ -32,7 +34,7 @@ import torch
 from torch import Tensor
 
 from methods.base import BenchError
-from methods.dpsgd import _GRADIENT_HOOKS, DPOptimizer, PerExampleGradients, StepInfo
+from methods.dpsgd import _GRADIENT_HOOKS, DPOptimizer, StepInfo
 
 #: warm-up runs of the body on a side stream before capture (cuBLAS handles, autograd and allocator state)
 WARMUP = 3
@@ -122,10 +124,8 @@ class CapturedStep:
         self.dp, self.inputs, self.target = dp, tuple(inputs), target
         self.capacity, self.noise_std, self.denominator = int(capacity), float(noise_std), float(denominator)
         self.device = target.device
-        base = dp.grads
-        self._weight: Tensor | None = None
-        self._grads = PerExampleGradients(dp.model, lambda out, t: base.loss_fn(out, t) * self._weight, base.mode)
-        self.params = [p for _, p in base.params]
+        self._grads = dp.grads  # the eager step's own per-example gradients; padding enters as loss weights
+        self.params = [p for _, p in self._grads.params]
         self.slot = _Slot(torch.zeros(self.capacity + 1, dtype=torch.long, device=self.device),
                           [torch.zeros_like(p) for p in self.params])
         self.capture = capture
@@ -137,11 +137,11 @@ class CapturedStep:
     def _body(self) -> None:
         cap, slot = self.capacity, self.slot
         idx, count = slot.index[:cap], slot.index[cap]
-        self._weight = (torch.arange(cap, device=self.device) < count).to(self.params[0].dtype)
+        weight = (torch.arange(cap, device=self.device) < count).to(self.params[0].dtype)
         xs = tuple(x.index_select(0, idx) for x in self.inputs)
         y = self.target.index_select(0, idx)
         clip = self.dp.clip
-        sums, norms, losses = self._grads.norms_and_sum(xs, y, clip, self.dp.per_layer)
+        sums, norms, losses = self._grads.norms_and_sum(xs, y, clip, self.dp.per_layer, weight=weight)
         released = []
         with torch.no_grad():
             for p, s, z in zip(self.params, sums, slot.noise):

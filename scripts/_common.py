@@ -49,14 +49,21 @@ def record_args(p: argparse.ArgumentParser, runs_help: str, out_help: str, defau
     p.add_argument("--datasets", nargs="*", help="only these datasets, in this order (default: every one)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--dry-run", action="store_true", help="list what would run and what is done, then stop")
+    p.add_argument("--superseded", default="docs/leaderboard/superseded.jsonl",
+                   help="where records no current run names go once every run has its new record (default: "
+                        "%(default)s)")
 
 
 def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[dict[str, Any]], str],
                    work: Callable[[dict[str, Any], str], dict[str, Any]], line: Callable[[dict[str, Any]], str],
-                   what: str, dry_run: bool = False, preload: Callable[[], None] = lambda: None) -> int:
+                   what: str, dry_run: bool = False, preload: Callable[[], None] = lambda: None,
+                   superseded: str | None = None) -> int:
     """The resumable loop of the scripts that add records about published runs (``scripts.unit_attacks``,
     ``scripts.whitebox_audits``): skip the runs whose record ``out`` holds, refuse a dirty tree, then one record
-    per run, appended as it finishes (``work(run, commit)``), with a progress line (``line(record)``)."""
+    per run, appended as it finishes (``work(run, commit)``), with a progress line (``line(record)``). Once every
+    run of ``todo`` has its record, ``superseded`` (a file) receives the records of ``out`` about the same datasets
+    that no run of ``todo`` names any more (an older format's, a retuned setting's), so the page reads one
+    generation."""
     from bench import records
 
     done = {r["cell_id"] for r in records.load(out)} if Path(out).exists() else set()
@@ -76,7 +83,30 @@ def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[di
         print(f"[{i}/{len(pending)}] {run.get('name')}: {line(rec)} {time.perf_counter() - t0:.0f}s",
               file=sys.stderr, flush=True)
     print(f"# done in {time.perf_counter() - t_all:.0f}s", file=sys.stderr)
+    if superseded:
+        moved = retire(out, {record_id(r) for r in todo}, {r["params"]["dataset"] for r in todo}, superseded)
+        if moved:
+            print(f"# moved {moved} records no current run names from {out} to {superseded}", file=sys.stderr)
     return 0
+
+
+def retire(out: str, current: set[str], datasets: set[str], superseded: str) -> int:
+    """Move the records of ``out`` about ``datasets`` whose id is not in ``current`` to ``superseded``; how many."""
+    import json
+
+    path = Path(out)
+    if not path.exists():
+        return 0
+    stay, gone = [], []
+    for line in (x for x in path.read_text().splitlines() if x.strip()):
+        rec = json.loads(line)
+        old = (rec.get("params") or {}).get("dataset") in datasets and rec.get("cell_id") not in current
+        (gone if old else stay).append(line)
+    if gone:
+        with open(superseded, "a") as fh:
+            fh.write("\n".join(gone) + "\n")
+        write_text_atomic(path, "\n".join(stay) + "\n" if stay else "")
+    return len(gone)
 
 
 def save(path: str | Path, text: str, echo: bool = True) -> None:

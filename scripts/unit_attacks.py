@@ -64,10 +64,15 @@ def attack_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return {"link-stealing": {"pairs": args.pairs}, "linkteller": {"pairs": args.linkteller_pairs}}
 
 
+#: the record format: a new one attacks every run again (2: the recorded run's released model, no epsilon)
+SCHEMA = 2
+
+
 def record_id(run: dict[str, Any], options: dict[str, Any]) -> str:
+    """The record's id: the run's cell (a re-run cell keeps its id), the attack options and :data:`SCHEMA`."""
     from methods.base import stable_hash
 
-    return stable_hash({"run": run["cell_id"], "attacks": options})
+    return stable_hash({"run": run["cell_id"], "attacks": options, "schema": SCHEMA})
 
 
 def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: str, datasets: dict,
@@ -194,8 +199,6 @@ def main(argv: list[str] | None = None) -> int:
                           "sweep then re-runs their cells) and stop")
     how.add_argument("--refit", action="store_true",
                      help="attack a refit, labelled as such, where the store holds no released model")
-    p.add_argument("--superseded", default="docs/leaderboard/superseded.jsonl",
-                   help="where --rerun-missing moves records (default: %(default)s)")
     args = p.parse_args(argv)
     if args.out == "docs/leaderboard/attacks/<level>.jsonl":
         args.out = f"docs/leaderboard/attacks/{args.level}.jsonl"
@@ -219,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     return append_records(todo, args.out, lambda r: record_id(r, options),
                           lambda r, commit: attack_run(r, options, commit, cache, args.level, args.refit),
-                          line, f"runs need {args.level} attacks", args.dry_run, _preload)
+                          line, f"runs need {args.level} attacks", args.dry_run, _preload, args.superseded)
 
 
 if __name__ == "__main__":

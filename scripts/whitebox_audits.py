@@ -1,20 +1,22 @@
-"""White-box lower bounds for the leaderboard's private rows: what its "white-box eps_lb / claimed" column reads.
+"""White-box lower bounds for the leaderboard's private rows: what its "white-box eps_lb" column reads.
 
     python -m scripts.whitebox_audits [--datasets cora ...] [--pooled-datasets cora] [--out FILE] [--dry-run]
 
 Per private cell of the config (its seed-0 run record, current settings only), one of:
 
 * ``composed`` (GAP/ProGAP at edge and node level, EdgeRand, PrivGNN, PATE: every dataset): the mechanism-level
-  audits of the record's own ledger events, composed (:func:`audits.composed.ledger_bound`: GDP for the NAP
-  releases, the sum for EdgeRand's two pure releases, the binary channel of one answered query composed over the
-  queries); events no composed bound covers (GAP's DP-SGD heads at node level) are named and left out, so the
-  bound is for a subset of what the ledger pays for;
+  audits of the record's own ledger events, composed as privacy-loss distributions
+  (:func:`audits.composed.ledger_bound`); its claim is the record's own ledger's epsilon; events no composed bound
+  covers (GAP's DP-SGD heads at node level) are named and left out, so the bound is for a subset of what the
+  ledger pays for;
 * ``pooled`` (the DP-SGD methods, on ``--pooled-datasets`` only: each is several full fits with a thousand
-  canaries): the whole-run white-box audit (:mod:`audits.pooled`) of the method at the record's hyperparameters,
-  dataset, split and budget;
+  canaries): the whole-run white-box audit (:mod:`audits.pooled`) of fresh runs of the method at the record's
+  hyperparameters, dataset, split and budget; its ``claimed`` is those runs' ledgers' epsilon, and ``row_claimed``
+  the recorded run's, which the page reads it against (saying which runs it measured);
 
-One compact record
-per cell (kind ``whitebox-audit``) goes to ``--out``; resumable; the records name the clean commit that ran them.
+Both bounds are recorded, each named for what it assumes: ``epsilon_lb_cp`` (assumption-free, Clopper-Pearson) and
+``epsilon_lb_fdp`` (f-DP, ``fdp_assumes``), with their ratios to ``claimed``. One compact record per cell (kind
+``whitebox-audit``) goes to ``--out``; resumable; the records name the clean commit that ran them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from typing import Any
 DEFAULT_OUT = "docs/leaderboard/attacks/whitebox.jsonl"
 COMPOSED = ("gap-edge", "progap-edge", "gap-node", "progap-node", "edgerand", "privgnn", "pate-m", "pate-g")
 POOLED = ("dp-mlp", "dp-mlp-feature", "drw", "drw-r", "drw-d", "dpgnn", "dpgnn-adam")
+#: the record format: a new one re-audits every cell (2: both bounds named, composed as privacy-loss distributions)
+SCHEMA = 2
 #: pooled audit size per method: (runs, canaries per run)
 POOLED_SIZE = {"dpgnn": (4, 1000), "dpgnn-adam": (4, 1000)}
 DEFAULT_POOLED_SIZE = (8, 1000)
@@ -59,7 +63,7 @@ def record_id(run: dict[str, Any]) -> str:
     """The record's id: the cell, and for a pooled audit its size (a larger audit is a new record)."""
     m = run["params"]["method"]
     key = json.dumps({"cell": run["cell_id"], "size": POOLED_SIZE.get(m, DEFAULT_POOLED_SIZE) if m in POOLED
-                      else None}, sort_keys=True)
+                      else None, "schema": SCHEMA}, sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -79,10 +83,12 @@ def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
     eps, delta = float(p["target_epsilon"]), float(p.get("delta") or 0.0)
     t0 = time.perf_counter()
     out: dict[str, Any] = {}
+    ledger = PrivacyLedger.from_dict(run["ledger"]) if run.get("ledger") else None
     if name in COMPOSED:
-        b = ledger_bound(PrivacyLedger.from_dict(run["ledger"]), delta, seed=0)
-        out = {"source": "composed", "epsilon_lb": b.epsilon_lb, "claimed": b.claimed, "covered": b.covered,
-               "left_out": b.left_out}
+        b = ledger_bound(ledger, delta, seed=0)
+        out = {"source": "composed", "epsilon_lb_cp": b.epsilon_lb_cp, "epsilon_lb_fdp": b.epsilon_lb_fdp,
+               "cp_assumes": b.cp_assumes, "fdp_assumes": b.fdp_assumes, "claimed": b.claimed,
+               "covered": b.covered, "left_out": b.left_out}
     else:
         cls = get_method(name)
         known = set(cls.Config.__dataclass_fields__)
@@ -94,18 +100,22 @@ def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
         r = audit(lambda: cls(**hp), task, Budget(eps, delta), "pooled", trials=runs, canaries=canaries,
                   canary_type="gradient", seed=seed)
         bnd = r.details["bound"]
-        out = {"source": "pooled", "epsilon_lb": bnd["epsilon_lb_fdp"], "epsilon_lb_cp": bnd["epsilon_lb_cp"],
-               "claimed": r.claimed_epsilon, "pair_epsilon": r.details["pair_epsilon"], "runs": runs,
+        out = {"source": "pooled", "epsilon_lb_cp": bnd["epsilon_lb_cp"], "epsilon_lb_fdp": bnd["epsilon_lb_fdp"],
+               "cp_assumes": "nothing (Clopper-Pearson rates)",
+               "fdp_assumes": "a Gaussian (GDP) trade-off of the whole run", "claimed": r.claimed_epsilon,
+               "row_claimed": float(ledger.epsilon(delta)) if ledger else math.nan, "pair_epsilon": r.details["pair_epsilon"], "runs": runs,
                "pair_epsilon_low": r.details["pair_epsilon_low"], "canaries": r.canaries, "auc": bnd["auc"],
                "verdict": r.verdict, **({"reason": r.reason} if r.reason else {})}
-    ratio = out["epsilon_lb"] / out["claimed"] if out["claimed"] > 0 and math.isfinite(out["claimed"]) else math.nan
+    c = out["claimed"]
+    for key, ratio in (("epsilon_lb_cp", "ratio_cp"), ("epsilon_lb_fdp", "ratio_fdp")):
+        out[ratio] = out[key] / c if c > 0 and math.isfinite(c) else math.nan
     return {"kind": "whitebox-audit", "cell_id": record_id(run), "run_id": uuid.uuid4().hex,
             "target_cell_id": run["cell_id"], "target_run_id": run["run_id"],
             "target_config_hash": p.get("config_hash"), "name": f"whitebox/{run.get('name', '')}",
             "status": "FINISHED", "git_commit": commit, "start_time": int(time.time() * 1000),
             "params": {k: p[k] for k in ("method", "dataset", "split", "seed", "privacy_unit", "target_epsilon",
                                          "delta", "config_hash") if k in p},
-            "whitebox": {**out, "ratio": ratio}, "seconds": round(time.perf_counter() - t0, 2),
+            "whitebox": out, "seconds": round(time.perf_counter() - t0, 2),
             "host": host_description("cpu")}
 
 
@@ -130,11 +140,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def line(rec: dict) -> str:
         w = rec["whitebox"]
-        return f"{w['source']} {w['epsilon_lb']:.3g} / {w['claimed']:.3g} = {w['ratio']:.2f}"
+        return (f"{w['source']} {w['epsilon_lb_cp']:.3g} (assumption-free) / {w['epsilon_lb_fdp']:.3g} (f-DP) of "
+                f"{w['claimed']:.3g}" + (f" [{w['verdict']}]" if w.get("verdict", "PASS") != "PASS" else ""))
 
     return append_records(targets(args.config, args.runs, args.datasets, args.pooled_datasets), args.out, record_id,
                           lambda r, commit: audit_run(r, commit, cache), line, "cells need a white-box bound",
-                          args.dry_run, preload)
+                          args.dry_run, preload, args.superseded)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from methods.privacy import (FixedSizeGaussian, Gaussian, HypergeometricGaussian
                              calibrate_steps)
 from methods.privacy import presets as P
 from methods.privacy import rdp as R
+from methods.privacy.accountant import PLD_MARGIN, RDP_MARGIN, round_outward
 
 # the realistic DP-SGD range, where both libraries' fractional-order series converge (outside it
 # dp-accounting drops orders and Opacus takes seconds per curve; see test_envelope_repairs_dropped_orders)
@@ -157,7 +158,9 @@ def test_pld_accountant_matches_dp_accounting():
 
     ours = P.dpsgd_poisson(0.01, 1.0, 1000).epsilon(1e-5, accountant="pld")
     ref = PLDAccountant().compose(SelfComposedDpEvent(PoissonSampledDpEvent(0.01, GaussianDpEvent(1.0)), 1000))
-    assert rel(ours, ref.get_epsilon(1e-5)) < 1e-6
+    ref = ref.get_epsilon(1e-5)
+    # ours is the library's value past the FFT's rounding and rounded outward (1.6e-8 here): above, and close
+    assert ref * (1 + PLD_MARGIN[0]) < ours < ref * (1 + 1e-6)
     # the RDP bound is looser than the (near-exact) PLD but not by much
     rdp = P.dpsgd_poisson(0.01, 1.0, 1000).epsilon(1e-5)
     assert ours < rdp < 1.3 * ours
@@ -241,8 +244,9 @@ def test_zero_steps_and_zero_rate_spend_nothing():
 
 
 def test_pure_dp_events_report_their_exact_epsilon():
-    assert PrivacyLedger().add(RandomizedResponse(epsilon=2.0)).epsilon(1e-9) == 2.0
-    assert PrivacyLedger().add(Laplace(scale=2.0), 3).epsilon(1e-9) == 1.5
+    """The sum of the pure epsilons, rounded outward by the RDP accountant's margin only."""
+    assert 2.0 < PrivacyLedger().add(RandomizedResponse(epsilon=2.0)).epsilon(1e-9) <= round_outward(2.0, RDP_MARGIN)
+    assert 1.5 < PrivacyLedger().add(Laplace(scale=2.0), 3).epsilon(1e-9) <= round_outward(1.5, RDP_MARGIN)
     assert abs(PrivacyLedger().add(RandomizedResponse(epsilon=2.0)).epsilon(1e-5, accountant="pld") - 2.0) < 1e-3
 
 

@@ -118,7 +118,7 @@ def test_dp_optimizer_draws_its_noise_on_the_device_from_the_noise_stream():
     assert torch.equal(again, seen["noise"][0])
 
 
-def _captured_pair(lr=0.05):
+def _captured_pair(lr=0.05, mode="auto"):
     from methods.dpsgd import DPOptimizer
     from methods.dpsgd_graph import make_capturable
     from methods.models import linear_mlp
@@ -129,20 +129,25 @@ def _captured_pair(lr=0.05):
     a = linear_mlp(24, 16, 5, 2).cuda()
     b = linear_mlp(24, 16, 5, 2).cuda()
     b.load_state_dict(a.state_dict())
-    mk = lambda m: DPOptimizer(m, torch.optim.Adam(m.parameters(), lr=lr), clip=0.5,
+    mk = lambda m: DPOptimizer(m, torch.optim.Adam(m.parameters(), lr=lr), clip=0.5, mode=mode,
                                generator=torch.Generator(device="cuda").manual_seed(1))
     ea, eb = mk(a), mk(b)
     make_capturable(eb.optimizer)
     return x, y, (a, ea), (b, eb)
 
 
-def test_the_captured_step_replays_the_eager_step():
+@pytest.mark.parametrize("mode", ["bookkeeping", "vmap"])
+def test_the_captured_step_replays_the_eager_step(mode):
     """Without noise, 20 replays of the CUDA graph move the model exactly as 20 eager steps on the same Poisson
-    batches (padded to the capacity; the warm-up before capture leaves parameters and Adam's state untouched)."""
-    from methods.dpsgd import PoissonSampler
-    from methods.dpsgd_graph import CapturedStep, poisson_capacity
+    batches (padded to the capacity; the warm-up before capture leaves parameters and Adam's state untouched), in
+    every per-example gradient mode that :func:`captured_step_reason` admits."""
+    from methods.dpsgd import GRADIENT_MODES, PoissonSampler
+    from methods.dpsgd_graph import CapturedStep, captured_step_reason, poisson_capacity
 
-    x, y, (a, eager), (b, dp) = _captured_pair()
+    assert set(GRADIENT_MODES) == {"bookkeeping", "vmap"}  # a new mode joins the parametrisation
+    x, y, (a, eager), (b, dp) = _captured_pair(mode=mode)
+    if captured_step_reason(dp, (x,), x.device) is not None:
+        pytest.skip(captured_step_reason(dp, (x,), x.device))
     sampler = PoissonSampler(300, 0.1, torch.Generator().manual_seed(3))
     step = CapturedStep(dp, (x,), y, poisson_capacity(300, 0.1), noise_std=0.0, denominator=30.0)
     for _ in range(20):

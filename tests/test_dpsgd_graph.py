@@ -1,6 +1,6 @@
 """The captured (CUDA-graph) DP-SGD step's body, run eagerly on the CPU: padding changes nothing, each step gets
-fresh noise from the run's generator, batches above the capacity run the eager step. The capture itself is tested
-on a device in tests/test_cuda.py."""
+fresh noise from the run's generator, batches above the capacity run the eager step, every per-example gradient mode
+releases the eager step's sums. The capture itself is tested on a device in tests/test_cuda.py."""
 
 import math
 
@@ -188,3 +188,113 @@ def test_poisson_capacity_covers_the_batch_but_never_exceeds_the_population(n, r
     mean = n * rate
     assert 1 <= cap <= n
     assert cap == n or cap >= mean + 10 * math.sqrt(mean * (1 - rate))
+
+
+# -- every per-example gradient mode: the padded body releases the eager step's sums ---------------------------
+
+
+class _Released:
+    """A read-only hook that keeps the last step's released (noisy) sums."""
+
+    read_only = True
+
+    def split(self, opt, inputs, target):
+        return inputs, target, None
+
+    def observe(self, opt, sums):
+        self.sums = [s.detach().clone() for s in sums]
+
+
+class _Normed(torch.nn.Module):
+    """A model outside book-keeping (LayerNorm has parameters outside nn.Linear): vmap only."""
+
+    def __init__(self, features, classes):
+        super().__init__()
+        self.lin, self.norm, self.out = torch.nn.Linear(features, 6), torch.nn.LayerNorm(6), torch.nn.Linear(6, classes)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.norm(self.lin(x))))
+
+
+def _examples(kind, n, gen):
+    """(inputs, targets, model factory, modes it supports) for one family of models the suite trains."""
+    from methods.dpsgd import GRADIENT_MODES
+    from methods.models import DenseGCN
+
+    if kind == "mlp":
+        return (torch.randn(n, 7, generator=gen),), torch.randint(0, 3, (n,), generator=gen), \
+            lambda: linear_mlp(7, 5, 3, 2), GRADIENT_MODES
+    if kind == "subgraph":  # padded subgraphs: several positions per example (ghost / materialised norms)
+        x = torch.randn(n, 4, 6, generator=gen)
+        adj = torch.rand(n, 4, 4, generator=gen)
+        return (x, adj), torch.randint(0, 3, (n,), generator=gen), lambda: DenseGCN(6, 3, hidden=5), GRADIENT_MODES
+    return (torch.randn(n, 7, generator=gen),), torch.randint(0, 3, (n,), generator=gen), \
+        lambda: _Normed(7, 3), tuple(m for m in GRADIENT_MODES if m != "bookkeeping")
+
+
+@pytest.mark.parametrize("kind", ["mlp", "subgraph", "normed"])
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_every_gradient_mode_releases_the_eager_sums_from_the_padded_body(kind, data):
+    """For every per-example gradient mode, the captured step's body (run eagerly: the graph only replays it)
+    releases the eager step's clipped sums on any batch padded to any capacity, or :func:`captured_step_reason`
+    refuses the mode. Padding rows repeat example 0 with loss weight 0: a weight that reached the examples as a
+    whole-batch closure would count example 0 once per padding row (sensitivity (1 + padding) C)."""
+    from methods.dpsgd import GRADIENT_MODES
+
+    n = 40
+    batch = data.draw(st.integers(1, n), label="batch")
+    pad = data.draw(st.integers(0, 25), label="padding")
+    clip = data.draw(st.sampled_from([0.05, 1.0, 50.0]), label="clip")
+    per_layer = data.draw(st.booleans(), label="per_layer")
+    gen = torch.Generator().manual_seed(data.draw(st.integers(0, 2 ** 16), label="seed"))
+    inputs, y, make, modes = _examples(kind, n, gen)
+    idx = torch.randperm(n, generator=gen)[:batch]
+    for mode in modes:
+        assert mode in GRADIENT_MODES
+        torch.manual_seed(0)
+        ma = make()
+        mb = make()
+        mb.load_state_dict(ma.state_dict())
+        dps = [DPOptimizer(m, torch.optim.Adam(m.parameters(), lr=0.01), clip=clip, mode=mode, per_layer=per_layer,
+                           generator=torch.Generator().manual_seed(5)) for m in (ma, mb)]
+        if captured_step_reason(dps[1], inputs, torch.device("cuda")) is not None:
+            continue  # refused: the mode never runs captured
+        seen = _Released(), _Released()
+        with gradient_hook(seen[0]):
+            ie = dps[0].step(tuple(x[idx] for x in inputs), y[idx], noise_std=0.0, denominator=float(batch))
+        step = CapturedStep(dps[1], inputs, y, batch + pad, noise_std=0.0, denominator=float(batch), capture=False)
+        with gradient_hook(seen[1]):
+            ic = step.step(idx)
+        for e, c in zip(*(s.sums for s in seen)):
+            torch.testing.assert_close(c, e, rtol=1e-4, atol=1e-5, msg=lambda m: f"{mode}: {m}")
+        assert ic.mean_norm == pytest.approx(ie.mean_norm, rel=1e-4, abs=1e-6)
+        assert ic.frac_clipped == pytest.approx(ie.frac_clipped)
+        assert ic.loss == pytest.approx(ie.loss, rel=1e-4, abs=1e-6)
+        for p, q in zip(ma.parameters(), mb.parameters()):
+            torch.testing.assert_close(q, p, rtol=1e-4, atol=1e-5)
+
+
+def test_the_padded_body_at_the_documented_example_matches_the_eager_step():
+    """30 real rows, capacity 50, C = 1, vmap gradients: the released sums agree (a whole-batch weight closure
+    gave a difference of norm 20, twenty copies of example 0's clipped gradient)."""
+    x, y, _ = _setup()
+    for mode in ("bookkeeping", "vmap"):
+        torch.manual_seed(0)
+        ma, mb = linear_mlp(12, 8, 3, 2), linear_mlp(12, 8, 3, 2)
+        mb.load_state_dict(ma.state_dict())
+        dps = [DPOptimizer(m, torch.optim.Adam(m.parameters(), lr=0.0), clip=1.0, mode=mode,
+                           generator=torch.Generator().manual_seed(1)) for m in (ma, mb)]
+        idx = torch.arange(5, 35)
+        seen = _Released(), _Released()
+        with gradient_hook(seen[0]):
+            dps[0].step((x[idx],), y[idx], 0.0, 1.0)
+        with gradient_hook(seen[1]):
+            CapturedStep(dps[1], (x,), y, 50, 0.0, 1.0, capture=False).step(idx)
+        diff = torch.cat([(a - b).reshape(-1) for a, b in zip(*(s.sums for s in seen))])
+        assert float(diff.norm()) < 1e-4, mode
+
+
+def test_an_unknown_gradient_mode_is_refused():
+    with pytest.raises(BenchError, match="unknown per-example gradient mode"):
+        DPOptimizer(linear_mlp(3, 2, 2), torch.optim.Adam(linear_mlp(3, 2, 2).parameters()), clip=1.0, mode="ghost")

@@ -103,10 +103,14 @@ def test_edge_attacks_pick_the_edge_rows_runs_and_write_records_the_check_accept
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        rec = attack_run(run, {"link-stealing": {"pairs": 200}, "linkteller": {"pairs": 100}}, "a" * 40, {})
+        with pytest.raises(SystemExit, match="--rerun-missing"):  # no released model in the store: no silent refit
+            attack_run(run, {"link-stealing": {"pairs": 200}}, "a" * 40, {})
+        rec = attack_run(run, {"link-stealing": {"pairs": 200}, "linkteller": {"pairs": 100}}, "a" * 40, {},
+                         refit=True)
     finally:
         torch.set_num_threads(before)
-    assert rec["target_config_hash"] == "h" and not rec["reproduces_run"]  # its recorded accuracy is a fake 0
+    assert rec["target_config_hash"] == "h" and rec["attacked_model"] == "refit (not the recorded run)"
+    assert not [k for v in rec["attacks"].values() for x in v.values() for k in x if "eps" in k]
     assert rec["attacks"]["linkteller"]["influence"]["auc"] > 0.8 and not rec["not_applicable"]
     assert check_record(rec) == []
 
@@ -134,12 +138,43 @@ def test_feature_attacks_pick_the_feature_rows_runs_and_write_records_the_check_
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        rec = attack_run(run, {"attribute-inference": {"targets": 60}}, "a" * 40, {}, level="feature")
+        rec = attack_run(run, {"attribute-inference": {"targets": 60}, "released-prediction": {"targets": 60}},
+                         "a" * 40, {}, level="feature", refit=True)
     finally:
         torch.set_num_threads(before)
     assert rec["kind"] == "feature-attack" and not rec["not_applicable"]
     assert set(rec["attacks"]["attribute-inference"]) >= {"loss", "paired", "ref-neighbour-cosine"}
+    assert max(v["auc"] for v in rec["attacks"]["released-prediction"].values()) > 0.95  # served posteriors leak
     assert check_record(rec) == []
+
+
+def test_unit_attacks_hit_the_recorded_runs_artefact(monkeypatch, tmp_path):
+    """A run of the export whose released model the store holds is attacked from that artefact (no training at all),
+    and the record says so; --rerun-missing moves only the records whose model the store lacks."""
+    import json
+
+    from bench import api, records
+    from methods.base import Method
+    from scripts.unit_attacks import attack_run, rerun_missing
+
+    [r] = api.run("gcn", "csbm:nodes=300,classes=3,features=8,degree=6", split="random-75-10-15", seeds=[0],
+                  overrides={"epochs": 5}, experiment="script-unit-attacks")
+    rec = {**records.record_for(r.run_id), "cell_id": "c-recorded"}
+    fake = {**rec, "cell_id": "c-old", "run_id": "0" * 32}
+
+    def no_training(*a, **k):
+        raise AssertionError("the attack refit the run")
+
+    monkeypatch.setattr(Method, "fit", no_training)
+    out = attack_run(rec, {"link-stealing": {"pairs": 100}}, "a" * 40, {})
+    assert out["attacked_model"] == "recorded artefact" and out["reproduces_run"] is True
+    export = tmp_path / "runs"
+    export.mkdir()
+    (export / "x.jsonl").write_text(json.dumps(rec) + "\n" + json.dumps(fake) + "\n")
+    assert rerun_missing([rec, fake], str(export), str(tmp_path / "superseded.jsonl")) == 1
+    assert [x["cell_id"] for x in records.load(export / "x.jsonl")] == ["c-recorded"]
+    moved = [json.loads(x) for x in (tmp_path / "superseded.jsonl").read_text().splitlines()]
+    assert [x["cell_id"] for x in moved] == ["c-old"] and "released model" in moved[0]["superseded_because"]
 
 
 def test_whitebox_audits_pick_the_private_cells_and_write_records_the_check_accepts():
@@ -157,7 +192,9 @@ def test_whitebox_audits_pick_the_private_cells_and_write_records_the_check_acce
     composed = next(r for r in runs if r["params"]["method"] == "gap-edge")
     assert record_id(composed) != record_id({**composed, "cell_id": "other"})
     rec = audit_run(composed, "a" * 40, {})
-    assert rec["whitebox"]["source"] == "composed" and 0 < rec["whitebox"]["ratio"] <= 1
+    w = rec["whitebox"]
+    assert w["source"] == "composed" and 0 < w["ratio_cp"] <= w["ratio_fdp"] <= 1 and w["fdp_assumes"]
+    assert w["claimed"] == pytest.approx(float(composed["metrics"]["epsilon"]), rel=1e-6)  # the recorded run's own
     assert check_record(rec) == []
     csbm = "csbm:nodes=300,classes=2,features=8,degree=4"
     run = {"cell_id": "c", "run_id": "r", "name": "dp-mlp/csbm",
@@ -172,7 +209,8 @@ def test_whitebox_audits_pick_the_private_cells_and_write_records_the_check_acce
     finally:
         del W.POOLED_SIZE["dp-mlp"]
     w = rec["whitebox"]
-    assert w["source"] == "pooled" and w["runs"] == 1 and 0 <= w["epsilon_lb"] <= w["pair_epsilon"] <= w["claimed"]
+    assert w["source"] == "pooled" and w["runs"] == 1 and 0 <= w["epsilon_lb_fdp"] <= w["pair_epsilon"] <= w["claimed"]
+    assert w["epsilon_lb_cp"] <= w["pair_epsilon"] and "Gaussian" in w["fdp_assumes"]
     assert check_record(rec) == []
 
 
@@ -201,3 +239,17 @@ def test_the_accountant_conformance_page_counts_verdicts_and_names_every_unsound
     assert "| gaussian |" in text and "ffffffffff" in text
     loose = [r for r in outcome.report.results if r.accountant == "ours-rdp" and r.verdict == "LOOSE"]
     assert all(f"| {r.case} | ours-rdp | LOOSE |" in text for r in loose)
+
+
+def test_retire_moves_only_the_records_of_the_datasets_done_that_no_current_run_names(tmp_path):
+    import json
+
+    from scripts._common import retire
+
+    out, old = tmp_path / "edge.jsonl", tmp_path / "superseded.jsonl"
+    recs = [{"cell_id": "new", "params": {"dataset": "cora"}}, {"cell_id": "old", "params": {"dataset": "cora"}},
+            {"cell_id": "other", "params": {"dataset": "photo"}}]
+    out.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert retire(str(out), {"new"}, {"cora"}, str(old)) == 1
+    assert [json.loads(x)["cell_id"] for x in out.read_text().splitlines()] == ["new", "other"]
+    assert [json.loads(x)["cell_id"] for x in old.read_text().splitlines()] == ["old"]
