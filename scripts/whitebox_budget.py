@@ -19,10 +19,13 @@ import time
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.cli import load_plugin
-    from bench.run import RunSpec, make_task, prepare, resolve_budget
     from audits.pooled import pooled_fits, pooled_outcome, worst_case_design
     from audits.runner import verdict
+    from bench.cli import load_plugin
+    from bench.datasets import load_dataset
+    from bench.splits import default_split, make_task
+    from methods import Budget, get_method
+    from methods.base import default_delta
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--plugin", action="append", default=[])
@@ -30,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dataset", required=True)
     p.add_argument("--split")
     p.add_argument("--epsilon", type=float, required=True)
+    p.add_argument("--delta", type=float, help="default: as bench run (the largest power of ten below 1/#nodes)")
     p.add_argument("--runs", type=int, default=8)
     p.add_argument("--canaries", type=int, default=1000)
     p.add_argument("--confidence", type=float, default=0.95)
@@ -39,12 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     for f in a.plugin:
         load_plugin(f)
-    prep = prepare(RunSpec(methods=[a.method], dataset=a.dataset, split=a.split, seeds=[a.seed], epsilon=a.epsilon,
-                           overrides=a.overrides, track=False))
-    cls = prep.classes[0]
-    over = prep.overrides[cls.name]
-    task = make_task(prep.dataset, prep.split, a.seed)
-    budget = resolve_budget(a.epsilon, None, cls(**over), task)
+    cls = get_method(a.method)
+    over = dict(item.split("=", 1) for item in a.overrides)  # typed by the method's config
+    task = make_task(load_dataset(a.dataset), a.split or default_split(a.dataset), a.seed)
+    # bench run's default delta for the node and feature units a pooled audit takes
+    units = task.num_nodes if task.setting == "transductive" else int(task.train_mask.sum())
+    budget = Budget(a.epsilon, a.delta if a.delta is not None else default_delta(units))
     t0, c0 = time.perf_counter(), time.process_time()
 
     def report(fits) -> None:
