@@ -29,7 +29,10 @@ Per canary (coins: in with probability 1/2):
     a mu-GDP mechanism, converted to epsilon at delta (Balle & Wang 2018). A composition of many subsampled
     Gaussian steps is close to GDP (Dong, Roth & Su 2022, Theorem 3.5), but this assumes that shape.
 
-The claim is what the ledger's accountant reports for what ran (the largest over the runs).
+The claim is what the ledger's accountant reports for what ran (the largest over the runs). The exact epsilon of
+the pair the runs realised (the shifts the auditor put in, as the sampler drew them, and the noise the steps drew) is
+computed beside the bounds; above the claim, the run did not keep its claim, whatever its ledger says: a VIOLATION
+(:attr:`PooledOutcome.pair_exceeds_claim`, decided at the draw rates' lower confidence bounds).
 """
 
 from __future__ import annotations
