@@ -444,3 +444,12 @@ def test_the_inference_column_is_derived_not_read_from_a_stale_tag():
     rows = {r.method: r for r in collect_records([run("dp-mlp-feature", "feature"), run("dp-mlp", "node")])}
     assert row_cells(rows["dp-mlp-feature"])[6] == "not private"
     assert row_cells(rows["dp-mlp"])[6] == "private"
+
+
+@pytest.mark.parametrize("verdicts,shown", [(["PASS", "INCONCLUSIVE"], "INCONCLUSIVE"),
+                                            (["INCONCLUSIVE", "VIOLATION"], "VIOLATION"),
+                                            (["NOT APPLICABLE"], "NOT APPLICABLE"), (["PASS"], "PASS")])
+def test_a_rows_verification_verdict_never_reads_inconclusive_as_pass(verdicts, shown):
+    from bench.leaderboard import Row
+
+    assert Row("cora", "node", "dp-mlp", "random-75-10-15", 8.0, audit_verdicts=verdicts).verdict == shown

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -32,12 +34,24 @@ def test_pair_epsilon_of_a_poisson_pair_is_the_pld_accountants():
         assert mine <= ref * 1.001  # optimistic discretisation: never above the exact value
 
 
-def test_pair_epsilon_of_one_replace_one_step_is_the_mechanism_families():
-    from audits.mechanism import FixedSizeGaussianFamily
+def test_pair_epsilon_of_one_replace_one_step_is_its_exact_privacy_curve():
+    """One step of a replace-one pair (the canary's +C with probability q, or the other example's -C) against the
+    hockey-stick divergence of the two Gaussian mixtures, integrated numerically (both directions)."""
+    from scipy import integrate, optimize, stats
 
-    q, s = 0.3, 2.0
-    mine = pair_epsilon(Shifts([0, 1], [1 - q, q]), Shifts([-1, 0], [q, 1 - q]), [s], 1e-5)
-    assert mine == pytest.approx(FixedSizeGaussianFamily(q).epsilon(1 / s, 1e-5), rel=0.01)
+    q, s, delta = 0.3, 2.0, 1e-5
+    mine = pair_epsilon(Shifts([0, 1], [1 - q, q]), Shifts([-1, 0], [q, 1 - q]), [s], delta)
+
+    def pdf(x, shifts, probs):
+        return sum(p * stats.norm.pdf(x, m, s) for m, p in zip(shifts, probs))
+
+    def hockey(eps):
+        a = lambda x: max(pdf(x, [0, 1], [1 - q, q]) - math.exp(eps) * pdf(x, [-1, 0], [q, 1 - q]), 0.0)  # noqa: E731
+        b = lambda x: max(pdf(x, [-1, 0], [q, 1 - q]) - math.exp(eps) * pdf(x, [0, 1], [1 - q, q]), 0.0)  # noqa: E731
+        return max(integrate.quad(f, -40, 40, limit=400, points=[-1, 0, 1])[0] for f in (a, b))
+
+    exact = optimize.brentq(lambda e: hockey(e) - delta, 1e-6, 20)
+    assert mine == pytest.approx(exact, rel=0.01)
 
 
 def test_pair_epsilon_grows_with_steps_and_shrinks_with_noise():
