@@ -202,15 +202,22 @@ def test_the_readme_results_excerpt_matches_the_published_leaderboard():
         pub = candidates[0]
         for key in ("unit", "spent eps (max)", "test acc", "95% CI", "verification (eps_lb)"):
             assert row[key] == pub[key], (row["method"], key, row[key], pub[key])
-        # "0.844 (edge)": the strongest attack on what the row's unit protects, as the page's column on that unit
+        # "0.844 (edge)": the strongest attack on what the row's unit protects, as the page's column on that unit;
+        # "0.493 (feature row, weights only)": the feature game that feature-level DP bounds
         value, infers = row["strongest attack on its unit (AUC)"].split(" (", 1)
         infers = infers.split(":")[0].rstrip(")")
-        unit = infers if infers == "feature row" else f"{infers} membership"
+        unit = ("feature row (weights only)" if infers.startswith("feature row") else f"{infers} membership")
         column = f"strongest attack on {unit} (AUC)"
         column = column if column in pub else f"{unit} attack (AUC)"
         assert pub[column].startswith(value + " "), (row["method"], column, value, pub[column])
         assert ("outside the" in pub[column]) == ("outside the claim" in row["strongest attack on its unit (AUC)"])
-        # "0.89": the white-box bound's ratio to the claim, as the page's cell (lb / claimed = ratio (source))
-        wb = pub["white-box eps_lb / claimed"]
-        assert row["white-box eps_lb / claimed"] == ("-" if wb == "-" else wb.split(" = ")[1].split(" ")[0]), (
+        # feature rows: the released-prediction game beside it, which feature-level DP does not bound
+        released = row["released predictions (AUC)"]
+        if level == "feature":
+            assert pub["attack on feature row (released predictions) (AUC)"].startswith(released.split(" ")[0] + " ")
+        else:
+            assert released == "-", row["method"]
+        # "1.21 / 2.51 of 7.996": both white-box bounds (assumption-free / f-DP) and the claim of the row's run
+        wb = pub["white-box eps_lb: assumption-free / f-DP, of the run's claim"]
+        assert row["white-box eps_lb: assumption-free / f-DP"] == ("-" if wb == "-" else wb.split(" (")[0]), (
             row["method"], wb)

@@ -217,6 +217,27 @@ def test_a_unit_attack_record_must_say_which_model_it_attacked(tmp_path, good, m
     assert len(report.failures) == 1 and "does not say which model was attacked" in report.failures[0][1][0]
 
 
+def test_a_legacy_attack_record_fails_until_relabelled_as_a_refit(tmp_path, good):
+    from bench import leaderboard
+    from scripts.relabel_legacy_attacks import relabel_file
+
+    rec = _edge_record(good[0]["git_commit"])
+    rec.pop("attacked_model")
+    rec["reproduces_run"] = True
+    rec["implied_epsilon_rule"] = "Clopper-Pearson at TPR@1%FPR"
+    rec["attacks"]["link-stealing"]["cosine"]["implied_epsilon"] = 0.7
+    path = _write(tmp_path, [rec])
+    assert not check_export(path, count_units=False).ok
+    assert relabel_file(path / "x.jsonl") == 1
+    report = check_export(path, count_units=False)
+    assert report.ok, report.failures
+    (out,) = [json.loads(x) for x in (path / "x.jsonl").read_text().splitlines()]
+    assert leaderboard.attacked_model(out) == leaderboard.SOURCE_OTHER  # never shown as the recorded run
+    assert out["relabelled"]["implied_epsilons_dropped"] == 1
+    assert out["attacks"]["link-stealing"]["cosine"]["auc"] == 0.8  # the measured rates stay
+    assert relabel_file(path / "x.jsonl") == 0
+
+
 def _feature_record(commit: str) -> dict:
     rec = _edge_record(commit)
     rec.update(kind="feature-attack", name="feature-attacks/x", attacks={"attribute-inference": {
