@@ -1,6 +1,7 @@
 """White-box lower bounds for the leaderboard's private rows: what its "white-box eps_lb" column reads.
 
     python -m scripts.whitebox_audits [--datasets cora ...] [--pooled-datasets cora] [--out FILE] [--dry-run]
+    python -m scripts.whitebox_audits --summary   # the ratio table of docs/audits.md, from the records
 
 Per private cell of the config (its seed-0 run record, current settings only), one of:
 
@@ -119,6 +120,31 @@ def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
             "host": host_description("cpu")}
 
 
+def summary(path: str) -> str:
+    """The ratio table of ``docs/audits.md`` ("On the leaderboard"): per method and target epsilon, the min-max over
+    datasets of each bound over its record's claim, assumption-free / f-DP."""
+    from bench import records
+
+    cells: dict[tuple[str, float], dict[str, list[float]]] = {}
+    for r in records.load(path):
+        w, p = r["whitebox"], r["params"]
+        if "ratio_cp" not in w:  # an older format's record, not yet re-audited
+            continue
+        c = cells.setdefault((p["method"], float(p["target_epsilon"])), {"cp": [], "fdp": [], "ds": []})
+        c["cp"].append(w["ratio_cp"])
+        c["fdp"].append(w["ratio_fdp"])
+        c["ds"].append(p["dataset"])
+
+    def span(xs: list[float]) -> str:
+        lo, hi = min(xs), max(xs)
+        return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}-{hi:.2f}"
+
+    rows = ["| method | target eps | datasets | assumption-free (CP) / claim | f-DP / claim |", "| --- | --- | --- | --- | --- |"]
+    for (m, e), c in sorted(cells.items()):
+        rows.append(f"| `{m}` | {e:g} | {len(set(c['ds']))} | {span(c['cp'])} | {span(c['fdp'])} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     from scripts._common import append_records, record_args
     from scripts.unit_attacks import _preload
@@ -127,7 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     record_args(ap, "the export whose cells are audited", "the white-box records", DEFAULT_OUT)
     ap.add_argument("--pooled-datasets", nargs="*", default=["cora"],
                     help="datasets whose DP-SGD rows get the pooled audit (default: %(default)s)")
+    ap.add_argument("--summary", action="store_true",
+                    help="print the ratio table (min-max over datasets of each bound over its claim) of --out; run nothing")
     args = ap.parse_args(argv)
+    if args.summary:
+        print(summary(args.out))
+        return 0
     import torch
 
     torch.set_num_threads(args.threads)
