@@ -71,12 +71,12 @@ def perf_fit(methods: list[str], datasets: list[str], device: str = "cuda", refe
         ds = load_dataset(ds_name, data_root)
         for name in methods:
             cls = get_method(name)
-            split = default_split(ds_name) if "transductive" in cls.settings else "private-public"
+            split = default_split(ds.name) if "transductive" in cls.settings else "private-public"
             task = make_task(ds, split, seed)
             units = task.num_nodes if task.setting == "transductive" else int(task.train_mask.sum())
             budget = (Budget(HEADLINE[cls.privacy_unit], default_delta(units)) if cls.privacy_unit in HEADLINE
                       else Budget())
-            entry = H.lookup(name, ds_name, split, budget.epsilon)
+            entry = H.lookup(name, ds.name, split, budget.epsilon)
             known = set(cls.Config.__dataclass_fields__)
             overrides = {k: v for k, v in (entry.values if entry else {}).items() if k in known}
             times: dict[str, list[float]] = {role: [] for role, _, _ in roles}
@@ -88,7 +88,7 @@ def perf_fit(methods: list[str], datasets: list[str], device: str = "cuda", refe
                     eps[role] = fitted.epsilon(budget.delta) if cls.privacy_unit != "none" else float("inf")
                     events[role] = fitted.ledger
                     accs[role] = acc
-            row = {"dataset": ds_name, "method": name, "split": split, "epsilon": budget.epsilon,
+            row = {"dataset": ds.name, "method": name, "split": split, "epsilon": budget.epsilon,
                    "hparams": entry.label if entry else "defaults",
                    "seconds": {d: statistics.median(v) for d, v in times.items()},
                    "test_acc": accs, "spent_epsilon": eps}
@@ -97,7 +97,7 @@ def perf_fit(methods: list[str], datasets: list[str], device: str = "cuda", refe
                 row["same_ledger"] = bool(events["device"].same_events(events["reference"]))
                 row["same_epsilon"] = eps["device"] == eps["reference"]
             rows.append(row)
-            log(f"{ds_name} {name}: " + ", ".join(f"{r} {s:.1f}s" for r, s in row["seconds"].items()))
+            log(f"{ds.name} {name}: " + ", ".join(f"{r} {s:.1f}s" for r, s in row["seconds"].items()))
     gpu = torch.cuda.get_device_name(0) if device.startswith("cuda") and torch.cuda.is_available() else None
     return {"benchmark": "fit", "device": device, "gpu": gpu, "reference": reference,
             "reference_threads": reference_threads, "rounds": rounds, "seed": seed, "rows": rows}
