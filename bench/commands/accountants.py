@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from bench.cliargs import COMMANDS, FILE_RULE, _float, command
+from bench.cliargs import COMMANDS, FILE_RULE, _float, command, list_arg
 
 DEFAULT_RTOL = 1e-6  # bench.conformance.check.DEFAULT_RTOL (not imported: the parser stays light)
 
@@ -31,17 +31,17 @@ def _accountants_parser(sub) -> argparse.ArgumentParser:
     actions = p.add_subparsers(dest="action", metavar="ACTION", title="actions")
     actions.required = True
     q = actions.add_parser("list", help="the registered accountants (built-in and plugins') with versions")
-    q.add_argument("names", nargs="*", metavar="NAME", help="only these accountants (default: all)")
+    list_arg(q, "names", nargs="*", metavar="NAME", help="only these accountants (default: all)")
     q.add_argument("--json", action="store_true", help="print JSON")
     c = actions.add_parser("check", help="run accountants over the corpus: a verdict per case and accountant",
                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("--accountant", "-a", dest="accountants", action="extend", nargs="+", metavar="NAME",
+    list_arg(c, "--accountant", "-a", dest="accountants", metavar="NAME",
                    help="accountant name(s), repeated or comma-separated, or 'all' (default: ours-rdp ours-pld; "
                         "see `bench accountants list`)")
     c.add_argument("--cases", metavar="GLOB", help="only the cases whose id matches this glob (e.g. 'gaussian-*')")
-    c.add_argument("--tag", dest="tags", action="extend", nargs="+", default=[], metavar="TAG",
+    list_arg(c, "--tag", dest="tags", default=[], metavar="TAG",
                    help="only the cases carrying any of these tags (e.g. ci)")
-    c.add_argument("--corpus", action="extend", nargs="+", metavar="FILE",
+    list_arg(c, "--corpus", metavar="FILE",
                    help="corpus file(s) (default: every file of bench/conformance/corpus/)")
     c.add_argument("--json", action="store_true", help="print the whole report as one JSON object")
     c.add_argument("--junit", metavar="FILE",

@@ -19,6 +19,7 @@ import sys
 import time
 from typing import Any
 
+from bench.cliargs import list_arg
 from bench.perf import benchmark, common_args, emit, format_table, machine, set_threads
 
 #: one method per family (the paper configs' representatives)
@@ -105,8 +106,8 @@ def perf_fit(methods: list[str], datasets: list[str], device: str = "cuda", refe
 
 @benchmark("fit", "whole fits per method family on a device vs a reference device (e.g. cuda vs 2-thread cpu)")
 def _args(q: argparse.ArgumentParser) -> None:
-    q.add_argument("--methods", nargs="+", default=list(FAMILIES), help="default: one per family")
-    q.add_argument("--datasets", nargs="+", default=list(DATASETS), help="default: %(default)s")
+    list_arg(q, "--methods", default=list(FAMILIES), help="default: one per family")
+    list_arg(q, "--datasets", default=list(DATASETS), help="default: %(default)s")
     q.add_argument("--device", default="cuda", help="the device timed (default: %(default)s)")
     q.add_argument("--reference", default="cpu", help="the reference device, or 'none' (default: %(default)s)")
     q.add_argument("--reference-threads", type=int, default=2,
