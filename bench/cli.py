@@ -21,7 +21,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from bench.cliargs import COMMANDS, join_negative_numbers
+from bench.cliargs import COMMANDS, join_negative_numbers, list_arg
 from bench.plugins import load_plugin
 from bench.tracking import RunFailed
 from methods.errors import BenchError
@@ -80,8 +80,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     is a placeholder with its help line (enough for ``bench --help`` and for choosing the command)."""
     parser = argparse.ArgumentParser(
         prog="bench", description="Audited benchmark suite for differentially private graph neural networks.")
-    parser.add_argument("--plugin", action="append", default=[], metavar="FILE_OR_MODULE",
-                        help="import a module or .py file that registers extra methods (repeatable; before the command)")
+    # one value per --plugin (commas split it): a space-separated list would swallow the command's name
+    list_arg(parser, "--plugin", nargs=None, default=[], metavar="FILE_OR_MODULE",
+             help="import modules or .py files that register extra methods (comma-separated or repeated; before the "
+                  "command)")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     sub.required = True

@@ -63,6 +63,50 @@ def fmt_eps(x: float) -> str:
     return "inf" if not math.isfinite(x) or x >= 1e307 else f"{x:.4g}"
 
 
+def split_items(text: str) -> list[str]:
+    """``"gcn,sage"`` -> ``["gcn", "sage"]``; a ``key=value`` piece after a name with options stays with it, so a
+    dataset keeps its own commas: ``"csbm:nodes=500,classes=3,cora"`` -> ``["csbm:nodes=500,classes=3", "cora"]``."""
+    out: list[str] = []
+    for piece in (p.strip() for p in str(text).split(",")):
+        if not piece:
+            continue
+        if out and ":" in out[-1] and "=" in piece and ":" not in piece:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
+class ListAction(argparse.Action):
+    """The one list syntax of the CLI: values space-separated (``--seeds 0 1``), comma-separated (``--seeds 0,1``),
+    repeated (``--seeds 0 --seeds 1``) or mixed; the option's default is replaced, not extended. ``item`` converts
+    each value; ``commas=False`` for ``KEY=VALUE`` options, whose values may hold commas. Add one with
+    :func:`list_arg`."""
+
+    def __init__(self, option_strings, dest, item: Callable[[str], Any] = str, commas: bool = True, nargs="+",
+                 **kwargs):
+        super().__init__(option_strings, dest, nargs=nargs, **kwargs)
+        self.item, self.commas = item, commas
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        current = getattr(namespace, self.dest, None)
+        items = [] if current is None or current is self.default else list(current)
+        for value in [values] if isinstance(values, str) else values:
+            for piece in split_items(value) if self.commas else [value]:
+                try:
+                    items.append(self.item(piece))
+                except (TypeError, ValueError, argparse.ArgumentTypeError):
+                    kind = getattr(self.item, "__name__", "")
+                    raise argparse.ArgumentError(self, f"invalid {kind} value: {piece!r}") from None
+        setattr(namespace, self.dest, items)
+
+
+def list_arg(p, *flags: str, item: Callable[[str], Any] = str, commas: bool = True, **kwargs) -> argparse.Action:
+    """Add a list-valued option (or positional) that takes :class:`ListAction`'s syntax; every list option of the
+    CLI is one (tests/test_cli_lists.py walks the parsers)."""
+    return p.add_argument(*flags, action=ListAction, item=item, commas=commas, **kwargs)
+
+
 class _Offline(argparse.Action):
     """``--offline``: ``BENCH_OFFLINE=1`` for this process and the ones it starts (the dataset search reads it)."""
 
@@ -98,20 +142,20 @@ def target_args(p: argparse.ArgumentParser, output_help: str = "also write the r
                 recorded: bool = False) -> None:
     """What picks the trained targets: methods, dataset, split, budget, seeds, overrides, device, output.
     ``recorded``: ``--run RUN_ID`` may name recorded runs instead of ``--method``/``--dataset`` (``bench attack``)."""
-    p.add_argument("--method", "-m", action="append", required=not recorded, metavar="M[,M...]",
-                   help="method name(s), comma-separated or repeated (see `bench list methods`)")
+    list_arg(p, "--method", "-m", required=not recorded, metavar="M",
+             help="method name(s), space- or comma-separated or repeated (see `bench list methods`)")
     p.add_argument("--dataset", "-d", required=not recorded,
                    help="dataset name, e.g. cora, computers, csbm:nodes=5000")
     if recorded:
-        p.add_argument("--run", dest="runs", action="append", default=[], metavar="RUN_ID[,RUN_ID...]",
+        list_arg(p, "--run", dest="runs", default=[], metavar="RUN_ID",
                        help="attack the released model a tracked run logged (its MLflow artefact release/, checked "
                             "against the run's recorded posteriors) instead of training: no --method/--dataset")
     p.add_argument("--split", "-s", help="split name (default: public for Planetoid, ogb for ogbn-*, else random-75-10-15)")
     p.add_argument("--epsilon", "-e", type=_float, help="target epsilon for private methods ('inf' = no noise)")
     p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED", help="seeds (default: 0)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="hyperparameter override; 'method.key=value' targets one method (repeatable)")
+    list_arg(p, "--seeds", item=int, default=[0], metavar="SEED", help="seeds, e.g. 0 1 2 or 0,1,2 (default: 0)")
+    list_arg(p, "--set", dest="overrides", commas=False, default=[], metavar="KEY=VALUE",
+             help="hyperparameter override(s); 'method.key=value' targets one method (space-separated or repeated)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
     p.add_argument("--output", "-o", metavar="FILE", help=f"{output_help} (atomically; {FILE_RULE})")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -123,13 +167,14 @@ def attack_args(p: argparse.ArgumentParser, required: bool) -> None:
     """``--attack``/``--attacks`` and the attack options (``bench attack``, ``bench run --attacks``)."""
     names = "threshold, shadow, lira, privgnn-attack1, privgnn-attack2, link-stealing, linkteller, or all"
     if required:
-        p.add_argument("--attack", "-a", dest="attacks", action="append", required=True, metavar="A[,A...]",
-                       help=f"attack name(s), comma-separated or repeated ({names}; see `bench list attacks`)")
+        list_arg(p, "--attack", "-a", dest="attacks", required=True, metavar="A",
+                 help=f"attack name(s), space- or comma-separated or repeated ({names}; see `bench list attacks`)")
     else:
-        p.add_argument("--attacks", dest="attacks", action="append", default=[], metavar="A[,A...]",
-                       help=f"also run these membership-inference attacks on every trained model ({names})")
-    p.add_argument("--attack-set", dest="attack_overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="attack option, e.g. references=4 or lira.references=4 (repeatable); see `bench list ATTACK`")
+        list_arg(p, "--attacks", dest="attacks", default=[], metavar="A",
+                 help=f"also run these membership-inference attacks on every trained model ({names})")
+    list_arg(p, "--attack-set", dest="attack_overrides", commas=False, default=[], metavar="KEY=VALUE",
+             help="attack option(s), e.g. references=4 or lira.references=4 (space-separated or repeated); "
+                  "see `bench list ATTACK`")
     p.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP,
                    help="bootstrap resamples for the 95%% intervals (default: %(default)s; 0 = none)")
     p.add_argument("--plot-dir", metavar="DIR", help=f"also save every ROC plot as a PNG in DIR ({DIR_RULE})")

@@ -955,7 +955,7 @@ def build(experiment: str, fmt: str, track: bool = True, export: str | None = No
     if export:
         from bench import records
 
-        rows = collect_records(records.load(export))
+        rows = collect_records(records.load(export) + records.attacks_beside(export))
         source = f"export {export}"
     else:
         rows = collect(experiment)

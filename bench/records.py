@@ -207,6 +207,12 @@ def load_attacks(site: str | os.PathLike) -> list[dict[str, Any]]:
     return load(f"{d}/") if d.is_dir() else []
 
 
+def attacks_beside(export: str | os.PathLike) -> list[dict[str, Any]]:
+    """The attack records stored beside an export (``SITE/attacks/`` for ``SITE/runs/`` or ``SITE/runs.jsonl``):
+    what the published page joins to the export's rows, so every format built from the export carries them."""
+    return load_attacks(Path(str(export).rstrip("/")).parent)
+
+
 def _files(path: str | os.PathLike) -> list[Path]:
     p = Path(path)
     if sharded(p):
@@ -284,6 +290,6 @@ def write(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
     return len(rows)
 
 
-__all__ = ["KINDS", "accountant_of", "append", "done_cells", "hparams_of", "ledger_of", "load", "number",
-           "load_attacks", "record_for", "record_from_run", "records_from_experiment", "row_key", "shard", "sharded",
-           "site_attacks", "site_export", "spent_epsilon", "write"]
+__all__ = ["KINDS", "accountant_of", "append", "attacks_beside", "done_cells", "hparams_of", "ledger_of", "load",
+           "load_attacks", "number", "record_for", "record_from_run", "records_from_experiment", "row_key", "shard",
+           "sharded", "site_attacks", "site_export", "spent_epsilon", "write"]

@@ -22,11 +22,11 @@ import torch
 
 from bench import tracking
 from bench.cliargs import fmt_eps
-from bench.datasets import GraphDataset, load_dataset, parse_dataset_name
+from bench.datasets import GraphDataset, load_dataset, resolve_dataset
 from bench.io import format_table
 from bench.options import field_names, scoped_overrides
 from bench.provenance import host_description, predictions_hash  # noqa: F401  (re-exported)
-from bench.splits import check_split, default_split, make_task
+from bench.splits import check_split, make_task
 from methods.base import (Budget, BudgetError, ConfigError, ContractViolation, Method, Task, check_fitted,
                           config_dict, default_delta, fit_method, get_method, stable_hash)
 from methods.device import resolve_device
@@ -197,8 +197,9 @@ def prepare(spec: RunSpec) -> Prepared:
     classes = [get_method(m) for m in spec.methods]
     if len(set(spec.methods)) != len(spec.methods):
         raise ConfigError("a method is listed twice")
-    parse_dataset_name(spec.dataset)
-    split = spec.split or default_split(spec.dataset)
+    dataset_name = resolve_dataset(spec.dataset)  # the one reading of the name: canonical, with its default split
+    spec = dataclasses.replace(spec, dataset=dataset_name.name)
+    split = spec.split or dataset_name.default_split
     check_split(split, spec.dataset)
     if not spec.seeds:
         raise ConfigError("no seed given")

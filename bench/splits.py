@@ -50,12 +50,12 @@ SPLITS: dict[str, str] = {
     "private-public": "PrivGNN: disjoint private labelled graph and public graph (public-train/test)",
 }
 
-DEFAULT_SPLIT = {"cora": "public", "citeseer": "public", "pubmed": "public", "ogbn-arxiv": "ogb",
-                 "ogbn-products": "ogb"}
-
-
 def default_split(dataset: str) -> str:
-    return DEFAULT_SPLIT.get(dataset.split(":")[0], "random-75-10-15")
+    """The split a run of ``dataset`` uses when none is named: the registry's (``Spec.default_split``), read
+    through the one name resolution, so ``Cora`` and ``cora`` get the same split (an unknown name is an error)."""
+    from bench.datasets import resolve_dataset
+
+    return resolve_dataset(dataset).default_split
 
 
 def check_split(split: str, dataset: str) -> None:

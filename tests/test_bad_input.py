@@ -49,6 +49,7 @@ CASES = [
     case("run -m nope -d " + D, "unknown method 'nope'"),
     case("run -m , -d " + D, "no method given"),
     case("run -m mlp -d coraa", "unknown dataset 'coraa'"),
+    case("verify -m dp-mlp -d CORAA -e 1", "unknown dataset 'CORAA'"),
     case("run -m mlp -d csbm:nodez=5", "bad option"),
     case("run -m mlp -d csbm:nodes=6,classes=2", "val set empty"),
     case(f"run -m mlp -d {D} -s halves", "unknown split 'halves'"),
@@ -151,6 +152,7 @@ CASES = [
     case("sweep {tmp}/missing.yaml", "sweep config {tmp}/missing.yaml not found"),
     case("sweep {tmp}/folder", "sweep config {tmp}/folder is a folder, not a file"),
     case("sweep {tmp}/bad-method.yaml", "unknown method 'nope'"),
+    case("sweep {tmp}/bad-dataset.yaml", "unknown dataset 'Coraa'"),
     case("sweep {tmp}/delta-zero.yaml", "delta = 0"),
     case("sweep {tmp}/ok.yaml --workers 0", "--workers must be >= 1"),
     case("sweep {tmp}/ok.yaml --max-retries -1", "--max-retries must be >= 0"),
@@ -295,6 +297,7 @@ def folder(tmp_path: Path) -> Path:
     config = f"experiment: bad-input-sweep\ndatasets: ['{D}']\nseeds: [0]\n"
     (tmp_path / "ok.yaml").write_text(config + "methods: [mlp]\n")
     (tmp_path / "bad-method.yaml").write_text(config + "methods: [nope]\n")
+    (tmp_path / "bad-dataset.yaml").write_text("datasets: [Cora, Coraa]\nmethods: [mlp]\n")
     (tmp_path / "delta-zero.yaml").write_text(config + "methods: [dp-mlp]\nepsilons: [1]\ndelta: 0\n")
     return tmp_path
 

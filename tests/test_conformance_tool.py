@@ -18,7 +18,7 @@ import pytest
 from bench.cli import main
 from bench.conformance import adapters as A
 from bench.conformance.cases import load_cases
-from bench.conformance.check import SOUNDNESS_SLACK, TIGHT_FACTOR, evaluate, verdict
+from bench.conformance.check import SOUNDNESS_SLACK, TIGHT_FACTOR, evaluate, fmt_value, verdict
 from tests.conformance_mini import PATH, build_cases, gaussian_exact_epsilon, rr_exact_epsilon
 from tests.conftest import REPO, bench_env
 
@@ -193,11 +193,49 @@ def test_the_table_and_summary(capsys):
                          "rdp-x0.9,ours-pld", "--tag", "ci")
     assert code == 1
     lines = out.splitlines()
-    assert lines[1].split() == ["case", "accountant", "value", "lower", "limit", "ratio", "verdict"]
+    assert lines[1].split() == ["case", "accountant", "value", "lower", "limit", "reference", "(what", "it", "is)",
+                                "ratio", "verdict"]
     assert any(line.startswith("mini-gaussian-1x1") and "UNSOUND: " in line for line in lines)
     assert any(line.startswith("accountant ") and "unsound" in line and "seconds" in line for line in lines)
     assert lines[-1].startswith("FAIL: ") and "unsound" in lines[-1]
     assert "mini-laplace" not in out  # not tagged ci
+    # every ratio is read against the reference printed beside it, whose name says what it is
+    _, doc = check_json(capsys, "-a", "rdp-x0.9,ours-pld", "--tag", "ci", plugin=True)
+    for r in doc["results"]:
+        (row,) = [ln for ln in lines if ln.startswith(r["case"] + " ") and f" {r['accountant']} " in ln]
+        what = "lower limit: no sound reference" if r["reference_name"] == "lower limit" else r["reference_name"]
+        assert f" {fmt_value(r['reference'])} ({what}) " in row, row
+        if r["value"] is not None:
+            assert f" {fmt_value(r['value'] / r['reference'])} " in row, row
+    wor = result(doc, "mini-wor-gaussian", "rdp-x0.9")  # a reference far above the lower limit: shown, not implied
+    assert wor["reference"] > 2 * wor["lower_limit"] and "dp-accounting RDP" in wor["reference_name"]
+    # the per-event-kind summary: a row per (kind, accountant) counting the verdicts of its cases
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("event kind "))
+    assert lines[start].split() == ["event", "kind", "accountant", "cases", "tight", "loose", "unsound",
+                                    "unsupported", "error"]
+    table = {tuple(ln.split()[:2]): [int(x) for x in ln.split()[2:]] for ln in lines[start + 2:-1]}
+    cases = {c.id: c for c in load_cases([PATH])}
+    for (kind, acc), counts in table.items():
+        mine = [r for r in doc["results"] if r["accountant"] == acc and cases[r["case"]].kind == kind]
+        assert counts == [len(mine)] + [sum(r["verdict"] == v for r in mine)
+                                        for v in ("TIGHT", "LOOSE", "UNSOUND", "UNSUPPORTED", "ERROR")]
+    assert {k for k, _ in table} == {"gaussian", "poisson_gaussian", "fixed_size_gaussian"}
+    assert doc["by_kind"]["gaussian"]["rdp-x0.9"]["unsound"] == table[("gaussian", "rdp-x0.9")][3] > 0
+
+
+def test_the_default_corpus_is_read_from_the_package_from_any_directory(tmp_path):
+    """No --corpus: the shipped corpus comes from the installed package, wherever the command runs."""
+    done = subprocess.run([sys.executable, "-m", "bench", "accountants", "check", "--tag", "ci", "--cases",
+                           "gaussian/z=2/*", "-a", "ours-rdp", "--no-progress"], cwd=tmp_path, env=bench_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "gaussian/z=2/T=1/delta=1e-05" in done.stdout and done.stdout.splitlines()[-1].startswith("OK")
+    # and the documented examples use it, not a corpus file that only a checkout of the repository has
+    import re
+
+    for page in sorted((REPO / "docs" / "accountants").glob("*.md")):
+        for block in re.findall(r"```(?:bash|python)\n(.*?)```", page.read_text(), re.S):
+            assert not re.search(r"(--corpus|corpus=)\s*['\"]?tests/", block), (page.name, block[:200])
 
 
 def test_the_check_through_the_python_api():

@@ -467,3 +467,60 @@ def test_every_epsilon_column_is_a_claim_or_a_neighbouring_dataset_game():
     csv_allowed = {"target_epsilon", "spent_epsilon_max", "whitebox_epsilon_lb_assumption_free",
                    "whitebox_epsilon_lb_fdp", "verification_epsilon_lb"}
     assert not [c for c in CSV_COLUMNS if "eps" in c.lower() and c not in csv_allowed]
+
+
+def test_csv_of_an_export_carries_the_page_cells(tmp_path):
+    """``bench leaderboard --export SITE/runs/ --format csv`` carries what the page's table shows for the same rows:
+    the attack and white-box records beside the export (SITE/attacks/) join in every format, and the CSV's attack,
+    white-box and verification cells are the markdown cells' numbers."""
+    import json
+
+    from bench.cli import main
+    from bench.leaderboard import WHITEBOX_HEADER, _num, header_for
+
+    site = tmp_path / "site"
+    (site / "runs").mkdir(parents=True)
+    (site / "attacks").mkdir()
+    run = {"cell_id": "c0", "run_id": "r0", "kind": "run", "status": "FINISHED", "start_time": 1,
+           "params": {"method": "gap-edge", "dataset": "cora", "split": "random-75-10-15", "seed": 0,
+                      "privacy_unit": "edge", "target_epsilon": "4.0", "delta": "0.0001", "config_hash": "h0"},
+           "metrics": {"test_acc": 0.7, "epsilon": 4.0}}
+    verify = {"cell_id": "v0", "run_id": "rv", "kind": "verify", "status": "FINISHED", "start_time": 2,
+              "tags": {"method": "gap-edge", "dataset": "cora", "split": "random-75-10-15"},
+              "params": {"target_epsilon": "4.0"},
+              "verify": {"verdict": "PASS", "checks": [{"epsilon_lb": 0.25}, {"epsilon_lb": 0.5}]}}
+    edge = {"cell_id": "e0", "kind": "edge-attack", "status": "FINISHED", "start_time": 3, "target_config_hash": "h0",
+            "attacked_model": "recorded artefact",
+            "attacks": {"link-stealing": {"cosine": {"auc": 0.731, "tpr_at_1pct_fpr": 0.062}}}}
+    wb = {"cell_id": "w0", "kind": "whitebox-audit", "status": "FINISHED", "start_time": 4, "target_config_hash": "h0",
+          "whitebox": {"source": "composed", "epsilon_lb_cp": 1.2, "epsilon_lb_fdp": 3.5, "fdp_assumes": "GDP",
+                       "claimed": 4.0, "left_out": []}}
+    (site / "runs" / "cora.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (run, verify)))
+    (site / "attacks" / "edge.jsonl").write_text(json.dumps(edge) + "\n")
+    (site / "attacks" / "whitebox.jsonl").write_text(json.dumps(wb) + "\n")
+    out = {}
+    for fmt in ("csv", "md"):
+        out[fmt] = tmp_path / f"lb.{fmt}"
+        assert main(["leaderboard", "--export", f"{site}/runs/", "--format", fmt, "--no-track", "-o",
+                     str(out[fmt])]) == 0
+    (line,) = list(csv.DictReader(io.StringIO(out["csv"].read_text())))
+    header = header_for("edge")
+    (md_row,) = [ln for ln in out["md"].read_text().splitlines() if ln.startswith("| gap-edge")]
+    cells = dict(zip(header, [c.strip() for c in md_row.strip("|").split(" | ")]))
+    # the records' values are there at all (empty cells on both sides would compare equal)
+    assert line["edge_membership_attack"] == line["strongest_attack"] == "link-stealing.cosine"
+    assert float(line["edge_membership_auc"]) == pytest.approx(0.731)
+    assert float(line["whitebox_epsilon_lb_fdp"]) == pytest.approx(3.5)
+    assert line["verification_verdict"] == "PASS" and float(line["verification_epsilon_lb"]) == 0.5
+    # and they are the page's cells
+    attack = cells["strongest attack on edge membership (AUC)"]
+    assert attack.startswith(f"{float(line['strongest_attack_auc']):.3f} ({line['strongest_attack']}; max of "
+                             f"{line['attack_candidates']}")
+    assert line["strongest_attack_attacked_model"] == "recorded run" and "attacked:" not in attack  # its own model
+    assert cells["TPR@1%FPR"] == f"{float(line['strongest_attack_tpr_at_1pct_fpr']):.3f}"
+    assert cells[WHITEBOX_HEADER].startswith(
+        f"{_num(float(line['whitebox_epsilon_lb_assumption_free']), '.3g')} / "
+        f"{_num(float(line['whitebox_epsilon_lb_fdp']), '.3g')} of {_num(float(line['whitebox_claimed']), '.4g')} "
+        f"(mechanisms composed; f-DP assumes {line['whitebox_fdp_assumes']})")
+    assert cells["verification (eps_lb)"] == \
+        f"{line['verification_verdict']} ({_num(float(line['verification_epsilon_lb']), '.3g')})"

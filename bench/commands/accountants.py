@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from bench.cliargs import COMMANDS, FILE_RULE, _float, command
+from bench.cliargs import COMMANDS, FILE_RULE, _float, command, list_arg
 
 DEFAULT_RTOL = 1e-6  # bench.conformance.check.DEFAULT_RTOL (not imported: the parser stays light)
 
@@ -31,17 +31,17 @@ def _accountants_parser(sub) -> argparse.ArgumentParser:
     actions = p.add_subparsers(dest="action", metavar="ACTION", title="actions")
     actions.required = True
     q = actions.add_parser("list", help="the registered accountants (built-in and plugins') with versions")
-    q.add_argument("names", nargs="*", metavar="NAME", help="only these accountants (default: all)")
+    list_arg(q, "names", nargs="*", metavar="NAME", help="only these accountants (default: all)")
     q.add_argument("--json", action="store_true", help="print JSON")
     c = actions.add_parser("check", help="run accountants over the corpus: a verdict per case and accountant",
                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("--accountant", "-a", dest="accountants", action="extend", nargs="+", metavar="NAME",
+    list_arg(c, "--accountant", "-a", dest="accountants", metavar="NAME",
                    help="accountant name(s), repeated or comma-separated, or 'all' (default: ours-rdp ours-pld; "
                         "see `bench accountants list`)")
     c.add_argument("--cases", metavar="GLOB", help="only the cases whose id matches this glob (e.g. 'gaussian-*')")
-    c.add_argument("--tag", dest="tags", action="extend", nargs="+", default=[], metavar="TAG",
+    list_arg(c, "--tag", dest="tags", default=[], metavar="TAG",
                    help="only the cases carrying any of these tags (e.g. ci)")
-    c.add_argument("--corpus", action="extend", nargs="+", metavar="FILE",
+    list_arg(c, "--corpus", metavar="FILE",
                    help="corpus file(s) (default: every file of bench/conformance/corpus/)")
     c.add_argument("--json", action="store_true", help="print the whole report as one JSON object")
     c.add_argument("--junit", metavar="FILE",
@@ -92,22 +92,32 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if out.failed else 0
 
 
+def reference_cell(r) -> str:
+    """The epsilon a result's ratio is taken to, and what it is: the case's tightest sound reference (an
+    independent upper bound), or its lower limit where it has none."""
+    from bench.conformance.check import LIMIT_AS_REFERENCE, fmt_value
+
+    what = "lower limit: no sound reference" if r.reference_name == LIMIT_AS_REFERENCE else r.reference_name
+    return f"{fmt_value(r.reference)} ({what})"
+
+
 def print_outcome(out, args: argparse.Namespace) -> None:
-    """The results table, the per-accountant summary, the golden comparison and a one-line verdict."""
-    from bench.conformance.check import LIMIT_AS_REFERENCE, SOUNDNESS_SLACK, TIGHT_FACTOR, fmt_value
+    """The results table, the per-accountant and per-event-kind summaries, the golden comparison and a one-line
+    verdict."""
+    from bench.conformance.check import SOUNDNESS_SLACK, TIGHT_FACTOR, VERDICTS, fmt_value
     from bench.io import format_table
 
     rep = out.report
-    print(f"# {len(rep.cases)} cases x {len(rep.accountants)} accountants; UNSOUND below lower limit x "
-          f"(1 - {SOUNDNESS_SLACK:g}), TIGHT within {TIGHT_FACTOR:g} x the tightest sound reference")
+    print(f"# {len(rep.cases)} cases x {len(rep.accountants)} accountants; ratio = value / reference, the "
+          f"reference being the case's tightest sound reference epsilon (its lower limit where it has none); "
+          f"UNSOUND below lower limit x (1 - {SOUNDNESS_SLACK:g}), TIGHT at ratio <= {TIGHT_FACTOR:g}")
     rows = []
     for r in rep.results:
-        ratio = "-" if r.ratio is None else fmt_value(r.ratio)
-        if r.ratio is not None and r.reference_name == LIMIT_AS_REFERENCE:
-            ratio += " (to limit)"  # the case has no sound reference
         verdict = {"TIGHT": r.verdict, "LOOSE": f"{r.verdict} {r.detail}"}.get(r.verdict, f"{r.verdict}: {r.detail}")
-        rows.append([r.case, r.accountant, fmt_value(r.value), fmt_value(r.lower_limit), ratio, verdict])
-    print(format_table(["case", "accountant", "value", "lower limit", "ratio", "verdict"], rows))
+        rows.append([r.case, r.accountant, fmt_value(r.value), fmt_value(r.lower_limit), reference_cell(r),
+                     "-" if r.ratio is None else fmt_value(r.ratio), verdict])
+    print(format_table(["case", "accountant", "value", "lower limit", "reference (what it is)", "ratio", "verdict"],
+                       rows))
     print()
     summary = rep.summary()
     print(format_table(["accountant", "version", "cases", "sound", "tight", "loose", "unsupported", "unsound",
@@ -115,6 +125,10 @@ def print_outcome(out, args: argparse.Namespace) -> None:
                        [[name, s["version"], str(s["cases"]), str(s["sound"]), str(s["tight"]), str(s["loose"]),
                          str(s["unsupported"]), str(s["unsound"]), str(s["error"]), f"{s['seconds']:.3f}"]
                         for name, s in summary.items()]))
+    print()
+    print(format_table(["event kind", "accountant", "cases", *(v.lower() for v in VERDICTS)],
+                       [[kind, name, str(c["cases"]), *(str(c[v.lower()]) for v in VERDICTS)]
+                        for kind, per in rep.by_kind().items() for name, c in per.items()]))
     cmp = out.comparison
     if cmp is not None:
         print()

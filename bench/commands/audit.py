@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.cliargs import COMMANDS, FILE_RULE, _float, check_common, command, fmt_eps, job_args, stderr, threads_arg
+from bench.cliargs import (COMMANDS, FILE_RULE, _float, check_common, command, fmt_eps, job_args, list_arg, stderr,
+                           threads_arg)
 
 VIOLATION_EXIT = 3
 
@@ -31,10 +32,10 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                                           "required unless --level mechanism")
     p.add_argument("--dataset", "-d", help="dataset name, e.g. csbm:nodes=2000,features=32 or cora; "
                                            "required unless --level mechanism")
-    p.add_argument("--mechanism", nargs="+", metavar="NAME",
+    list_arg(p, "--mechanism", metavar="NAME",
                    help="--level mechanism: which (default: all of nap-edge, nap-node, dpsgd-poisson, dpsgd-fixed, "
                         "dpgnn-step, pate-votes, edgerand-count, privgnn-posterior, edgerand-rr)")
-    p.add_argument("--mutation", action="append", default=[], metavar="KEY=FACTOR",
+    list_arg(p, "--mutation", commas=False, default=[], metavar="KEY=FACTOR",
                    help="--level mechanism: run the code with noise 1/FACTOR (noise=1.25), a FACTOR-times "
                         "sensitivity (sensitivity=1.5) or sampling rate (rate=2) against the unchanged claim "
                         "(repeatable)")
@@ -71,8 +72,8 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--fresh-anchors", action="store_true",
                    help="anchor each canary to new zero-row training nodes of its own instead of existing ones")
     p.add_argument("--seed", type=int, default=0, help="audit seed: split, canaries, inclusion bits, training seeds")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="method hyperparameter override (repeatable)")
+    list_arg(p, "--set", dest="overrides", commas=False, default=[], metavar="KEY=VALUE",
+             help="method hyperparameter override(s) (space-separated or repeated)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
     p.add_argument("--output", "-o", metavar="FILE", help=f"also write the result as JSON (atomically; {FILE_RULE})")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")

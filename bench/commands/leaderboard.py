@@ -120,7 +120,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         if config:
             recs, planned, done = config_records(config, recs)
         # attack records beside the export (SITE/attacks/ for SITE/runs/), joined to the rows of the runs they refit
-        recs = recs + records.load_attacks(Path(str(export).rstrip("/")).parent)
+        recs = recs + records.attacks_beside(export)
         rows = collect_records(recs)
         if not rows:
             raise LeaderboardError(f"no FINISHED runs with test accuracy in {export}"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cliargs import COMMANDS, FILE_RULE, _float, check_common, command, job_args, stderr, threads_arg
+from bench.cliargs import (COMMANDS, FILE_RULE, _float, check_common, command, job_args, list_arg, stderr,
+                           threads_arg)
 
 VIOLATION_EXIT, INCONCLUSIVE_EXIT = 3, 4
 
@@ -30,7 +31,7 @@ def _verify_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--epsilon", "-e", type=_float,
                    help="target epsilon (finite; required for a private method, left out for a non-private one)")
     p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED",
+    list_arg(p, "--seeds", item=int, default=[0], metavar="SEED",
                    help="seeds: the battery runs once per seed, the error budget shared by all (default: 0)")
     p.add_argument("--quick", action="store_true", help="fewer canaries (100) and inference probes: a few minutes")
     p.add_argument("--canaries", type=int, help="canaries of the one-run audits (default 200; --quick 100)")
@@ -38,9 +39,9 @@ def _verify_parser(sub) -> argparse.ArgumentParser:
                    help="also a multi-run audit with this many models per world (default 0: none)")
     p.add_argument("--confidence", type=_float, default=0.95,
                    help="family-wise: a correct method fails with probability <= 1 - this (default: %(default)s)")
-    p.add_argument("--checks", help="comma-separated subset of the checks (default: all that apply)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="method hyperparameter override (repeatable)")
+    list_arg(p, "--checks", metavar="CHECK", help="a subset of the checks (default: all that apply)")
+    list_arg(p, "--set", dest="overrides", commas=False, default=[], metavar="KEY=VALUE",
+             help="method hyperparameter override(s) (space-separated or repeated)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
     p.add_argument("--output", "-o", metavar="FILE", help=f"also write the report as JSON (atomically; {FILE_RULE})")
     p.add_argument("--no-progress", action="store_true", help="hide progress lines and bars")
@@ -55,7 +56,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     check_common(args)
     check_output_file(args.output)
-    checks = [c.strip() for c in args.checks.split(",") if c.strip()] if args.checks else None
+    checks = args.checks or None
     out = api.verify(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
                      seeds=args.seeds, quick=args.quick, canaries=args.canaries, trials=args.trials,
                      confidence=args.confidence, checks=checks, overrides=args.overrides, device=args.device,

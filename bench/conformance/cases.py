@@ -19,12 +19,14 @@ from __future__ import annotations
 import fnmatch
 import json
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
 from methods.errors import BenchError
 
-CORPUS_DIR = Path(__file__).parent / "corpus"
+#: the shipped corpus, read from the installed package (package data), so the default works from any directory
+CORPUS_DIR = Path(str(resources.files("bench.conformance") / "corpus"))
 FORMAT_VERSION = 1
 
 
@@ -67,6 +69,11 @@ class Case:
     @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(sorted({e["kind"] for e in self.events}))
+
+    @property
+    def kind(self) -> str:
+        """The case's event kind, or ``composite`` for a ledger of several kinds."""
+        return self.kinds[0] if len(self.kinds) == 1 else "composite"
 
     def best_reference(self) -> Reference | None:
         """The tightest sound reference that respects the lower limit (None if no sound reference does)."""

@@ -48,7 +48,8 @@ LIBRARIES = ("dp-gnn-bench", "dp-accounting", "opacus", "numpy", "scipy")
 class Result:
     """One accountant on one case: ``value`` (None for UNSUPPORTED and ERROR), the case's ``lower_limit``, the
     ``reference`` the ratio is taken to (and its ``reference_name``), the ``verdict`` and its ``detail`` (the
-    factor, the reason, the error), ``seconds`` spent in the accountant."""
+    factor, the reason, the error), ``seconds`` spent in the accountant, and the case's event ``kind``
+    (:attr:`~bench.conformance.cases.Case.kind`)."""
 
     case: str
     accountant: str
@@ -59,6 +60,7 @@ class Result:
     reference_name: str
     detail: str = ""
     seconds: float = 0.0
+    kind: str = ""
 
     @property
     def ratio(self) -> float | None:
@@ -96,7 +98,7 @@ def evaluate(case, accountant: Any) -> Result:
     best = case.best_reference()
     ref, ref_name = (best.epsilon, best.name) if best is not None else (case.lower_limit, LIMIT_AS_REFERENCE)
     base = dict(case=case.id, accountant=accountant.name, lower_limit=case.lower_limit, reference=ref,
-                reference_name=ref_name)
+                reference_name=ref_name, kind=case.kind)
     start = time.perf_counter()
     try:
         events = case.ledger_events()
@@ -140,9 +142,20 @@ class Report:
                               **counts, "seconds": sum(r.seconds for r in mine)}
         return out
 
+    def by_kind(self) -> dict[str, dict[str, dict[str, int]]]:
+        """Per event kind (``composite`` for mixed ledgers), per accountant: ``cases`` and a count per verdict
+        (lower case), in the order kinds first appear."""
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for r in self.results:
+            counts = out.setdefault(r.kind or "?", {}).setdefault(
+                r.accountant, {"cases": 0, **{v.lower(): 0 for v in VERDICTS}})
+            counts["cases"] += 1
+            counts[r.verdict.lower()] += 1
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return {"accountants": self.accountants, "libraries": self.libraries, "cases": self.cases,
-                "summary": self.summary(), "results": [r.to_dict() for r in self.results],
+                "summary": self.summary(), "by_kind": self.by_kind(), "results": [r.to_dict() for r in self.results],
                 "tolerances": {"unsound_below": f"lower_limit x (1 - {SOUNDNESS_SLACK:g})",
                                "tight_within": f"{TIGHT_FACTOR:g} x tightest sound reference"}}
 

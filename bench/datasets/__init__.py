@@ -22,7 +22,8 @@ from bench.datasets.base import DatasetError, GraphDataset, Spec
 from bench.datasets.cache import cache_dir, fingerprint, locked, stage, work_dir
 from bench.datasets.csbm import make_csbm
 from bench.datasets.normalize import finish, normalize_graph
-from bench.datasets.registry import SPECS, expected_files, parse_dataset_name
+from bench.datasets.registry import (SPECS, DatasetName, canonical_dataset, expected_files, parse_dataset_name,
+                                     resolve_dataset)
 from bench.datasets.sources import BUNDLED, dataset_catalog, find, is_available, locate, search_path, user_data_dir
 from methods.errors import BenchError
 
@@ -68,6 +69,7 @@ def clear_cache() -> None:
     _load.cache_clear()
 
 
-__all__ = ["BUNDLED", "SPECS", "DatasetError", "GraphDataset", "Spec", "cache_dir", "clear_cache",
-           "dataset_catalog", "expected_files", "find", "is_available", "load_dataset", "locate", "make_csbm",
-           "normalize_graph", "parse_dataset_name", "search_path", "user_data_dir"]
+__all__ = ["BUNDLED", "SPECS", "DatasetError", "DatasetName", "GraphDataset", "Spec", "cache_dir",
+           "canonical_dataset", "clear_cache", "dataset_catalog", "expected_files", "find", "is_available",
+           "load_dataset", "locate", "make_csbm", "normalize_graph", "parse_dataset_name", "resolve_dataset",
+           "search_path", "user_data_dir"]

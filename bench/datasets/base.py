@@ -51,7 +51,8 @@ class Spec:
 
     ``build(work, options)`` returns ``{"data", "num_classes", "source"}`` (+ ``planetoid_masks``, ``ogb_name``,
     ``ogb_split``, ``pre_changes``); ``work`` is the folder the raw files are staged in (None: synthetic).
-    ``fetch`` is the stock download (None: there is none)."""
+    ``fetch`` is the stock download (None: there is none). ``default_split`` is the split a run uses when none
+    is named (:mod:`bench.splits`): the dataset's own published split where it has one."""
 
     key: str
     description: str
@@ -60,3 +61,4 @@ class Spec:
     options: dict[str, Any] = field(default_factory=dict)
     synthetic: bool = False
     fetch: Fetch | None = None
+    default_split: str = "random-75-10-15"

@@ -36,9 +36,11 @@ def school_of(name: str, root: Path | None = None) -> str:
         if s.lower() == key:
             return s
     if root is not None and (root / "facebook100").is_dir():
-        for p in (root / "facebook100").iterdir():
-            if p.name.lower() == key:
-                return p.name
+        found = sorted(p.name for p in (root / "facebook100").iterdir() if p.name.lower() == key)
+        if len(found) > 1:
+            raise DatasetError(f"facebook-{name} is ambiguous: {root / 'facebook100'} holds {', '.join(found)}")
+        if found:
+            return found[0]
     raise DatasetError(f"unknown Facebook100 school {name!r}; examples: wisconsin87, berkeley13, uillinois20")
 
 

@@ -59,7 +59,8 @@ def spec(name: str, description: str) -> Spec:
         return {"data": d, "num_classes": int(ds.num_classes), "ogb_name": name, "ogb_split": split,
                 "source": f"ogb.nodeproppred.PygNodePropPredDataset('{name}', root)"}
 
-    return Spec(name, description, lambda o: [f"{m['dir']}/{f}" for f in files], build, fetch=fetch(name))
+    return Spec(name, description, lambda o: [f"{m['dir']}/{f}" for f in files], build, fetch=fetch(name),
+                default_split="ogb")
 
 
 def fetch(name: str) -> Fetch:

@@ -25,7 +25,7 @@ def spec(key: str, name: str, description: str) -> Spec:
         return {"data": d, "num_classes": int(d.y.max()) + 1, "planetoid_masks": masks,
                 "source": f"torch_geometric.datasets.Planetoid(root, '{name}')"}
 
-    return Spec(key, description, files, build, fetch=fetch(name))
+    return Spec(key, description, files, build, fetch=fetch(name), default_split="public")
 
 
 def fetch(name: str) -> Fetch:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,26 +34,50 @@ SPECS: dict[str, Spec] = {
 }
 
 
-def parse_dataset_name(name: str, root: Path | None = None) -> tuple[str, Spec, dict[str, Any]]:
-    """``"csbm:nodes=500"`` -> (canonical name, spec, options)."""
+@dataclass(frozen=True)
+class DatasetName:
+    """A dataset name resolved once: ``name`` the canonical spelling (lower case, non-default options only),
+    ``key`` the dataset without options, its ``spec`` and ``options``, and the ``default_split`` a run uses when
+    none is named."""
+
+    name: str
+    key: str
+    spec: Spec
+    options: dict[str, Any]
+
+    @property
+    def default_split(self) -> str:
+        return self.spec.default_split
+
+
+def resolve_dataset(name: str, root: Path | None = None) -> DatasetName:
+    """The one reading of a dataset name, used by every entry point (CLI, :mod:`bench.api`, sweep configs): the
+    name and its option keys match case-insensitively (``Cora``, ``CSBM:Nodes=500``); a name that matches no
+    dataset, or more than one, is a :class:`DatasetError` naming the candidates."""
     from methods.base import _coerce
     from methods.errors import ConfigError
 
     if not isinstance(name, str) or not name.strip():
         raise DatasetError("dataset name is empty")
     base, _, opt_str = name.strip().partition(":")
-    base = base.lower()
-    if base in SPECS:
+    base = base.strip()
+    matches = [k for k in SPECS if k.lower() == base.lower()]
+    if len(matches) > 1:
+        raise DatasetError(f"dataset name {name!r} is ambiguous: it matches {', '.join(matches)}")
+    if matches:
+        base = matches[0]
         spec = SPECS[base]
-    elif base.startswith("facebook-"):
+    elif base.lower().startswith("facebook-"):
+        base = base.lower()
         spec = facebook.spec(base, root)
     else:
         raise DatasetError(f"unknown dataset {name!r}; available: {', '.join(SPECS)}, facebook-<school>")
     opts = dict(spec.options)
+    keys = {k.lower(): k for k in spec.options}
     if opt_str:
         for item in opt_str.split(","):
             k, eq, v = item.partition("=")
-            k = k.strip()
+            k = keys.get(k.strip().lower(), k.strip())
             if not eq or k not in opts:
                 valid = ", ".join(opts) or "(none)"
                 raise DatasetError(f"bad option {item!r} for dataset {base}; valid options: {valid}")
@@ -62,7 +87,18 @@ def parse_dataset_name(name: str, root: Path | None = None) -> tuple[str, Spec, 
                 raise DatasetError(str(e)) from None
     canonical = base if opts == spec.options else base + ":" + ",".join(
         f"{k}={opts[k]}" for k in spec.options if opts[k] != spec.options[k])
-    return canonical, spec, opts
+    return DatasetName(canonical, base, spec, opts)
+
+
+def parse_dataset_name(name: str, root: Path | None = None) -> tuple[str, Spec, dict[str, Any]]:
+    """``"CSBM:nodes=500"`` -> (canonical name, spec, options): :func:`resolve_dataset` as a tuple."""
+    d = resolve_dataset(name, root)
+    return d.name, d.spec, d.options
+
+
+def canonical_dataset(name: str) -> str:
+    """The canonical spelling of a dataset name (``Cora`` -> ``cora``); a DatasetError for an unknown one."""
+    return resolve_dataset(name).name
 
 
 def expected_files(name: str, root: Path | None = None) -> list[str]:

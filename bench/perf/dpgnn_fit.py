@@ -30,6 +30,7 @@ import tempfile
 import time
 
 
+from bench.cliargs import list_arg
 from bench.perf import baseline_tree, benchmark, common_args, emit, format_table, machine, set_threads
 
 #: the README's Physics configuration for dpgnn-adam
@@ -175,7 +176,7 @@ def _args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--method", default="dpgnn-adam", choices=["dpgnn", "dpgnn-adam"])
     q.add_argument("--epsilon", type=float, default=12.0)
     q.add_argument("--delta", type=float, help="default: the run's default (largest power of ten below 1/#units)")
-    q.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+    list_arg(q, "--set", dest="overrides", commas=False, default=[], metavar="KEY=VALUE",
                    help="hyperparameter override on top of the README's Physics configuration "
                         + " ".join(f"{k}={v}" for k, v in README_CONFIG.items()))
     q.add_argument("--seed", type=int, default=0)

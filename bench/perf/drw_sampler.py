@@ -18,6 +18,7 @@ import sys
 import time
 
 
+from bench.cliargs import list_arg
 from bench.perf import benchmark, common_args, emit, format_table, machine, run_baseline, set_threads
 
 ORDERS = ("coalesced", "shuffled")
@@ -73,8 +74,8 @@ def _args(q: argparse.ArgumentParser) -> None:
                    help="any dataset name (default: a 1,000,000-node csbm of average degree ~10)")
     q.add_argument("--walk-length", type=int, default=3)
     q.add_argument("--restarts", type=int, default=1)
-    q.add_argument("--orders", default=",".join(ORDERS),
-                   help="edge orders to time, comma-separated: coalesced (as loaded), shuffled (uncoalesced)")
+    list_arg(q, "--orders", default=list(ORDERS), metavar="ORDER",
+             help="edge orders to time: coalesced (as loaded), shuffled (uncoalesced)")
     q.add_argument("--repeats", type=int, default=3, help="runs of the fast sampler (median reported)")
     q.add_argument("--no-naive", action="store_true", help="skip the (slow) pure-Python reference")
     q.add_argument("--data-root")
@@ -85,9 +86,9 @@ def _args(q: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from methods.base import ConfigError
 
-    orders = tuple(o.strip() for o in args.orders.split(",") if o.strip())
+    orders = tuple(args.orders)
     if not orders or any(o not in ORDERS for o in orders):
-        raise ConfigError(f"--orders takes a comma-separated subset of {', '.join(ORDERS)} (got {args.orders!r})")
+        raise ConfigError(f"--orders takes a comma-separated subset of {', '.join(ORDERS)} (got {','.join(orders)!r})")
     if args.repeats < 1:
         raise ConfigError("--repeats must be >= 1")
     set_threads(args.threads)

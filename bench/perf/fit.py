@@ -19,6 +19,7 @@ import sys
 import time
 from typing import Any
 
+from bench.cliargs import list_arg
 from bench.perf import benchmark, common_args, emit, format_table, machine, set_threads
 
 #: one method per family (the paper configs' representatives)
@@ -71,12 +72,12 @@ def perf_fit(methods: list[str], datasets: list[str], device: str = "cuda", refe
         ds = load_dataset(ds_name, data_root)
         for name in methods:
             cls = get_method(name)
-            split = default_split(ds_name) if "transductive" in cls.settings else "private-public"
+            split = default_split(ds.name) if "transductive" in cls.settings else "private-public"
             task = make_task(ds, split, seed)
             units = task.num_nodes if task.setting == "transductive" else int(task.train_mask.sum())
             budget = (Budget(HEADLINE[cls.privacy_unit], default_delta(units)) if cls.privacy_unit in HEADLINE
                       else Budget())
-            entry = H.lookup(name, ds_name, split, budget.epsilon)
+            entry = H.lookup(name, ds.name, split, budget.epsilon)
             known = set(cls.Config.__dataclass_fields__)
             overrides = {k: v for k, v in (entry.values if entry else {}).items() if k in known}
             times: dict[str, list[float]] = {role: [] for role, _, _ in roles}
@@ -88,7 +89,7 @@ def perf_fit(methods: list[str], datasets: list[str], device: str = "cuda", refe
                     eps[role] = fitted.epsilon(budget.delta) if cls.privacy_unit != "none" else float("inf")
                     events[role] = fitted.ledger
                     accs[role] = acc
-            row = {"dataset": ds_name, "method": name, "split": split, "epsilon": budget.epsilon,
+            row = {"dataset": ds.name, "method": name, "split": split, "epsilon": budget.epsilon,
                    "hparams": entry.label if entry else "defaults",
                    "seconds": {d: statistics.median(v) for d, v in times.items()},
                    "test_acc": accs, "spent_epsilon": eps}
@@ -97,7 +98,7 @@ def perf_fit(methods: list[str], datasets: list[str], device: str = "cuda", refe
                 row["same_ledger"] = bool(events["device"].same_events(events["reference"]))
                 row["same_epsilon"] = eps["device"] == eps["reference"]
             rows.append(row)
-            log(f"{ds_name} {name}: " + ", ".join(f"{r} {s:.1f}s" for r, s in row["seconds"].items()))
+            log(f"{ds.name} {name}: " + ", ".join(f"{r} {s:.1f}s" for r, s in row["seconds"].items()))
     gpu = torch.cuda.get_device_name(0) if device.startswith("cuda") and torch.cuda.is_available() else None
     return {"benchmark": "fit", "device": device, "gpu": gpu, "reference": reference,
             "reference_threads": reference_threads, "rounds": rounds, "seed": seed, "rows": rows}
@@ -105,8 +106,8 @@ def perf_fit(methods: list[str], datasets: list[str], device: str = "cuda", refe
 
 @benchmark("fit", "whole fits per method family on a device vs a reference device (e.g. cuda vs 2-thread cpu)")
 def _args(q: argparse.ArgumentParser) -> None:
-    q.add_argument("--methods", nargs="+", default=list(FAMILIES), help="default: one per family")
-    q.add_argument("--datasets", nargs="+", default=list(DATASETS), help="default: %(default)s")
+    list_arg(q, "--methods", default=list(FAMILIES), help="default: one per family")
+    list_arg(q, "--datasets", default=list(DATASETS), help="default: %(default)s")
     q.add_argument("--device", default="cuda", help="the device timed (default: %(default)s)")
     q.add_argument("--reference", default="cpu", help="the reference device, or 'none' (default: %(default)s)")
     q.add_argument("--reference-threads", type=int, default=2,

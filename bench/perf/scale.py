@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.cliargs import list_arg
 from bench.perf import REPO, benchmark, common_args, machine
 
 #: (nodes, mean degree, the real graph it stands in for); edges are undirected (PyG stores each twice)
@@ -718,11 +719,11 @@ def _plot(plt, m: dict, pts: list[dict], out: Path) -> Path | None:
 
 @benchmark("scale", "fit seconds and peak memory per method family on csbm graphs from 10k to 2.4M nodes")
 def _args(q: argparse.ArgumentParser) -> None:
-    q.add_argument("--nodes", type=int, nargs="+", metavar="N",
+    list_arg(q, "--nodes", item=int, metavar="N",
                    help="graph sizes (default: the documented grid, 10k to 2.4M nodes)")
-    q.add_argument("--degrees", type=float, nargs="+", metavar="D",
+    list_arg(q, "--degrees", item=float, metavar="D",
                    help="mean degrees (with --nodes: every size at every degree; default: the grid's)")
-    q.add_argument("--families", nargs="+", metavar="NAME",
+    list_arg(q, "--families", metavar="NAME",
                    help=f"families or method names (default: every family: {', '.join(FAMILIES.values())})")
     q.add_argument("--features", type=int, default=FEATURES, help="feature width (default %(default)s)")
     q.add_argument("--classes", type=int, default=CLASSES, help="classes (default %(default)s)")

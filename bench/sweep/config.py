@@ -115,6 +115,20 @@ def _set_items(v: Any, where: str) -> list[str]:
     raise SweepError(f"{where}: 'set' must be a mapping key: value or a list of 'key=value' strings")
 
 
+def _datasets(v: Any, where: str) -> list[str]:
+    """Dataset names in their canonical spelling (:func:`bench.datasets.resolve_dataset`, as ``bench run`` reads
+    them), so ``Cora`` is the cell ``cora`` with its default split; an unknown or ambiguous name is an error."""
+    from bench.datasets import canonical_dataset
+
+    out = []
+    for d in as_list(v):
+        try:
+            out.append(canonical_dataset(str(d)))
+        except BenchError as e:
+            raise SweepError(f"{where}: {e}") from None
+    return list(dict.fromkeys(out))
+
+
 def read_grid(raw: Any, where: str = "config") -> Grid:
     """The validated grid of a parsed config mapping (see the module docstring)."""
     from methods.base import Budget, get_method
@@ -124,7 +138,7 @@ def read_grid(raw: Any, where: str = "config") -> Grid:
     unknown = set(raw) - TOP_KEYS
     if unknown:
         raise SweepError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} (valid: {', '.join(sorted(TOP_KEYS))})")
-    datasets = [str(d) for d in as_list(raw.get("datasets"))]
+    datasets = _datasets(raw.get("datasets"), where)
     if not datasets:
         raise SweepError(f"{where}: no datasets")
     splits = [str(s) for s in as_list(raw.get("splits"))] or ["default"]
@@ -158,6 +172,8 @@ def read_grid(raw: Any, where: str = "config") -> Grid:
             raise SweepError(f"{where}: 'verify' must be true or a mapping with keys among "
                              f"{', '.join(sorted(VERIFY_KEYS))}")
         verify = {"enabled": True, **verify}
+        if verify.get("datasets") is not None:
+            verify["datasets"] = _datasets(verify["datasets"], f"{where}: verify")
     attack_seeds = raw.get("attack_seeds")
     if attack_seeds is not None:
         attack_seeds = _seeds(attack_seeds, f"{where}: attack_seeds")
@@ -209,7 +225,7 @@ def read_grid(raw: Any, where: str = "config") -> Grid:
             except BenchError as e:
                 raise SweepError(f"{where}: method {name}: {e}") from None
         grid.methods.append(MethodEntry(
-            name, cls, method, per, [str(d) for d in as_list(entry.get("datasets"))] or datasets,
+            name, cls, method, per, _datasets(entry.get("datasets"), f"{where}: {name}") or datasets,
             [str(s) for s in as_list(entry.get("splits"))] or splits, m_eps,
             _seeds(entry.get("seeds"), f"{where}: {name}") or seeds))
     return grid
