@@ -1,0 +1,61 @@
+"""The registry of mechanism kinds: each kind's module registers its :class:`~audits.mechanisms.base.Mechanism`
+(:func:`register`), which refuses a declaration that lacks its pair's status, reference, claim or mutants, so a
+mechanism added later (or by a plugin) obeys the same rule as the built-in ones. Registration order is the order
+``bench audit --level mechanism`` runs them in, and the first mechanism of an event kind and unit is the one
+:func:`mechanism_for` gives a ledger event."""
+
+from __future__ import annotations
+
+from audits.mechanisms.base import Mechanism
+from methods.base import ConfigError
+from methods.privacy.events import Event
+
+MECHANISMS: dict[str, Mechanism] = {}
+_by_event: dict[tuple[str, str], str] | None = None
+
+
+def register(mechanism: Mechanism) -> Mechanism:
+    """Add ``mechanism`` under its name (a :class:`ConfigError` for an incomplete declaration or a name taken by
+    another); returns it, so a kind's module can write ``MECHANISM = register(Mechanism(...))``."""
+    global _by_event
+    problems = mechanism.problems()
+    if problems:
+        raise ConfigError(f"mechanism {mechanism.name or '(unnamed)'}: " + "; ".join(problems))
+    if mechanism.name in MECHANISMS and MECHANISMS[mechanism.name] is not mechanism:
+        raise ConfigError(f"a mechanism named {mechanism.name!r} is already registered")
+    MECHANISMS[mechanism.name] = mechanism
+    _by_event = None
+    return mechanism
+
+
+def unregister(name: str) -> None:
+    global _by_event
+    MECHANISMS.pop(name, None)
+    _by_event = None
+
+
+def names() -> tuple[str, ...]:
+    return tuple(MECHANISMS)
+
+
+def _event_index() -> dict[tuple[str, str], str]:
+    global _by_event
+    if _by_event is None:
+        index: dict[tuple[str, str], str] = {}
+        for name, mech in MECHANISMS.items():
+            ev = mech.event(1.0)
+            index.setdefault((ev.kind, ev.unit), name)
+        _by_event = index
+    return _by_event
+
+
+def mechanism_for(event: Event) -> str | None:
+    """The mechanism-level audit of a ledger event: the mechanism of :data:`MECHANISMS` whose own event has the
+    same kind and privacy unit (a Gaussian is NAP's at edge or node level, a Laplace PATE's vote count at node
+    level and EdgeRand's edge count at edge level), or None. The one place ledger kinds meet mechanism names."""
+    return _event_index().get((event.kind, event.unit))
+
+
+def audited_kinds() -> frozenset[str]:
+    """The ledger event kinds some registered mechanism-level audit covers."""
+    return frozenset(k for k, _ in _event_index())
