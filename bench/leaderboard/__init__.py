@@ -1,0 +1,52 @@
+"""``bench leaderboard``: tables and privacy-utility plots from tracked runs or from a compact export.
+
+Rows come from records (:mod:`bench.records`): the FINISHED top-level runs of an MLflow experiment, or an export
+file, so a published leaderboard rebuilds without the MLflow store. Per dataset and privacy unit, one row per
+(method, split, target epsilon, hyperparameter variant):
+
+* test accuracy: mean over seeds with a 95% percentile bootstrap interval (``scipy.stats.bootstrap``);
+* spent epsilon: the max over seeds of what the accountant computed from each run's ledger (never the target),
+  with the run's delta; the unit and neighbouring relation the epsilon holds for (the method's ``unit_label``,
+  e.g. ``node (in-edges)``, footnoted); whether inference is private;
+* the strongest attack on the unit the claim protects (edge membership for edge-level rows, from the
+  ``edge-attack`` records of ``scripts.unit_attacks``; feature rows from the weights for feature-level rows, with the
+  released-prediction game beside it; node membership elsewhere), chosen on held-out data: for each seed, the
+  attack variant with the best mean AUC on the OTHER seeds is taken and its AUC and TPR at 1% FPR on this seed
+  reported (averaged over seeds), so the choice is never made on the numbers it reports. No epsilon is derived
+  from an attack on one model (not a neighbouring-dataset game); the row names the model an attack saw when it
+  is not the recorded run's own. Model-free reference variants
+  (``ref-*``) are never candidates; the row says how many variants were. With one seed the maximum is reported and
+  marked as such. Edge-level sections keep the strongest node-membership attack as a secondary column;
+* verification: the verdict of ``bench verify`` runs (and of ``bench audit`` runs) of the configuration, and the
+  largest empirical epsilon lower bound among their checks.
+
+A configuration run twice with the same seed counts once (the newest run). Plots: one per dataset and unit,
+accuracy against SPENT epsilon (log scale), non-private references as dashed lines, delta in the title.
+``--site DIR`` writes ``DIR/index.html`` (self-contained), ``DIR/README.md`` (the same tables) and the plots;
+``--run CONFIG`` first runs the config's sweep with its export in ``DIR/runs/`` (one file per dataset) when that
+directory exists, else ``DIR/runs.jsonl`` (resumable).
+
+One module per job: :mod:`~bench.leaderboard.rows` (rows from records), :mod:`~bench.leaderboard.tables`
+(columns, cells, notes, the terminal summary), :mod:`~bench.leaderboard.plots`, :mod:`~bench.leaderboard.export`
+(CSV), :mod:`~bench.leaderboard.page` (the markdown and HTML documents and the published site; its prose is
+:mod:`bench.site`'s) and :mod:`~bench.leaderboard.tracked` (one format, optionally logged as a run). Checking an
+export is :mod:`bench.check`'s. Every name stays importable from here.
+"""
+
+from bench.leaderboard.rows import (BIG, CLAIM_UNITS, REFERENCE_PREFIXES, RELEASED_PREDICTIONS, SOURCE_OTHER,
+                                    SOURCE_OWN, SOURCE_REPRODUCED, SOURCE_UNKNOWN, LeaderboardError, Row, Strongest,
+                                    attack_infers, attacked_model, bootstrap_ci, collect, collect_records,
+                                    config_records, mark_identical, previous_setting, public_facts,
+                                    section_attack_unit)
+from bench.leaderboard.tables import (BASE_HEADER, COLUMN_NOTES, HEADER, PREVIOUS_MARK, PREVIOUS_NOTE,
+                                      SUMMARY_HEADER, WHITEBOX_HEADER, attack_cell, attack_unit_note, footnotes,
+                                      header_for, identical_results, inference_flag, marks, row_cells, same_as_text,
+                                      sections, strongest_attack_unit, summary_cells, terminal_summary,
+                                      whitebox_bounds, whitebox_cell, whitebox_claim)
+from bench.leaderboard.export import CSV_COLUMNS, to_csv
+from bench.leaderboard.plots import plot_section
+from bench.leaderboard.page import CSS, build_site, to_html, to_markdown
+from bench.leaderboard.tracked import build, render
+
+__all__ = ["CSV_COLUMNS", "LeaderboardError", "Row", "Strongest", "attack_infers", "bootstrap_ci", "build",
+           "build_site", "collect", "collect_records", "config_records", "render"]
