@@ -47,6 +47,12 @@ from bench.leaderboard.export import CSV_COLUMNS, to_csv
 from bench.leaderboard.plots import plot_section
 from bench.leaderboard.page import CSS, build_site, to_html, to_markdown
 from bench.leaderboard.tracked import build, render
+# the helpers too, so every name of the former single module still imports from here
+from bench.leaderboard.rows import (_events_key, _f, _join_attack_records, _join_whitebox_records,  # noqa: F401
+                                    _name_variants, _unit_label)
+from bench.leaderboard.tables import _inference, _num, _section_of  # noqa: F401
+from bench.leaderboard.plots import _b64, _figures, _plot_keys, _png, _png_b64, _safe  # noqa: F401
+from bench.leaderboard.page import _md_paragraphs, _md_table_html  # noqa: F401
 
 __all__ = ["CSV_COLUMNS", "LeaderboardError", "Row", "Strongest", "attack_infers", "bootstrap_ci", "build",
            "build_site", "collect", "collect_records", "config_records", "render"]
