@@ -59,11 +59,13 @@ from scipy import stats
 from audits.bounds import DEFAULT_CONFIDENCE, _check_confidence, epsilon_from_rates
 from audits.mechanisms import AUDITED_KINDS, MECHANISMS, mechanism_for
 from audits.mechanisms.base import DEFAULT_TRIALS, Mechanism, Mutation, Sampler, SoundBound, unsupported
+from audits.mechanisms._dpsgd import DPSGD_RATE
 from audits.mechanisms.dpgnn_step import DPGNN_SHAPE, HypergeometricGaussianFamily, RevealedHypergeometric
 from audits.mechanisms.dpsgd_fixed import FixedSizeGaussianFamily
 from audits.mechanisms.dpsgd_poisson import PoissonGaussianFamily
 from audits.mechanisms.families import (Family, GaussianFamily, OneSidedMixtureFamily, RandomizedResponseFamily,
                                         gaussian_delta, laplace_difference_sf)
+from audits.mechanisms.nap_node import NAP_NODE_DEGREE
 from audits.mechanisms.pate_votes import pate_gap
 from audits.mechanisms.privgnn_posterior import (PRIVGNN_RATE, SubsampledPureFamily, privgnn_argmax_epsilon,
                                                  privgnn_posterior)
@@ -359,9 +361,10 @@ def compose_gaussian(audit: MechanismAudit, count: int) -> dict:
             "fdp_assumes": GaussianFamily.assumes}
 
 
-__all__ = ["CP_ASSUMES", "DEFAULT_DELTA", "DEFAULT_TRIALS", "DPGNN_SHAPE", "Family", "FixedSizeGaussianFamily",
-           "GaussianFamily", "HypergeometricGaussianFamily", "MECHANISMS", "Mechanism", "MechanismAudit",
-           "Mutation", "OneSidedMixtureFamily", "PRIVGNN_RATE", "PoissonGaussianFamily", "RandomizedResponseFamily",
-           "RevealedHypergeometric", "Sampler", "SoundBound", "SubsampledPureFamily", "AUDITED_KINDS",
-           "audit_mechanism", "compose_gaussian", "gaussian_delta", "laplace_difference_sf", "mechanism_for",
-           "pate_gap", "privgnn_argmax_epsilon", "privgnn_posterior", "tradeoff_pair", "validate_audit"]
+__all__ = ["AUDITED_KINDS", "CP_ASSUMES", "DEFAULT_DELTA", "DEFAULT_TRIALS", "DPGNN_SHAPE", "DPSGD_RATE", "Family",
+           "FixedSizeGaussianFamily", "GaussianFamily", "HypergeometricGaussianFamily", "MECHANISMS", "Mechanism",
+           "MechanismAudit", "Mutation", "NAP_NODE_DEGREE", "OneSidedMixtureFamily", "PRIVGNN_RATE",
+           "PoissonGaussianFamily", "RandomizedResponseFamily", "RevealedHypergeometric", "Sampler", "SoundBound",
+           "SubsampledPureFamily", "audit_mechanism", "compose_gaussian", "gaussian_delta", "laplace_difference_sf",
+           "mechanism_for", "pate_gap", "privgnn_argmax_epsilon", "privgnn_posterior", "tradeoff_pair",
+           "validate_audit"]
