@@ -29,7 +29,10 @@ Per canary (coins: in with probability 1/2):
     a mu-GDP mechanism, converted to epsilon at delta (Balle & Wang 2018). A composition of many subsampled
     Gaussian steps is close to GDP (Dong, Roth & Su 2022, Theorem 3.5), but this assumes that shape.
 
-The claim is what the ledger's accountant reports for what ran (the largest over the runs).
+The claim is what the ledger's accountant reports for what ran (the largest over the runs). The exact epsilon of
+the pair the runs realised (the shifts the auditor put in, as the sampler drew them, and the noise the steps drew) is
+computed beside the bounds; above the claim, the run did not keep its claim, whatever its ledger says: a VIOLATION
+(:attr:`PooledOutcome.pair_exceeds_claim`, decided at the draw rates' lower confidence bounds).
 """
 
 from __future__ import annotations
@@ -127,6 +130,11 @@ def worst_case_design(method: Method, canary: CanaryConfig | None = None) -> Can
                         signed=True)
 
 
+#: the realised pair's check takes each world's rate of non-zero shifts at this one-sided lower confidence bound
+#: (Clopper-Pearson), so its false alarms cost at most this much on top of the audit's 1 - confidence
+PAIR_ALPHA = 1e-6
+
+
 @dataclass
 class PooledOutcome:
     """What :func:`pooled_audit` measured; :func:`audits.runner.audit` turns it into an ``AuditResult``."""
@@ -136,13 +144,45 @@ class PooledOutcome:
     canaries: int  # per run
     details: dict
     note: str
+    #: the exact epsilon of the pair the runs realised, with each world's rate of non-zero shifts at its
+    #: 1 - PAIR_ALPHA lower confidence bound: above the claim, the run did not keep its claim
+    pair_epsilon_low: float = 0.0
+
+    @property
+    def pair_epsilon(self) -> float:
+        return float(self.details["pair_epsilon"])
+
+    @property
+    def pair_exceeds_claim(self) -> bool:
+        """Whether the realised pair's exact epsilon exceeds the claim (a VIOLATION): decided on
+        ``pair_epsilon_low``, so sampling noise in the observed draw rates does not flag a correct method
+        (the PLD rounds down, so no numerical slack is needed beyond 1e-9 relative)."""
+        return self.pair_epsilon_low > self.claimed * (1 + 1e-9) + 1e-12
+
+    def pair_reason(self) -> str:
+        return (f"the realised pair's exact epsilon {self.pair_epsilon:.4g} exceeds the claim {self.claimed:.4g} "
+                f"({self.pair_epsilon_low:.4g} with the observed draw rates at their {1 - PAIR_ALPHA:g} lower "
+                "confidence bounds)")
 
 
-def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, *, runs: int = 4,
-                 canaries: int = 1000, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
-                 seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False) -> PooledOutcome:
-    """Audit a private DP-SGD method white-box with ``runs`` fits of ``canaries`` gradient canaries each (see the
-    module docstring); the entry point is :func:`audits.runner.audit` with ``mode="pooled"``."""
+@dataclass
+class PooledFit:
+    """One run of a pooled audit: its canaries' coins, which of them choose the tests, the hook's records and
+    the ledger's epsilon."""
+
+    include: np.ndarray
+    select: np.ndarray
+    hook: Any
+    claimed: float
+
+
+def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *, runs: int = 4,
+                canaries: int = 1000, canary: CanaryConfig | None = None, seed: int | RunStreams = 0,
+                device: Any = "cpu", progress: bool = False,
+                on_fit: Callable[[list[PooledFit]], None] | None = None) -> tuple[list[PooledFit], int]:
+    """The ``runs`` fits of a pooled audit with ``canaries`` gradient canaries each, and the canaries per run (the
+    graph may hold fewer); run r's randomness is the audit streams' child ("run", r), so the first R fits of a
+    longer audit are those of an audit with ``runs=R``. ``on_fit(fits)`` is called after each fit."""
     from audits.whitebox import GradientCanaries, canary_columns
     from methods.dpsgd import gradient_hook
 
@@ -158,8 +198,7 @@ def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, 
     streams = RunStreams.of(seed)
     cs = make_canaries(task, unit, canaries, design, seed=streams)
     m = cs.m
-    claimed, steps = 0.0, []
-    fits: list[tuple[np.ndarray, np.ndarray, Any]] = []  # (coins, selection mask, hook) per run
+    fits: list[PooledFit] = []
     bar = progress_bar(runs, f"audit {probe.name} white-box pooled", progress)
     for r in range(runs):
         s = streams.child("run", r)
@@ -173,38 +212,88 @@ def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, 
             fitted = fit_method(method, world, budget, s.child("fit"), device=device)
         if hook.steps == 0 or not hook.noise_scale:
             raise ContractViolation(f"gradient canaries: {method.name} took no DP-SGD step through the hook")
-        claimed = max(claimed, float(fitted.epsilon(budget.delta)))
-        steps.append(hook.steps)
-        fits.append((include, select, hook))
+        fits.append(PooledFit(include, select, hook, float(fitted.epsilon(budget.delta))))
+        if on_fit is not None:
+            on_fit(fits)
         bar.update(1)
     bar.close()
+    return fits, m
+
+
+def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, *, runs: int = 4,
+                 canaries: int = 1000, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
+                 seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False) -> PooledOutcome:
+    """Audit a private DP-SGD method white-box with ``runs`` fits of ``canaries`` gradient canaries each (see the
+    module docstring); the entry point is :func:`audits.runner.audit` with ``mode="pooled"``."""
+    fits, _ = pooled_fits(make_method, task, budget, runs=runs, canaries=canaries, canary=canary, seed=seed,
+                          device=device, progress=progress)
+    return pooled_outcome(fits, budget.delta, confidence, design=worst_case_design(make_method(), canary))
+
+
+def pooled_outcome(fits: list[PooledFit], delta: float, confidence: float = DEFAULT_CONFIDENCE,
+                   design: CanaryConfig | None = None) -> PooledOutcome:
+    """The bounds and the realised pair's exact epsilon of the pooled runs ``fits``."""
+    runs, m = len(fits), int(fits[0].include.size)
+    claimed = max(f.claimed for f in fits)
     # the score model: the per-step shifts of the selection canaries of each world
-    sel_shift = {w: np.concatenate([_shifts(h)[:, sel & (inc == w)].ravel() for inc, sel, h in fits])
+    sel_shift = {w: np.concatenate([_shifts(f.hook)[:, f.select & (f.include == w)].ravel() for f in fits])
                  for w in (True, False)}
     model_in, model_out = empirical_shifts(sel_shift[True]), empirical_shifts(sel_shift[False])
     pools: dict[tuple[bool, bool], list[np.ndarray]] = {(a, b): [] for a in (True, False) for b in (True, False)}
-    for inc, sel, h in fits:
-        sc = h.shift_likelihood_scores(model_in, model_out).numpy()
+    for f in fits:
+        sc = f.hook.shift_likelihood_scores(model_in, model_out).numpy()
         for a in (True, False):
             for b in (True, False):
-                pools[a, b].append(sc[(sel == a) & (inc == b)])
+                pools[a, b].append(sc[(f.select == a) & (f.include == b)])
     pool = {k: np.concatenate(v) for k, v in pools.items()}
-    bound = pooled_bound(pool[True, True], pool[True, False], pool[False, True], pool[False, False], budget.delta,
+    bound = pooled_bound(pool[True, True], pool[True, False], pool[False, True], pool[False, False], delta,
                          confidence)
-    # the exact epsilon of the audited pair over the run, from the shifts of all canaries (a reference only)
-    all_shift = {w: np.concatenate([_shifts(h)[:, inc == w].ravel() for inc, _, h in fits]) for w in (True, False)}
-    longest = max(fits, key=lambda f: f[2].steps)[2]
-    exact = pair_epsilon(empirical_shifts(all_shift[True]), empirical_shifts(all_shift[False]), longest.noise_scale,
-                         budget.delta)
-    drawn = np.concatenate([h.occurrences.numpy()[inc] for inc, _, h in fits])
-    details = {"canary_type": "gradient", "bound": bound.to_dict(), "runs": runs, "steps": steps,
-               "pair_epsilon": exact,
+    # the exact epsilon of the audited pair over the run, from the shifts of all canaries, and the same with the
+    # observed draw rates at their lower confidence bounds (what decides the realised pair's verdict)
+    all_shift = {w: np.concatenate([_shifts(f.hook)[:, f.include == w].ravel() for f in fits]) for w in (True, False)}
+    longest = max(fits, key=lambda f: f.hook.steps).hook
+    pin, pout = empirical_shifts(all_shift[True]), empirical_shifts(all_shift[False])
+    exact = pair_epsilon(pin, pout, longest.noise_scale, delta)
+    low = pair_epsilon(*lower_rate_shifts(all_shift[True], all_shift[False], PAIR_ALPHA), longest.noise_scale, delta)
+    drawn = np.concatenate([f.hook.occurrences.numpy()[f.include] for f in fits])
+    details = {"canary_type": "gradient", "bound": bound.to_dict(), "runs": runs, "steps": [f.hook.steps for f in fits],
+               "pair_epsilon": exact, "pair_epsilon_low": low,
                "shift_model": {"in": [model_in.values, model_in.probs], "out": [model_out.values, model_out.probs]},
-               "mean_drawn_in": float(drawn.mean()) if drawn.size else 0.0,
-               "design": {"signed": True, "anchors": design.degree, "fresh_anchors": design.fresh_anchors}}
+               "mean_drawn_in": float(drawn.mean()) if drawn.size else 0.0}
+    if design is not None:
+        details["design"] = {"signed": True, "anchors": design.degree, "fresh_anchors": design.fresh_anchors}
     note = (f"f-DP (GDP) estimate {bound.epsilon_lb_fdp:.3g}; the audited pair's exact epsilon {exact:.3g}; "
             f"{runs} run(s) x {m} canaries")
-    return PooledOutcome(claimed, bound, m, details, note)
+    return PooledOutcome(claimed, bound, m, details, note, low)
+
+
+def lower_rate_shifts(shifts_in: np.ndarray, shifts_out: np.ndarray, alpha: float = PAIR_ALPHA):
+    """The two worlds' observed shift distributions with the mass of every non-zero shift scaled by one factor
+    lambda <= 1 (moved to 0): lambda is the smallest over the worlds of (the one-sided 1 - alpha Clopper-Pearson
+    lower bound on the world's rate of non-zero shifts) / (its observed rate). Moving both worlds towards the same
+    distribution (no shift) by one factor cannot raise their epsilon (joint convexity of the hockey-stick
+    divergence), so with the observed conditional shape of a non-zero shift (one value per world under Poisson and
+    fixed-size sampling) the pair's epsilon at these rates is, with probability >= 1 - alpha per world, at most
+    the epsilon of the pair the sampler realises."""
+    from scipy import stats
+
+    lam = 1.0
+    for sh in (np.asarray(shifts_in).ravel(), np.asarray(shifts_out).ravel()):
+        k, n = int(np.count_nonzero(sh)), int(sh.size)
+        if k:
+            lam = min(lam, float(stats.beta.ppf(alpha, k, n - k + 1)) / (k / n))
+
+    def shrink(sh: np.ndarray):
+        d = empirical_shifts(sh)
+        probs = [p * lam if v != 0 else 0.0 for v, p in zip(d.values, d.probs)]
+        values = list(d.values)
+        if 0.0 not in values:
+            values.append(0.0)
+            probs.append(0.0)
+        probs[values.index(0.0)] = 1.0 - sum(probs)
+        return type(d)(values, probs)
+
+    return shrink(shifts_in), shrink(shifts_out)
 
 
 def _shifts(hook) -> np.ndarray:

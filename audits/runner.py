@@ -5,7 +5,10 @@ Black-box (``canary_type="input"``, the default) uses only ``Method.fit`` and ``
 gradients of the canaries' DP-SGD examples and scores the released noisy gradient sums. The *claimed* epsilon is the
 largest ``fitted.epsilon(delta)`` over every model the audit trained (the ledger's value for what ran,
 never the target). The verdict is VIOLATION when ``epsilon_lb > claimed`` (the lower bound holds with
-probability >= ``confidence``, so a correct method is flagged with probability <= 1 - confidence).
+probability >= ``confidence``, so a correct method is flagged with probability <= 1 - confidence), or, in the
+white-box pooled mode, when the exact epsilon of the pair the runs realised exceeds the claim
+(:attr:`audits.pooled.PooledOutcome.pair_exceeds_claim`); NOT APPLICABLE for a non-private method (nothing
+trained); PASS otherwise. ``reason`` says why.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 
 from audits.bounds import DEFAULT_CONFIDENCE, multi_run_audit, one_run_audit
 from audits.canaries import CanaryConfig, CanarySet, inclusion_coins, make_canaries
+from audits.verdicts import NOT_APPLICABLE, PASS, VIOLATION
 from methods.base import Budget, ConfigError, ContractViolation, Method, Task, fit_method
 from methods.progress import progress_bar
 from methods.streams import RunStreams
@@ -27,7 +31,6 @@ MODES = ("one-run", "multi-run", "pooled")
 #: a one-run audit falls back to as many hop-disjoint canaries as the graph holds, down to this many
 MIN_CANARIES = 20
 CANARY_TYPES = ("input", "gradient")
-PASS, VIOLATION = "PASS", "VIOLATION"
 
 
 @dataclass
@@ -46,6 +49,7 @@ class AuditResult:
     seconds: float
     details: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    reason: str = ""  # why the verdict is what it is (a VIOLATION's cause; a non-private method's "not applicable")
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -57,6 +61,13 @@ class AuditResult:
 
 def verdict(claimed: float, lb: float) -> str:
     return VIOLATION if lb > claimed * (1 + 1e-9) + 1e-12 else PASS
+
+
+def lb_reason(claimed: float, lb: float, name: str = "") -> str:
+    """The VIOLATION reason of a lower bound above the claim ("" when it is not)."""
+    if verdict(claimed, lb) == PASS:
+        return ""
+    return f"epsilon_lb {lb:.4g}{f' ({name})' if name else ''} exceeds the claim {claimed:.4g}"
 
 
 def _fit_scores(make_method: Callable[[], Method], canaries: CanarySet, include: np.ndarray, budget: Budget,
@@ -127,18 +138,22 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
     check_canary_type(probe, canary_type, canary)
     t0 = time.perf_counter()
     if unit == "none" or not budget.is_private:
-        return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, math.inf, 0.0, confidence, PASS,
-                           0, 0, time.perf_counter() - t0,
-                           note="not private (claimed epsilon = inf): every lower bound passes; nothing trained")
+        why = (f"{probe.name} is not private" if unit == "none" else f"{probe.name} was given no finite epsilon")
+        return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, math.inf, 0.0, confidence,
+                           NOT_APPLICABLE, 0, 0, time.perf_counter() - t0,
+                           note=f"{why}: no privacy claim to audit; nothing trained", reason=why)
     streams = RunStreams.of(seed)
     if mode == "pooled":
         from audits.pooled import pooled_audit
 
         p = pooled_audit(make_method, task, budget, runs=trials, canaries=canaries, confidence=confidence,
                          canary=canary, seed=streams, device=device, progress=progress)
+        reasons = [lb_reason(p.claimed, p.bound.epsilon_lb_cp, "Clopper-Pearson")]
+        reasons.append(p.pair_reason() if p.pair_exceeds_claim else "")
+        reasons = [r for r in reasons if r]
         return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, p.claimed, p.bound.epsilon_lb_cp,
-                           confidence, verdict(p.claimed, p.bound.epsilon_lb_cp), trials, p.canaries,
-                           time.perf_counter() - t0, p.details, p.note)
+                           confidence, VIOLATION if reasons else PASS, trials, p.canaries,
+                           time.perf_counter() - t0, p.details, p.note, "; ".join(reasons))
     if mode == "multi-run":
         if trials < 2:
             raise ConfigError(f"multi-run needs --trials >= 2 (got {trials})")
@@ -160,7 +175,7 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
                    "anchors": cs.anchors, "labels": cs.labels.tolist()}
         return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, claimed, bound.epsilon_lb,
                            confidence, verdict(claimed, bound.epsilon_lb), 2 * trials, 1,
-                           time.perf_counter() - t0, details)
+                           time.perf_counter() - t0, details, reason=lb_reason(claimed, bound.epsilon_lb))
     if canaries < 2:
         raise ConfigError(f"one-run needs --canaries >= 2 (got {canaries})")
     cs = make_canaries(task, unit, canaries, canary, seed=streams, allow_fewer=min(canaries, MIN_CANARIES))
@@ -175,4 +190,5 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
     note = (f"the graph holds {cs.m} hop-disjoint canaries of the {cs.requested} asked for (hops={canary.hops}, "
             f"degree {canary.degree}); audited with {cs.m}" if cs.requested > cs.m else "")
     return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, claimed, bound.epsilon_lb, confidence,
-                       verdict(claimed, bound.epsilon_lb), 1, canaries, time.perf_counter() - t0, details, note)
+                       verdict(claimed, bound.epsilon_lb), 1, canaries, time.perf_counter() - t0, details, note,
+                       lb_reason(claimed, bound.epsilon_lb))

@@ -3,7 +3,13 @@
 This module is the orchestration (configuration, report, which checks run); each check is one module of
 :mod:`audits.checks`, registered with the privacy units and the ledger event kinds it applies to. A check whose
 mechanisms the ledger does not hold is reported SKIPPED; one meant for other units is left out (or reported
-SKIPPED where it says why).
+SKIPPED where it says why). A check whose mechanisms the ledger holds but the suite did not see run (a DP-SGD step
+outside :mod:`methods.dpsgd`, noise not reported to :mod:`methods.mechanisms`) applies and could not run: a SKIPPED
+row with why and what would make it run (``Check.remedy``), or a partial one.
+
+The headline (:attr:`VerifyReport.verdict`): VIOLATION if any check refutes the claim; else INCONCLUSIVE if a check
+that applies to the method did not run, in whole or in part, or was left out of the selection (``checks``); else
+PASS. A non-private method is NOT APPLICABLE.
 
 The battery, run for each seed (checks that need no randomness are exact; the statistical ones share the error
 budget ``1 - confidence`` by Bonferroni, so a correct method fails the whole battery with probability at most
@@ -68,8 +74,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from audits.checks import REGISTRY, names, plan
-from audits.checks.base import (DPSGD_KINDS, PASS, SKIPPED, TOLERANCE, VIOLATION, Battery, Check, chernoff_sf,
-                                skipped)
+from audits.checks.base import (DPSGD_KINDS, INCONCLUSIVE, NOT_APPLICABLE, PASS, SKIPPED, TOLERANCE, VIOLATION,
+                                Battery, Check, chernoff_sf, not_run, skipped)
 from audits.checks.registry import ANY, skip_detail
 from methods.base import Budget, ConfigError, Method, Task
 from methods.progress import progress_bar
@@ -96,19 +102,60 @@ class VerifyReport:
     checks: list[Check]
     seconds: float = 0.0
     note: str = ""
+    #: checks that apply to the method (its unit and its ledger's mechanisms) and were left out by ``cfg.checks``
+    deselected: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
-        return VIOLATION if any(c.verdict == VIOLATION for c in self.checks) else PASS
+        """VIOLATION if any check found one; else NOT APPLICABLE for a non-private method (no claim to check); else
+        INCONCLUSIVE if a check that applies to the method did not run (in whole or in part) or was not selected;
+        else PASS."""
+        if any(c.verdict == VIOLATION for c in self.checks):
+            return VIOLATION
+        if not self.private:
+            return NOT_APPLICABLE
+        return INCONCLUSIVE if self.not_run or self.deselected else PASS
+
+    @property
+    def private(self) -> bool:
+        return self.privacy_unit != "none" and math.isfinite(self.target_epsilon)
 
     @property
     def violations(self) -> list[str]:
         return sorted({c.name for c in self.checks if c.verdict == VIOLATION})
 
+    @property
+    def not_run(self) -> list[Check]:
+        """The checks that apply to the method and did not run, in whole or in part (each says why and what would
+        make it run)."""
+        return [c for c in self.checks if c.incomplete]
+
+    def headline(self) -> str:
+        """The verdict in one line, with what it rests on."""
+        v = self.verdict
+        if v == VIOLATION:
+            return f"VIOLATION ({', '.join(self.violations)})"
+        if v == NOT_APPLICABLE:
+            return f"NOT APPLICABLE ({self.note})"
+        if v == INCONCLUSIVE:
+            parts = []
+            if self.not_run:
+                names = sorted({c.name for c in self.not_run})
+                fixes = sorted({c.remedy for c in self.not_run})
+                parts.append(f"{', '.join(names)} apply to this method and did not run, in whole or in part; to run "
+                             f"them: {'; '.join(fixes)}")
+            if self.deselected:
+                parts.append(f"{', '.join(self.deselected)} apply to this method and were not selected (--checks); "
+                             "to run them: select them, or leave out --checks")
+            return "INCONCLUSIVE (no check found a violation): " + "; ".join(parts)
+        return "PASS"
+
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k != "checks"}
         d["target_epsilon"] = "inf" if not math.isfinite(self.target_epsilon) else self.target_epsilon
-        d.update(verdict=self.verdict, violations=self.violations, checks=[c.to_dict() for c in self.checks])
+        d.update(verdict=self.verdict, violations=self.violations, checks=[c.to_dict() for c in self.checks],
+                 not_run=[{"name": c.name, "seed": c.seed, "why": c.detail, "remedy": c.remedy}
+                          for c in self.not_run])
         return d
 
 
@@ -157,6 +204,32 @@ def planned_checks(method: Method, task: Task, cfg: VerifyConfig) -> list[str]:
             if s.name in cfg.checks and s.enabled(cfg) and plan(s, method.privacy_unit) != "omit"]
 
 
+def _run_or_skip(spec, b: Battery, unit: str, alpha: float) -> Check | None:
+    """Run ``spec`` on battery ``b`` where it applies; a SKIPPED row where it does not (and why), or where it
+    applies and could not run (why, and what would make it run); None where it is left out."""
+    held = None if spec.kinds == ANY else b.mechanisms()
+    p = plan(spec, unit, held)
+    if p == "omit":
+        return None
+    if p == "skip":
+        if spec.kinds != ANY and unit in spec.units and spec.kinds & b.unobserved():
+            why, remedy = b.unobserved_reason(spec.kinds)
+            return not_run(spec.name, b.seed, why, remedy)
+        return skipped(spec.name, b.seed, skip_detail(spec, unit, held))
+    c = spec.run(b, alpha)
+    if spec.group not in ("white-box", "mechanism"):
+        return c
+    # what the check could not see: kinds it covers that the ledger accounts and no observation shows ran
+    covers = b.unobserved() if spec.kinds == ANY else b.unobserved() & spec.kinds
+    if covers and c.verdict != VIOLATION and not c.remedy:
+        why, remedy = b.unobserved_reason(covers)
+        if c.verdict == SKIPPED:
+            return not_run(c.name, c.seed, why, remedy)
+        c.detail = "; ".join(x for x in (c.detail, f"not checked: {why}") if x)
+        c.remedy = remedy
+    return c
+
+
 def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: VerifyConfig | None = None,
            on_check: Callable[[Check], None] | None = None) -> VerifyReport:
     """Run the battery on ``make_method()`` at ``budget`` on ``task`` (see the module docstring).
@@ -169,7 +242,8 @@ def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: V
     if not probe.is_private or not budget.is_private:
         return VerifyReport(probe.name, probe.privacy_unit, task.dataset, task.split, budget.epsilon, budget.delta,
                             cfg.confidence, list(cfg.seeds), [], time.perf_counter() - t0,
-                            note="not private (claimed epsilon = inf): nothing to verify")
+                            note=f"{probe.name} " + ("is not private" if not probe.is_private else
+                                                     "was given no finite epsilon") + ": no privacy claim to verify")
     probe.check_task(task)
     probe.check_budget(budget)
     unit = probe.privacy_unit
@@ -192,26 +266,26 @@ def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: V
         b = Battery(make_method, task, budget, cfg, seed, alpha)
         # exact checks first: they make the base fit and the probe fit that the statistical ones read
         for s in (s for s in specs if not s.statistical):
-            held = None if s.kinds == ANY else b.mechanisms()
-            p = plan(s, unit, held)
-            if p != "omit":
-                emit(s.run(b, alpha) if p == "run" else skipped(s.name, seed, skip_detail(s, unit, held)))
-        # then the statistical ones: those whose mechanisms did not run are reported SKIPPED before the others
-        held = b.mechanisms()
+            c = _run_or_skip(s, b, unit, alpha)
+            if c is not None:
+                emit(c)
+        # then the statistical ones: those whose mechanisms did not run are reported before the others
         stat = [s for s in specs if s.statistical]
-        for s in stat:
-            if s.kinds != ANY and not s.kinds & held:
-                emit(skipped(s.name, seed, skip_detail(s, unit, held)))
-        for s in stat:
-            if s.kinds != ANY and not s.kinds & held:
-                continue
-            p = plan(s, unit, held)
-            if p != "omit":
-                emit(s.run(b, alpha) if p == "run" else skipped(s.name, seed, skip_detail(s, unit, held)))
+        first = [s for s in stat if s.kinds != ANY and not s.kinds & b.mechanisms()]
+        for s in first + [s for s in stat if s not in first]:
+            c = _run_or_skip(s, b, unit, alpha)
+            if c is not None:
+                emit(c)
     bar.close()
+    # the checks left out by the selection that would have applied (by the unit and the base fit's ledger)
+    kinds = {e.kind for e in b.base.ledger.events}
+    deselected = [s.name for s in REGISTRY.values()
+                  if s.name not in cfg.checks and not s.required and s.enabled(cfg) and unit in s.units
+                  and (s.kinds == ANY or s.kinds & kinds)]
     return VerifyReport(probe.name, probe.privacy_unit, task.dataset, task.split, budget.epsilon, budget.delta,
-                        cfg.confidence, list(cfg.seeds), checks, time.perf_counter() - t0)
+                        cfg.confidence, list(cfg.seeds), checks, time.perf_counter() - t0, deselected=deselected)
 
 
-__all__ = ["BLACK_BOX", "CHECKS", "Check", "DPSGD_KINDS", "PASS", "SKIPPED", "STATISTICAL", "STRUCTURAL", "TOLERANCE",
-           "VIOLATION", "VerifyConfig", "VerifyReport", "WHITE_BOX", "chernoff_sf", "planned_checks", "verify"]
+__all__ = ["BLACK_BOX", "CHECKS", "Check", "DPSGD_KINDS", "INCONCLUSIVE", "NOT_APPLICABLE", "PASS", "SKIPPED",
+           "STATISTICAL", "STRUCTURAL", "TOLERANCE", "VIOLATION", "VerifyConfig", "VerifyReport", "WHITE_BOX",
+           "chernoff_sf", "planned_checks", "verify"]

@@ -144,8 +144,8 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
     :mod:`audits.pooled`); the canary design: ``hops``,
     ``canary_degree``, ``canary_scale``, ``canary_pattern``, ``canary_type`` (input: black box; gradient: white box
     for DP-SGD methods), ``fresh_anchors`` (new anchor nodes of the canary's own). Returns a
-    :class:`bench.audit.AuditOutcome` (``verdict`` PASS or VIOLATION, ``result.epsilon_lb``,
-    ``result.claimed_epsilon``, ``run_id``)."""
+    :class:`bench.audit.AuditOutcome` (``verdict`` PASS, VIOLATION or NOT APPLICABLE, ``result.reason``,
+    ``result.epsilon_lb``, ``result.claimed_epsilon``, ``run_id``)."""
     from bench.audit import AuditSpec, audit_one
     from bench.run import using_threads
 
@@ -212,7 +212,8 @@ def verify(method: str, dataset: str, *, split: str | None = None, epsilon: floa
     """Run every check that applies to ``method``'s privacy unit (:mod:`audits.verify`): structural checks,
     white-box DP-SGD checks and black-box one-run audits (a multi-run audit too with ``trials`` > 0), the
     statistical ones sharing the error budget ``1 - confidence`` (Bonferroni), once per seed. Returns a
-    :class:`bench.verify.VerifyOutcome` (``verdict``, ``report.checks``, ``run_id``)."""
+    :class:`bench.verify.VerifyOutcome` (``verdict``: PASS, VIOLATION, INCONCLUSIVE or NOT APPLICABLE;
+    ``report.checks``, ``report.not_run``, ``run_id``)."""
     from bench.run import using_threads
     from bench.verify import VerifySpec, verify_one
 

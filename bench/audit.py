@@ -3,7 +3,8 @@
 :func:`audit_one` validates an :class:`AuditSpec` like ``bench run`` does (the same ``prepare`` path, plus the
 audit's own options and a dry run of the canary design) before anything is trained or logged, then runs the
 audit as ONE MLflow run with tags ``kind=audit``, ``method``, ``dataset``, ``split``, ``audit_mode``,
-``canary_type`` (input | gradient), ``verdict`` (PASS | VIOLATION) (plus ``spec.tags``, e.g. a sweep cell's);
+``canary_type`` (input | gradient), ``verdict`` (PASS | VIOLATION | NOT APPLICABLE) (plus ``spec.tags``, e.g. a
+sweep cell's);
 params ``trials``, ``canaries``, ``target_epsilon``, ``delta``, ``confidence``, ``privacy_unit``,
 ``config_hash`` (+ the canary design and hyperparameters); metrics ``claimed_epsilon``, ``epsilon_lb``,
 ``audit_seconds``; artifact ``audit.json`` (scores, inclusion bits, the bound's counts), so the bound can be
@@ -160,7 +161,8 @@ def audit_one(spec: AuditSpec, log: Callable[[str], None] | None = None) -> Audi
         result.seconds = time.perf_counter() - t0
         run.log_metrics({"claimed_epsilon": result.claimed_epsilon, "epsilon_lb": result.epsilon_lb,
                          "audit_seconds": result.seconds})
-        run.set_tags({"verdict": result.verdict, **({"note": result.note} if result.note else {})})
+        run.set_tags({"verdict": result.verdict, **({"note": result.note} if result.note else {}),
+                      **({"reason": result.reason[:5000]} if result.reason else {})})
         run.log_dict({**result.to_dict(), "params": params}, "audit.json")
     return AuditOutcome(result, run.run_id, cls.name, cls.privacy_unit, p.dataset.name, p.split, budget)
 

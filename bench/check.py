@@ -173,8 +173,9 @@ def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _U
         problems += _check_whitebox(rec)
     elif kind == "verify":
         ver = rec.get("verify") or {}
-        if ver.get("verdict") not in ("PASS", "VIOLATION"):
-            problems.append(f"verification verdict {ver.get('verdict')!r} is neither PASS nor VIOLATION")
+        if ver.get("verdict") not in ("PASS", "VIOLATION", "INCONCLUSIVE", "NOT APPLICABLE"):
+            problems.append(f"verification verdict {ver.get('verdict')!r} is not PASS, VIOLATION, INCONCLUSIVE or "
+                            "NOT APPLICABLE")
         for c in ver.get("checks") or []:
             problems += _check_bounds(f"check {c.get('name')}", c.get("epsilon_lb"), c.get("alpha"))
     elif kind == "audit":
@@ -292,10 +293,15 @@ def _check_whitebox(rec: dict) -> list[str]:
             problems.append(f"white-box {key} {lb:.6g} exceeds the claim {claimed:.6g}: a violation to investigate")
         elif claimed > 0 and not _close(lb / claimed, _float(w.get(ratio))):
             problems.append(f"white-box {ratio} {w.get(ratio)} but {key} / claimed is {lb / claimed:.6g}")
-    pair = w.get("pair_epsilon")
+    # the audit decides the realised pair at its draw rates' lower confidence bounds (pair_epsilon_low) when it
+    # records them (audits.pooled.PooledOutcome.pair_exceeds_claim)
+    pair = w.get("pair_epsilon_low", w.get("pair_epsilon"))
     if pair is not None and claimed > 0 and _float(pair) > claimed * (1 + RTOL) and w.get("verdict") != "VIOLATION":
         problems.append(f"white-box pair epsilon {_float(pair):.6g} exceeds the claim {claimed:.6g} but the verdict is "
                         f"{w.get('verdict')!r}, not VIOLATION")
+    if w.get("verdict") == "VIOLATION":  # e.g. the realised pair's exact epsilon above the claim
+        problems.append(f"white-box verdict VIOLATION ({w.get('reason') or 'no reason recorded'}): a violation to "
+                        "investigate")
     return problems
 
 

@@ -187,9 +187,16 @@ class Row:
 
     @property
     def verdict(self) -> str:
+        """The row's verification verdict: VIOLATION beats INCONCLUSIVE (a check that applies did not run), which
+        beats PASS; NOT APPLICABLE only when every check says so (:mod:`audits.verdicts`)."""
+        from audits.verdicts import INCONCLUSIVE, NOT_APPLICABLE, PASS, VIOLATION
+
         if not self.audit_verdicts:
             return ""
-        return "VIOLATION" if "VIOLATION" in self.audit_verdicts else "PASS"
+        for v in (VIOLATION, INCONCLUSIVE):
+            if v in self.audit_verdicts:
+                return v
+        return NOT_APPLICABLE if set(self.audit_verdicts) == {NOT_APPLICABLE} else PASS
 
 
 @dataclass

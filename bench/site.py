@@ -187,34 +187,44 @@ def provenance_md(records: list[dict[str, Any]], export: str | None, config: str
                      + (", ".join(machines) if machines else "machines not recorded")
                      + (f" (devices: {', '.join(devices)})" if devices else "")
                      + f"; code {', '.join(commits[:6])}{' ...' if len(commits) > 6 else ''}.")
+    def attacked(recs: list[dict[str, Any]]) -> str:
+        """How many records attacked the recorded run's own released model, and how many a labelled refit."""
+        from bench import release
+
+        own = sum(r.get("attacked_model") in (release.SOURCE_RECORDED, release.SOURCE_REEXECUTED) for r in recs)
+        text = f"{own} of them attack the recorded run's released model, loaded from the artefact the run logged"
+        if own < len(recs):
+            text += (f"; {len(recs) - own} attack a refit (records from before runs logged their model; the row says "
+                     "'attacked: refit ...')")
+        return text
+
     if attacks:
         secs = sum(sum((r.get("seconds") or {}).values()) for r in attacks)
-        same = sum(bool(r.get("reproduces_run")) for r in attacks)
-        paras.append(f"Edge attacks: {len(attacks)} refits of the edge-level and reference runs of the attack seeds, "
-                     "each attacked with link stealing and LinkTeller on held-out edges and non-edges "
-                     f"(`python -m scripts.unit_attacks`, records in `attacks/edge.jsonl`); {same} of them release "
-                     "exactly the recorded run's test predictions (the others do not: the code or machine "
-                     "differs from the recorded run's, and their attack numbers are of the refit); "
-                     f"{_hours(secs)} of refits and attacks; code "
-                     f"{', '.join(sorted({(r.get('git_commit') or '?')[:10] for r in attacks}))}.")
+        paras.append(f"Edge attacks: {len(attacks)} runs of the attack seeds (edge-level rows and the non-private "
+                     "references on their split), each attacked with link stealing and LinkTeller on held-out edges "
+                     f"and non-edges (`python -m scripts.unit_attacks`, records in `attacks/edge.jsonl`); "
+                     f"{attacked(attacks)}; {_hours(secs)} of attacks; code "
+                     f"{', '.join(sorted({(r.get('git_commit') or '?')[:10] for r in attacks}))}. No epsilon is "
+                     "derived from them: an attack on one model is not a game between neighbouring datasets.")
     if features:
         secs = sum(sum((r.get("seconds") or {}).values()) for r in features)
-        same = sum(bool(r.get("reproduces_run")) for r in features)
-        paras.append(f"Feature attacks: {len(features)} refits of the feature-level and reference runs of the attack "
-                     "seeds, each attacked with attribute inference (which of two rows, a training node's own or an "
-                     "unfitted class-mate's, the node held; `python -m scripts.unit_attacks --level feature`, records "
-                     f"in `attacks/feature.jsonl`); {same} of them release exactly the recorded run's test "
-                     f"predictions; {_hours(secs)} of refits and attacks; code "
+        paras.append(f"Feature attacks: {len(features)} runs of the attack seeds, each attacked in the two feature "
+                     "games (`python -m scripts.unit_attacks --level feature`, records in `attacks/feature.jsonl`): "
+                     "weights only (which of two rows, a training node's own or an unfitted class-mate's, the node "
+                     "held, from the released model's weights: what feature-level DP bounds) and released predictions "
+                     "(the same, seeing the node's served posterior: what it does not bound); "
+                     f"{attacked(features)}; {_hours(secs)} of attacks; code "
                      f"{', '.join(sorted({(r.get('git_commit') or '?')[:10] for r in features}))}.")
     if whitebox:
         pooled = [r for r in whitebox if (r.get("whitebox") or {}).get("source") == "pooled"]
-        paras.append(f"White-box bounds: {len(whitebox)} private cells (seed 0) carry a white-box epsilon lower bound "
-                     "(`python -m scripts.whitebox_audits`, records in `attacks/whitebox.jsonl`): GAP, ProGAP, "
-                     "EdgeRand, PrivGNN and PATE rows from the mechanism-level audits of their own ledger events, "
-                     "composed (GDP for the NAP releases, a sum for EdgeRand's two pure releases, one query's binary "
-                     "channel over the queries; at node level only GAP's NAP releases, not its DP-SGD heads); "
-                     f"{len(pooled)} DP-SGD cells from a whole-run pooled audit "
-                     "(`bench audit --level whitebox`: f-DP estimate; on "
+        paras.append(f"White-box bounds: {len(whitebox)} private cells (seed 0) carry two white-box epsilon lower "
+                     "bounds (`python -m scripts.whitebox_audits`, records in `attacks/whitebox.jsonl`), one that "
+                     "assumes nothing (Clopper-Pearson) and one that assumes the mechanism's trade-off family (f-DP; "
+                     "GDP for Gaussian releases), each read against the claim of the row's seed-0 run: GAP, ProGAP, "
+                     "EdgeRand, PrivGNN and PATE rows from the mechanism-level audits of that run's own ledger events, "
+                     "composed as privacy-loss distributions (at node level only GAP's NAP releases, not its DP-SGD "
+                     f"heads); {len(pooled)} DP-SGD cells from a whole-run pooled audit of fresh runs of the "
+                     "configuration (`bench audit --level whitebox`; the cell names them and their claim; on "
                      f"{', '.join(sorted({(r.get('params') or {}).get('dataset', '?') for r in pooled})) or 'no dataset yet'}). "
                      f"{_hours(sum(float(r.get('seconds') or 0) for r in whitebox))} of audits; code "
                      f"{', '.join(sorted({(r.get('git_commit') or '?')[:10] for r in whitebox}))}.")

@@ -4,8 +4,10 @@
 is trained or logged, then runs the battery as ONE MLflow run (tags ``kind=verify``, ``method``, ``dataset``,
 ``split``, ``verdict``; params: the target, delta, seeds, confidence, canaries, the hyperparameters; metrics:
 ``violations``, ``checks``, ``verify_seconds``; artifact ``verify.json``) with one child run per check (tags
-``check``, ``verdict``; the check's statistic, threshold, detail and error budget). A VIOLATION is a finished
-measurement (the run ends FINISHED); the command (:mod:`bench.commands.verify`) exits 3 on it.
+``check``, ``verdict``; the check's statistic, threshold, detail, remedy and error budget). The verdict is PASS,
+VIOLATION, INCONCLUSIVE (a check that applies to the method did not run) or NOT APPLICABLE (a non-private method:
+no claim, nothing trained); each is a finished measurement (the run ends FINISHED). The command
+(:mod:`bench.commands.verify`) exits 3 on VIOLATION and 4 on INCONCLUSIVE.
 """
 
 from __future__ import annotations
@@ -71,8 +73,12 @@ def verify_one(spec: VerifySpec, log: Callable[[str], None] | None = None) -> Ve
     from bench.run import RunSpec, make_task, prepare, resolve_budget
     from methods.base import config_dict, stable_hash
 
-    if spec.epsilon is not None and not math.isfinite(spec.epsilon):
-        raise ConfigError("bench verify checks a privacy claim: give a finite --epsilon")
+    from methods.base import available_methods
+
+    named = available_methods().get(spec.method.strip())
+    if named is not None and named.privacy_unit != "none" and (spec.epsilon is None or not math.isfinite(spec.epsilon)):
+        raise ConfigError(f"bench verify checks a privacy claim: give a finite --epsilon/-e ({named.name} is "
+                          f"{named.privacy_unit}-level private)")
     p = prepare(RunSpec(methods=[spec.method.strip()], dataset=spec.dataset, split=spec.split, seeds=list(spec.seeds),
                         epsilon=spec.epsilon, delta=spec.delta, overrides=list(spec.overrides), device=spec.device,
                         data_root=spec.data_root, download=spec.download, experiment=spec.experiment,
@@ -82,8 +88,10 @@ def verify_one(spec: VerifySpec, log: Callable[[str], None] | None = None) -> Ve
     overrides = p.overrides[cls.name]
     task = make_task(p.dataset, p.split, int(spec.seeds[0]))
     method = cls(**overrides)
+    # "-e inf" for a non-private method is what it claims: the same as no --epsilon
+    eps = None if not method.is_private and spec.epsilon is not None and math.isinf(spec.epsilon) else spec.epsilon
     method.check_task(task)
-    budget = resolve_budget(spec.epsilon, spec.delta, method, task)
+    budget = resolve_budget(eps, spec.delta, method, task)
     method.check_budget(budget)
     hparams = config_dict(method.config)
     identity = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "seeds": list(spec.seeds),
@@ -113,7 +121,7 @@ def verify_one(spec: VerifySpec, log: Callable[[str], None] | None = None) -> Ve
                                       tags={"kind": "verify-check", "check": c.name, "verdict": c.verdict,
                                             "method": cls.name, "dataset": p.dataset.name}, parent=run) as child:
                 child.log_params({"seed": c.seed, "statistic": c.statistic, "threshold": c.threshold,
-                                  "alpha": c.alpha, "detail": c.detail or "-"})
+                                  "alpha": c.alpha, "detail": c.detail or "-", "remedy": c.remedy or "-"})
                 child.log_metrics({"check_seconds": c.seconds, "violation": float(c.verdict == "VIOLATION"),
                                    **{k: float(v) for k, v in c.data.items()
                                       if isinstance(v, (int, float)) and not isinstance(v, bool)}})

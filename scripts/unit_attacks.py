@@ -9,7 +9,8 @@ holds (the records in ``--runs``, current settings only), the script loads the r
 tracking store (:mod:`bench.release`: the artefact the run logged, checked against its recorded posteriors) and plays
 the level's game against it: edge (``attacks.edges``): ``link-stealing`` (He et al. 2021) and ``linkteller`` (Wu et
 al. 2022, where the released model answers feature queries); feature (``attacks.features``): the weights-only game
-``attribute-inference`` (Yeom et al. 2018's loss-based attribute inference as a replace-one test) and the
+``attribute-inference`` (Yeom et al. 2018's loss-based attribute inference as a replace-one test; with
+``--lira-references N`` also ``attribute-lira``, its LiRA calibration against N reference fits) and the
 ``released-prediction`` game (the node's served posterior, which a feature-level claim does not cover). One compact
 record per run (kind ``edge-attack`` or ``feature-attack``) goes to ``--out`` (default
 ``docs/leaderboard/attacks/<level>.jsonl``): per variant its AUC, TPR at 1% FPR and the counts at that ROC point --
@@ -60,7 +61,10 @@ def targets(config: str, runs: str, datasets: list[str] | None, level: str = "ed
 
 def attack_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     if args.level == "feature":
-        return {"attribute-inference": {"targets": args.targets}, "released-prediction": {"targets": args.targets}}
+        out = {"attribute-inference": {"targets": args.targets}, "released-prediction": {"targets": args.targets}}
+        if args.lira_references:
+            out["attribute-lira"] = {"targets": args.targets, "references": args.lira_references}
+        return out
     return {"link-stealing": {"pairs": args.pairs}, "linkteller": {"pairs": args.linkteller_pairs}}
 
 
@@ -193,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--linkteller-pairs", type=int, default=500, help="linkteller: member edges (and non-edges)")
     p.add_argument("--targets", type=int, default=500,
                    help="feature attacks: target training nodes (each with its own row and a decoy)")
+    p.add_argument("--lira-references", type=int, default=0,
+                   help="feature attacks: also attribute-lira with this many reference fits per run (even; 0 = not "
+                        "run: each reference is a full fit of the target's method)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--rerun-missing", action="store_true",
                      help="move the records of runs whose released model the store lacks to superseded.jsonl (the "

@@ -52,7 +52,8 @@ def _verify(key: str, log: Path, **kw) -> dict:
     rec = {"key": key, "method": rep.method, "dataset": rep.dataset, "epsilon": kw.get("epsilon"),
            "seeds": rep.seeds, "verdict": rep.verdict, "violations": rep.violations, "seconds": time.perf_counter() - t0,
            "checks": {c.name: c.verdict for c in rep.checks}, "details": {c.name: c.detail for c in rep.checks
-                                                                       if c.verdict == "VIOLATION"}}
+                                                                       if c.verdict == "VIOLATION"},
+           **({"not_run": sorted({c.name for c in rep.not_run})} if rep.not_run else {})}
     _append(log, rec)
     return rec
 
@@ -117,11 +118,13 @@ def false_alarm_table(records: list[dict]) -> str:
     for r in records:
         parts = r["key"].split("|")
         rows.setdefault((parts[1], r["method"], parts[6][4:] if len(parts) > 6 else "defaults"), []).append(r)
-    runs = [r for r in records if r.get("verdict") in ("PASS", "VIOLATION")]
+    runs = [r for r in records if r.get("verdict") in ("PASS", "VIOLATION", "INCONCLUSIVE")]
     alarms = [r for r in runs if r["verdict"] == "VIOLATION"]
     errors = [r for r in records if r.get("verdict") == "ERROR"]
+    unsure = [r for r in runs if r["verdict"] == "INCONCLUSIVE"]  # a shipped method the battery cannot see into
     out = [f"{len(alarms)} false alarm(s) in {len(runs)} verifications of shipped methods"
-           + (f"; {len(errors)} did not run" if errors else ""), "",
+           + (f"; {len(unsure)} INCONCLUSIVE" if unsure else "") + (f"; {len(errors)} did not run" if errors else ""),
+           "",
            "| dataset | method | settings | verifications | PASS | VIOLATION | ERROR | median seconds |",
            "|---|---|---|---|---|---|---|---|"]
     for (ds, m, over), rs in sorted(rows.items()):
@@ -131,6 +134,7 @@ def false_alarm_table(records: list[dict]) -> str:
                    f"{statistics.median(secs):.0f} |" if secs else
                    f"| {ds} | {m} | {over} | {len(rs)} | {n['PASS']} | {n['VIOLATION']} | {n['ERROR']} | - |")
     out += [f"- VIOLATION {r['key']}: {r['violations']} {r.get('details')}" for r in alarms]
+    out += [f"- INCONCLUSIVE {r['key']}: {r.get('not_run')}" for r in unsure]
     out += [f"- ERROR {r['key']}: {r.get('error')}" for r in errors]
     return "\n".join(out) + "\n"
 

@@ -104,7 +104,8 @@ def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
                "cp_assumes": "nothing (Clopper-Pearson rates)",
                "fdp_assumes": "a Gaussian (GDP) trade-off of the whole run", "claimed": r.claimed_epsilon,
                "row_claimed": float(ledger.epsilon(delta)) if ledger else math.nan, "pair_epsilon": r.details["pair_epsilon"], "runs": runs,
-               "canaries": r.canaries, "auc": bnd["auc"], "verdict": r.verdict}
+               "pair_epsilon_low": r.details["pair_epsilon_low"], "canaries": r.canaries, "auc": bnd["auc"],
+               "verdict": r.verdict, **({"reason": r.reason} if r.reason else {})}
     c = out["claimed"]
     for key, ratio in (("epsilon_lb_cp", "ratio_cp"), ("epsilon_lb_fdp", "ratio_fdp")):
         out[ratio] = out[key] / c if c > 0 and math.isfinite(c) else math.nan

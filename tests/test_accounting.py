@@ -433,3 +433,14 @@ def test_invalid_events_are_clear_errors(bad):
 def test_non_private_ledger_is_infinite():
     assert PrivacyLedger.non_private("x").epsilon(0.5) == math.inf
     assert P.dpsgd_poisson(0.1, 1, 10).mark_non_private("inference").epsilon(1e-5) == math.inf
+
+
+def test_same_events_with_a_tolerance_tells_a_last_digit_calibration_from_another_mechanism():
+    from methods.privacy import presets as P
+
+    a = P.FAMILIES["dp-mlp"](batch_size=256, noise_multiplier=3.8073859383312745, num_train=2032, steps=800)
+    b = P.FAMILIES["dp-mlp"](batch_size=256, noise_multiplier=3.807385938641158, num_train=2032, steps=800)
+    c = P.FAMILIES["dp-mlp"](batch_size=256, noise_multiplier=3.81, num_train=2032, steps=800)
+    d = P.FAMILIES["dp-mlp"](batch_size=256, noise_multiplier=3.8073859383312745, num_train=2032, steps=801)
+    assert not a.same_events(b) and a.same_events(b, rtol=1e-8)
+    assert not a.same_events(c, rtol=1e-8) and not a.same_events(d, rtol=1e-8) and a.same_events(a)

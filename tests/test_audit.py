@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from audits.canaries import CanaryConfig, make_canaries
-from audits.runner import PASS, VIOLATION, audit
+from audits.runner import NOT_APPLICABLE, PASS, VIOLATION, audit
 from methods.base import Budget, ConfigError, get_method
 
 PLUGINS = Path(__file__).resolve().parent / "plugins"
@@ -159,9 +159,9 @@ def _audit(name, task, eps, **kw):
     return audit(lambda: cls(**kw.pop("set", {})), task, Budget(eps, 1e-3), kw.pop("mode", "one-run"), **kw)
 
 
-def test_non_private_method_passes_with_note(task):
+def test_non_private_method_is_not_applicable_with_note(task):
     r = _audit("gcn", task, math.inf)
-    assert r.verdict == PASS and r.trials == 0 and "not private" in r.note
+    assert r.verdict == NOT_APPLICABLE and r.trials == 0 and "not private" in r.note and "not private" in r.reason
 
 
 def test_dp_mlp_correct_passes_where_its_mutant_is_flagged(task):
@@ -250,9 +250,9 @@ def test_cli_bad_input_is_one_line_error(argv, message, capsys, tmp_path):
     assert not out.exists()
 
 
-def test_cli_non_private_passes(capsys):
+def test_cli_non_private_is_not_applicable(capsys):
     from bench.cli import main
 
     rc = main(["audit", "--method", "mlp", "--dataset", "csbm:nodes=200", "--no-track", "--no-progress"])
     out = capsys.readouterr().out
-    assert rc == 0 and "PASS" in out and "not private" in out
+    assert rc == 0 and "verdict         NOT APPLICABLE" in out and "PASS" not in out and "not private" in out

@@ -135,6 +135,7 @@ CASES = [
     case(f"verify -m nope -d {D} -e 1", "unknown method 'nope'"),
     case(f"verify -m mlp -d {D} -e 1", "not private"),
     case(f"verify -m dp-mlp -d {D} -e inf", "give a finite --epsilon"),
+    case(f"verify -m dp-mlp -d {D}", "give a finite --epsilon"),
     case(f"verify -m dp-mlp -d {D} -e 1 --delta 2", "delta must be in [0, 1)"),
     case(f"verify -m dp-mlp -d {D} -e 1 --canaries 1", "canaries must be >= 10"),
     case(f"verify -m dp-mlp -d {D} -e 1 --trials 1", "trials must be 0 (no multi-run audit) or >= 2"),

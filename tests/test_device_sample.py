@@ -73,7 +73,7 @@ def test_a_refit_spends_the_recorded_ledger(current, data_root):
         out = D.refit(rec, "cpu", "0" * 40, {})
     finally:
         torch.set_num_threads(threads)
-    assert out["ledger_equal"] and math.isclose(out["epsilon"], out["cpu_epsilon"], rel_tol=1e-12)
+    assert out["ledger_equal"] and math.isclose(out["epsilon"], out["cpu_epsilon"], rel_tol=D.LEDGER_RTOL)
     assert 0 <= out["test_acc"] <= 1 and out["device_fit_seconds"] > 0
 
 

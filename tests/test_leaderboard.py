@@ -444,3 +444,26 @@ def test_the_inference_column_is_derived_not_read_from_a_stale_tag():
     rows = {r.method: r for r in collect_records([run("dp-mlp-feature", "feature"), run("dp-mlp", "node")])}
     assert row_cells(rows["dp-mlp-feature"])[6] == "not private"
     assert row_cells(rows["dp-mlp"])[6] == "private"
+
+
+@pytest.mark.parametrize("verdicts,shown", [(["PASS", "INCONCLUSIVE"], "INCONCLUSIVE"),
+                                            (["INCONCLUSIVE", "VIOLATION"], "VIOLATION"),
+                                            (["NOT APPLICABLE"], "NOT APPLICABLE"), (["PASS"], "PASS")])
+def test_a_rows_verification_verdict_never_reads_inconclusive_as_pass(verdicts, shown):
+    from bench.leaderboard import Row
+
+    assert Row("cora", "node", "dp-mlp", "random-75-10-15", 8.0, audit_verdicts=verdicts).verdict == shown
+
+
+def test_every_epsilon_column_is_a_claim_or_a_neighbouring_dataset_game():
+    """No column of any section (nor of the CSV) prints an epsilon that an attack on one model implies: the only
+    epsilons are the target, the ledger's spent epsilon and the lower bounds of audits, whose games are between
+    neighbouring datasets (white-box canaries and mechanism pairs, the verification's audits)."""
+    from bench.leaderboard import CSV_COLUMNS, WHITEBOX_HEADER, header_for
+
+    allowed = {"target eps", "spent eps (max)", WHITEBOX_HEADER, "verification (eps_lb)"}
+    for section in ("node", "edge", "feature", "none"):
+        assert not [h for h in header_for(section) if "eps" in h.lower() and h not in allowed], section
+    csv_allowed = {"target_epsilon", "spent_epsilon_max", "whitebox_epsilon_lb_assumption_free",
+                   "whitebox_epsilon_lb_fdp", "verification_epsilon_lb"}
+    assert not [c for c in CSV_COLUMNS if "eps" in c.lower() and c not in csv_allowed]

@@ -110,7 +110,7 @@ def test_each_corruption_of_a_run_record_fails_the_check(tmp_path, good, what, c
 VERIFY_CORRUPTIONS = {
     "is negative": lambda rec: rec["verify"]["checks"][0].__setitem__("epsilon_lb", -0.5),
     "alpha 1.5 is not in [0, 1]": lambda rec: rec["verify"]["checks"][0].__setitem__("alpha", 1.5),
-    "neither PASS nor VIOLATION": lambda rec: rec["verify"].__setitem__("verdict", "MAYBE"),
+    "is not PASS, VIOLATION, INCONCLUSIVE or NOT APPLICABLE": lambda rec: rec["verify"].__setitem__("verdict", "MAYBE"),
 }
 
 
@@ -253,6 +253,8 @@ def _whitebox_record(commit: str) -> dict:
 
 
 WHITEBOX_CORRUPTIONS = {
+    "white-box verdict VIOLATION (the realised pair": lambda w: w.update(
+        verdict="VIOLATION", reason="the realised pair's exact epsilon 5 exceeds the claim 4"),
     "epsilon_lb_fdp 4.5 exceeds the claim": lambda w: w.update(epsilon_lb_fdp=4.5, ratio_fdp=1.125),
     "epsilon_lb_cp -1.0 is not >= 0": lambda w: w.update(epsilon_lb_cp=-1.0),
     "epsilon_lb_cp None is not >= 0": lambda w: w.pop("epsilon_lb_cp"),

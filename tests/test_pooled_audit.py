@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import math
+
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
 from audits.canaries import CanaryConfig, make_canaries
-from audits.pooled import empirical_shifts, pair_epsilon, pooled_bound, worst_case_design
+from audits.pooled import PAIR_ALPHA, empirical_shifts, lower_rate_shifts, pair_epsilon, pooled_bound, worst_case_design
 from audits.runner import PASS, VIOLATION, audit
 from audits.whitebox import GradientCanaries, Shifts, canary_columns
 from methods.base import Budget, ConfigError, get_method
@@ -20,6 +22,7 @@ from methods.privacy.accountant import pld_epsilon
 from methods.privacy.events import PoissonGaussian
 
 MUTANTS = str(Path(__file__).resolve().parent / "plugins" / "mutants.py")
+HIDDEN = str(Path(__file__).resolve().parent / "plugins" / "hidden_bugs.py")
 GRAPH = "csbm:nodes=300,classes=2,features=8,degree=4"
 
 
@@ -31,12 +34,24 @@ def test_pair_epsilon_of_a_poisson_pair_is_the_pld_accountants():
         assert mine <= ref * 1.001  # optimistic discretisation: never above the exact value
 
 
-def test_pair_epsilon_of_one_replace_one_step_is_the_mechanism_families():
-    from audits.mechanism import FixedSizeGaussianFamily
+def test_pair_epsilon_of_one_replace_one_step_is_its_exact_privacy_curve():
+    """One step of a replace-one pair (the canary's +C with probability q, or the other example's -C) against the
+    hockey-stick divergence of the two Gaussian mixtures, integrated numerically (both directions)."""
+    from scipy import integrate, optimize, stats
 
-    q, s = 0.3, 2.0
-    mine = pair_epsilon(Shifts([0, 1], [1 - q, q]), Shifts([-1, 0], [q, 1 - q]), [s], 1e-5)
-    assert mine == pytest.approx(FixedSizeGaussianFamily(q).epsilon(1 / s, 1e-5), rel=0.01)
+    q, s, delta = 0.3, 2.0, 1e-5
+    mine = pair_epsilon(Shifts([0, 1], [1 - q, q]), Shifts([-1, 0], [q, 1 - q]), [s], delta)
+
+    def pdf(x, shifts, probs):
+        return sum(p * stats.norm.pdf(x, m, s) for m, p in zip(shifts, probs))
+
+    def hockey(eps):
+        a = lambda x: max(pdf(x, [0, 1], [1 - q, q]) - math.exp(eps) * pdf(x, [-1, 0], [q, 1 - q]), 0.0)  # noqa: E731
+        b = lambda x: max(pdf(x, [-1, 0], [q, 1 - q]) - math.exp(eps) * pdf(x, [0, 1], [1 - q, q]), 0.0)  # noqa: E731
+        return max(integrate.quad(f, -40, 40, limit=400, points=[-1, 0, 1])[0] for f in (a, b))
+
+    exact = optimize.brentq(lambda e: hockey(e) - delta, 1e-6, 20)
+    assert mine == pytest.approx(exact, rel=0.01)
 
 
 def test_pair_epsilon_grows_with_steps_and_shrinks_with_noise():
@@ -137,6 +152,27 @@ def test_pooled_bound_recovers_a_gaussian_shift_and_stays_below_it():
         pooled_bound(np.array([]), np.ones(3), np.ones(3), np.ones(3), 1e-5)
 
 
+def test_lower_rate_shifts_never_raise_the_pair_and_cover_the_true_rate():
+    """The realised pair's verdict reads the pair at the observed draw rates' lower confidence bounds: never above
+    the observed pair, and (at 1 - PAIR_ALPHA) not above the pair of the true rate the draws came from."""
+    rng = np.random.default_rng(0)
+    q, s, steps = 0.1, 2.0, 100
+    truth = pair_epsilon(Shifts([0, 1], [1 - q, q]), Shifts([0], [1]), [s] * steps, 1e-5)
+    for n in (300, 3000, 30000):
+        draws = (rng.random(n) < q).astype(np.int16)
+        pin, pout = lower_rate_shifts(draws, np.zeros(n, np.int16), PAIR_ALPHA)
+        assert pout.values == [0.0] and pout.probs == [1.0]
+        assert sum(pin.probs) == pytest.approx(1.0) and pin.probs[pin.values.index(1.0)] < draws.mean()
+        low = pair_epsilon(pin, pout, [s] * steps, 1e-5)
+        assert low <= pair_epsilon(empirical_shifts(draws), pout, [s] * steps, 1e-5)
+        assert low <= truth
+    # replace-one: both worlds move towards "no shift" by one factor
+    a, b = np.r_[np.ones(50), np.zeros(450)], np.r_[-np.ones(40), np.zeros(460)]
+    pin, pout = lower_rate_shifts(a, b)
+    lam_in, lam_out = pin.probs[pin.values.index(1.0)] / 0.1, pout.probs[pout.values.index(-1.0)] / 0.08
+    assert lam_in == pytest.approx(lam_out) and lam_in < 1
+
+
 def _dp_mlp_audit(cls, runs=2, canaries=200, eps=4.0):
     from bench.run import RunSpec, make_task, prepare
 
@@ -148,7 +184,8 @@ def _dp_mlp_audit(cls, runs=2, canaries=200, eps=4.0):
 
 def test_pooled_audit_passes_dp_mlp_and_measures_a_positive_bound():
     r = _dp_mlp_audit(get_method("dp-mlp"))
-    assert r.verdict == PASS and r.mode == "pooled" and r.trials == 2 and r.canaries == 200
+    assert r.verdict == PASS and r.mode == "pooled" and r.trials == 2 and r.canaries == 200 and not r.reason
+    assert r.details["pair_epsilon_low"] <= r.details["pair_epsilon"] < r.claimed_epsilon
     b = r.details["bound"]
     assert 0 < b["epsilon_lb_fdp"] <= r.details["pair_epsilon"] <= r.claimed_epsilon * 1.001
     assert r.epsilon_lb == b["epsilon_lb_cp"] <= r.claimed_epsilon
@@ -164,6 +201,21 @@ def test_pooled_audit_catches_dp_mlp_with_a_hundredth_of_its_noise():
 
     r = _dp_mlp_audit(get_method("mutant-dp-mlp-noise"), eps=1.0)
     assert r.verdict == VIOLATION and r.epsilon_lb > r.claimed_epsilon
+
+
+def test_the_realised_pair_above_the_claim_is_a_violation_even_when_the_bound_is_not():
+    """DP-MLP calibrated to 2.5x its target with a correct fit's ledger: the runs' pair is far above the claim,
+    which the audit knows; at this size the Clopper-Pearson bound alone stays below the claim."""
+    import sys
+
+    sys.path.insert(0, str(Path(HIDDEN).parent))
+    import hidden_bugs  # noqa: F401  (registers dp-mlp-overspent)
+
+    r = _dp_mlp_audit(get_method("dp-mlp-overspent"), canaries=100, eps=2.0)
+    assert r.epsilon_lb <= r.claimed_epsilon  # the assumption-free bound alone would say PASS here
+    assert r.details["pair_epsilon"] > r.details["pair_epsilon_low"] > 1.3 * r.claimed_epsilon
+    assert r.verdict == VIOLATION and "the realised pair's exact epsilon" in r.reason
+    assert f"exceeds the claim {r.claimed_epsilon:.4g}" in r.reason
 
 
 def test_pooled_mode_needs_gradient_canaries():

@@ -82,11 +82,12 @@ def test_provenance_counts_compute_machines_progress_and_hparam_sources():
     assert title and "MLflow store" in intro and papers.startswith("## Papers vs ours")
     # edge-attack records get their own paragraph and change neither the training counts nor the compute dates
     attacks = [{"cell_id": f"e{i}", "kind": "edge-attack", "status": "FINISHED", "start_time": 1_900_000_000_000,
-                "git_commit": "abc", "reproduces_run": i == 0, "seconds": {"fit": 60.0, "linkteller": 120.0}}
-               for i in range(2)]
+                "git_commit": "abc", "attacked_model": "recorded artefact" if i == 0 else "refit (not the recorded run)",
+                "seconds": {"load": 60.0, "linkteller": 120.0}} for i in range(2)]
     more = provenance_md(recs + attacks, "docs/leaderboard/runs.jsonl", "configs/leaderboard.yaml", planned=10, done=3)
-    assert "2 training runs and 1 verifications" in more and "Edge attacks: 2 refits" in more
-    assert "1 of them release exactly the recorded run's" in more and "6 min of refits and attacks" in more
+    assert "2 training runs and 1 verifications" in more and "Edge attacks: 2 runs of the attack seeds" in more
+    assert "1 of them attack the recorded run's released model" in more and "1 attack a refit" in more
+    assert "6 min of attacks" in more and "No epsilon is derived from them" in more
     compute = [[p for p in t.split("\n\n") if p.startswith("Compute:")] for t in (text, more)]
     assert compute[0] and compute[0] == compute[1]
     # a paper section only where the page has its dataset and split

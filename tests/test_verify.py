@@ -3,7 +3,8 @@ them. Fast cases here; the whole mutant zoo is in the slow tests (tests/test_ver
 
 import pytest
 
-from audits.verify import CHECKS, PASS, SKIPPED, VIOLATION, VerifyConfig, chernoff_sf, verify
+from audits.verify import (CHECKS, INCONCLUSIVE, NOT_APPLICABLE, PASS, SKIPPED, VIOLATION, Check, VerifyConfig,
+                           VerifyReport, chernoff_sf, verify)
 from bench.cli import load_plugin
 from bench.datasets import load_dataset
 from bench.splits import make_task
@@ -12,6 +13,7 @@ from methods.base import ConfigError
 from tests.conftest import REPO
 
 load_plugin(str(REPO / "tests" / "plugins" / "mutants.py"))
+load_plugin(str(REPO / "tests" / "plugins" / "hidden_bugs.py"))
 CFG = VerifyConfig(quick=True, canaries=60, inference_tries=2)
 
 
@@ -22,7 +24,11 @@ def task():
 
 def run(name, task, eps=1.0, **over):
     cls = get_method(name)
-    return verify(lambda: cls(**over), task, Budget(eps, 1e-4), CFG)
+    rep = verify(lambda: cls(**over), task, Budget(eps, 1e-4), CFG)
+    for c in rep.checks:  # every SKIPPED check says why; one that applies and did not run, what would run it
+        assert c.verdict != SKIPPED or c.detail.strip(), c
+        assert not c.remedy or c.detail.strip(), c
+    return rep
 
 
 def by_name(report):
@@ -72,7 +78,7 @@ def test_edge_level_methods_get_edge_canaries_and_no_white_box_checks(task):
 def test_non_private_and_bad_input():
     t = make_task(load_dataset("csbm:nodes=100,classes=2,features=4,degree=3"), "random-75-10-15", 0)
     rep = verify(lambda: get_method("mlp")(), t, Budget(), CFG)
-    assert rep.verdict == PASS and rep.checks == [] and "not private" in rep.note
+    assert rep.verdict == NOT_APPLICABLE and rep.checks == [] and "not private" in rep.note
     with pytest.raises(ConfigError):
         verify(lambda: get_method("dp-mlp")(), t, Budget(1.0, 1e-3), VerifyConfig(checks=("nonsense",)))
     with pytest.raises(ConfigError):
@@ -114,3 +120,63 @@ def test_dp_sgd_checks_run_on_sparse_bag_of_words_inputs():
     checks = by_name(rep)
     assert rep.verdict == PASS, [(c.name, c.detail) for c in rep.checks if c.verdict != PASS]
     assert checks["noise-calibration"].verdict == PASS and checks["gradient-canaries"].verdict == PASS
+
+
+def test_a_hand_written_dp_sgd_loop_is_inconclusive_not_pass(task):
+    """A plugin with its own DP-SGD loop (not methods.dpsgd) and half the noise its ledger accounts: the white-box
+    checks cannot see its steps, so the headline is INCONCLUSIVE, naming them and what would make them run."""
+    rep = run("handwritten-dpsgd", task, epochs=5, hidden=8, batch_size=128)
+    checks = by_name(rep)
+    assert rep.verdict == INCONCLUSIVE and not rep.violations, [(c.name, c.verdict, c.detail) for c in rep.checks]
+    blind = {"ledger-counts", "noise-calibration", "occurrences", "gradient-canaries", "mechanism"}
+    for name in blind:
+        assert checks[name].verdict == SKIPPED and "poisson_gaussian" in checks[name].detail, name
+        assert "methods.dpsgd.DPOptimizer" in checks[name].remedy, name
+    assert checks["noise-independence"].verdict == PASS and checks["noise-independence"].remedy  # seeds only
+    assert {c.name for c in rep.not_run} == blind | {"noise-independence"}
+    head = rep.headline()
+    assert head.startswith("INCONCLUSIVE") and "DPOptimizer" in head and all(n in head for n in blind)
+    assert checks["input-canaries"].verdict == PASS  # the black-box audit ran, and cannot see a 2x leak here
+
+
+def test_the_headline_is_pass_only_when_every_check_that_applies_ran():
+    def report(*checks):
+        return VerifyReport("m", "node", "d", "s", 1.0, 1e-5, 0.95, [0], list(checks))
+
+    ok = Check("a", 0, PASS, "-", "-")
+    skip = Check("b", 0, SKIPPED, "-", "-", "labels are public at the edge level")
+    blind = Check("c", 0, SKIPPED, "-", "-", "no step seen", remedy="use the DP optimiser")
+    partial = Check("d", 0, PASS, "-", "-", "seeds only", remedy="use the DP optimiser")
+    bad = Check("e", 0, VIOLATION, "-", "-", "too little noise")
+    assert report(ok, skip).verdict == PASS  # a check that does not apply does not count against PASS
+    assert report(ok, blind).verdict == INCONCLUSIVE and report(ok, partial).verdict == INCONCLUSIVE
+    assert report(ok, blind, bad).verdict == VIOLATION  # a violation beats everything
+    assert report(ok, blind).to_dict()["not_run"] == [{"name": "c", "seed": 0, "why": "no step seen",
+                                                       "remedy": "use the DP optimiser"}]
+    assert VerifyReport("gcn", "none", "d", "s", float("inf"), 0.0, 0.95, [0], []).verdict == NOT_APPLICABLE
+    chosen = VerifyReport("m", "node", "d", "s", 1.0, 1e-5, 0.95, [0], [ok], deselected=["determinism"])
+    assert chosen.verdict == INCONCLUSIVE and "determinism" in chosen.headline()  # a subset is not a PASS
+
+
+def test_a_skipped_check_without_a_reason_cannot_be_made():
+    with pytest.raises(ValueError, match="must say why"):
+        Check("x", 0, SKIPPED, "-", "-")
+    with pytest.raises(ValueError, match="must say why"):
+        Check("x", 0, SKIPPED, "-", "-", "  ", remedy="something")
+
+
+def test_the_command_says_why_and_exits_4_on_inconclusive_0_on_not_applicable(capsys):
+    from bench.cli import main
+
+    plugin = str(REPO / "tests" / "plugins" / "hidden_bugs.py")
+    rc = main(["--plugin", plugin, "verify", "-m", "handwritten-dpsgd", "-d", "csbm:nodes=100,classes=2", "-e", "1",
+               "--set", "epochs=2", "--checks", "ledger-counts,noise-calibration", "--no-track", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 4 and "NOT RUN: the ledger accounts poisson_gaussian" in out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("INCONCLUSIVE (no check found a violation): ledger-counts, noise-calibration apply")
+    assert "determinism" in last and "were not selected (--checks)" in last
+    assert "SKIPPED - -" not in out and "  SKIPPED\n" not in out
+    rc = main(["verify", "-m", "gcn", "-d", "csbm:nodes=100,classes=2", "--no-track", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.strip().splitlines()[-1].startswith("NOT APPLICABLE (gcn is not private")

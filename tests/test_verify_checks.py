@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from audits.checks import ANY, REGISTRY, Check, plan, register, unregister
+from audits.checks import ANY, REGISTRY, Battery, Check, plan, register, unregister
 from audits.checks.registry import EVENT_KINDS, GROUPS, UNITS
 from audits.verify import CHECKS, SKIPPED, VIOLATION, VerifyConfig, verify
 from bench.datasets import load_dataset
@@ -119,3 +119,75 @@ def test_the_mechanism_check_passes_shipped_mechanisms_and_fails_a_broken_one(ta
     monkeypatch.setattr(nap_mod, "nap", lambda adj, x, sigma, gen: real(adj, x, sigma / 2, gen))  # half the noise
     bad = run()
     assert bad.verdict == VIOLATION and "nap-edge" in bad.detail
+
+
+# ---- every SKIPPED row says why; a check that applies and did not run is INCONCLUSIVE, not PASS ---------------
+
+class _Observed(Battery):
+    """A battery whose probe fit is replaced by what it saw: the ledger's event kinds and the observed ones."""
+
+    def __init__(self, ledger: set[str], seen: set[str]) -> None:  # noqa: D107 (no fit)
+        self.seed, self._ledger, self._seen = 0, set(ledger), set(seen)
+
+    def ledger_kinds(self):
+        return set(self._ledger)
+
+    def unobserved(self):
+        from audits.checks.base import OBSERVED_AS
+
+        return {k for k in self._ledger if OBSERVED_AS.get(k, k) not in self._seen}
+
+
+def _observations():
+    """Ledgers of one or two event kinds, each with every subset of its kinds observed."""
+    from audits.checks.base import OBSERVED_AS
+
+    kinds = sorted(EVENT_KINDS)
+    for ledger in [set()] + [{k} for k in kinds] + [set(p) for p in itertools.combinations(kinds, 2)]:
+        obs = sorted({OBSERVED_AS[k] for k in ledger})
+        for r in range(len(obs) + 1):
+            for seen in itertools.combinations(obs, r):
+                yield ledger, set(seen)
+
+
+def test_every_skipped_check_says_why_for_every_registered_method():
+    """Registry-wide (every registered check and method, plugins included): wherever the battery reports a check
+    SKIPPED without running it, the row says why, and where the check applies (the ledger accounts a mechanism
+    it covers that the suite did not see run) it also says what would make it run."""
+    from audits.verify import _run_or_skip
+    from bench.cli import load_plugin
+    from methods import available_methods
+    from tests.conftest import REPO
+
+    for plugin in ("example_plugin.py", "mutants.py", "hidden_bugs.py"):
+        load_plugin(str(REPO / "tests" / "plugins" / plugin))
+    units = {cls.privacy_unit for cls in available_methods().values()} - {"none"}
+    assert units == set(UNITS)
+    seen_not_run = 0
+    for spec, unit, (ledger, seen) in itertools.product(REGISTRY.values(), sorted(units), _observations()):
+        b = _Observed(ledger, seen)
+        if plan(spec, unit, b.mechanisms()) == "run" or (spec.kinds == ANY and unit in spec.units):
+            continue  # it runs (what it reports is its own; Check refuses a SKIPPED row without a reason)
+        c = _run_or_skip(spec, b, unit, 0.01)
+        if c is None:
+            assert unit not in spec.units and not spec.other_units
+            continue
+        assert c.verdict == SKIPPED and c.detail.strip(), (spec.name, unit, ledger, seen)
+        applies = spec.kinds != ANY and unit in spec.units and bool(spec.kinds & b.unobserved())
+        assert bool(c.remedy) == applies, (spec.name, unit, ledger, seen, c)
+        seen_not_run += applies
+    assert seen_not_run  # the not-run path was exercised
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in __import__("methods").available_methods().items()
+                                        if c.__module__.startswith("methods.") and c.privacy_unit != "none"))
+def test_every_shipped_private_method_runs_every_ledger_mechanism_where_the_battery_sees_it(name, small_task):
+    """Each shipped private method's DP-SGD steps go through methods.dpsgd and its other noise is reported to
+    methods.mechanisms, so the white-box checks see every mechanism its ledger accounts and the battery can say
+    PASS (a method that hides one is INCONCLUSIVE)."""
+    cls = get_method(name)
+    task = small_task
+    if task.setting not in cls.settings:
+        task = make_task(load_dataset("csbm:nodes=200,classes=3,features=8,degree=6"), "private-public", 0)
+    b = Battery(lambda: cls(**cls.smoke_config), task, Budget(4.0, 1e-4), VerifyConfig(), 0, 0.01)
+    assert b.ledger_kinds() and not b.unobserved(), b.unobserved_reason()

@@ -10,7 +10,7 @@ from typing import Any
 from audits.checks.base import dpsgd_events
 
 RAW_FEATURES = "the DP-SGD examples do not read the raw features"
-NO_DPSGD = "no noisy DP-SGD step through methods.dpsgd"
+NO_DPSGD = "the ledger accounts no DP-SGD step (not applicable)"
 
 
 @dataclass

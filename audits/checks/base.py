@@ -10,11 +10,22 @@ from typing import Any, Callable
 
 import numpy as np
 
+from audits.verdicts import INCONCLUSIVE, NOT_APPLICABLE, PASS, SKIPPED, VIOLATION  # noqa: F401 (re-exported)
 from methods.base import Budget, Method, Task, fit_method
 from methods.streams import RunStreams
 
-PASS, VIOLATION, SKIPPED = "PASS", "VIOLATION", "SKIPPED"
 DPSGD_KINDS = ("poisson_gaussian", "fixed_size_gaussian", "hypergeometric_gaussian")
+#: what makes the white-box checks see a mechanism the ledger accounts: DP-SGD steps through the suite's optimiser,
+#: every other noise draw reported to methods.mechanisms
+DPSGD_REMEDY = ("take the DP-SGD steps with the suite's DP optimiser, methods.dpsgd.DPOptimizer (its step hook is "
+                "what the white-box checks read)")
+RELEASE_REMEDY = ("report each noisy release through methods.mechanisms.release(kind, declared=..., noise=...) "
+                  "(what the white-box checks read)")
+#: which observation shows a ledger event kind ran: a DP-SGD step seen by the step hook ("dpsgd"), or a release of
+#: this kind reported to methods.mechanisms
+OBSERVED_AS = {"poisson_gaussian": "dpsgd", "fixed_size_gaussian": "dpsgd", "hypergeometric_gaussian": "dpsgd",
+               "gaussian": "gaussian", "laplace": "laplace", "poisson_laplace": "laplace",
+               "randomized_response": "randomized_response"}
 #: the statistical white-box checks test against a claim relaxed by this much (noise 5% below what the ledger
 #: requires, a sampling rate 5% above it): rejecting the relaxed claim still refutes the real one, and a correct
 #: method, whose noise and rate are exactly the ledger's, is then (practically) never flagged by them
@@ -23,7 +34,11 @@ TOLERANCE = 0.05
 
 @dataclass
 class Check:
-    """One check's outcome: a statistic against a threshold, and a verdict."""
+    """One check's outcome: a statistic against a threshold, and a verdict.
+
+    A SKIPPED check says why in ``detail`` (a Check without one cannot be made). ``remedy`` is set when the check
+    applies to the method and did not run, in whole (SKIPPED) or in part (PASS on what it could see): it says what
+    would make it run, and the battery's headline is then INCONCLUSIVE rather than PASS."""
 
     name: str
     seed: int
@@ -34,13 +49,29 @@ class Check:
     alpha: float = 0.0  # the share of the error budget this check spent (0: exact)
     seconds: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
+    remedy: str = ""  # it applies and (part of) it did not run: what would make it run
+
+    def __post_init__(self) -> None:
+        if self.verdict == SKIPPED and not str(self.detail).strip():
+            raise ValueError(f"check {self.name}: a SKIPPED check must say why (detail)")
+
+    @property
+    def incomplete(self) -> bool:
+        """It applies to the method and (part of) it did not run (and it found no violation)."""
+        return bool(self.remedy) and self.verdict != VIOLATION
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 def skipped(name: str, seed: int, why: str) -> Check:
+    """A check that does not apply to the method, and why."""
     return Check(name, seed, SKIPPED, "-", "-", why)
+
+
+def not_run(name: str, seed: int, why: str, remedy: str) -> Check:
+    """A check that applies to the method but could not run: why, and what would make it run."""
+    return Check(name, seed, SKIPPED, "-", "-", why, remedy=remedy)
 
 
 def torch_bool(x):
@@ -172,10 +203,36 @@ class Battery:
         fitted = self.probe_fit
         return bool(self.probe.records and dpsgd_events(fitted.ledger))
 
+    def ledger_kinds(self) -> set[str]:
+        """The event kinds the probe fit's ledger accounts (what the method claims ran)."""
+        return {e.kind for e in self.probe_fit.ledger.events}
+
+    def unobserved(self) -> set[str]:
+        """The ledger's event kinds that no observation shows ran through the suite's instrumented code: DP-SGD
+        kinds without a DP-SGD step seen by the step hook, other kinds without a release of their kind reported to
+        :mod:`methods.mechanisms` (:data:`OBSERVED_AS`). The white-box checks cannot see them."""
+        dpsgd = self.dpsgd()  # makes the probe fit
+        seen = {r.kind for r in self.releases} | ({"dpsgd"} if dpsgd else set())
+        return {k for k in self.ledger_kinds() if OBSERVED_AS.get(k, k) not in seen}
+
     def mechanisms(self) -> set[str]:
-        """The ledger event kinds of what ran (DP-SGD kinds only where a DP-SGD step was seen)."""
-        kinds = {e.kind for e in self.probe_fit.ledger.events}
-        return kinds if self.dpsgd() else kinds - set(DPSGD_KINDS)
+        """The ledger event kinds of what ran, as far as the suite saw it (:meth:`unobserved` taken out)."""
+        return self.ledger_kinds() - self.unobserved()
+
+    def unobserved_reason(self, kinds=None) -> tuple[str, str]:
+        """(why, remedy) for the ledger kinds among ``kinds`` (default: all) that were not observed."""
+        miss = sorted(self.unobserved() if kinds is None else self.unobserved() & set(kinds))
+        dpsgd = [k for k in miss if k in DPSGD_KINDS]
+        other = [k for k in miss if k not in DPSGD_KINDS]
+        why, fix = [], []
+        if dpsgd:
+            why.append(f"the ledger accounts {', '.join(dpsgd)} but no DP-SGD step ran through methods.dpsgd")
+            fix.append(DPSGD_REMEDY)
+        if other:
+            why.append(f"the ledger accounts {', '.join(other)} but no such release was reported to "
+                       "methods.mechanisms")
+            fix.append(RELEASE_REMEDY)
+        return "; ".join(why), "; ".join(fix)
 
     def other_releases(self) -> list:
         self.probe_fit

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audits.checks.base import PASS, VIOLATION, Check
+from audits.checks.base import DPSGD_KINDS, PASS, VIOLATION, Check
 from audits.checks.registry import ANY, UNITS, register
 
 
@@ -19,10 +19,13 @@ def noise_independence(b, alpha: float) -> Check:
         # no DP-SGD step to reconstruct: the seeds alone (two generators with one seed are one stream)
         recorded = [s for s in b.seeds.torch_generators + b.seeds.torch_global]
         dup = sorted({s for s in recorded if recorded.count(s) > 1})
+        unseen = b.unobserved() & set(DPSGD_KINDS)  # DP-SGD the ledger accounts and the probe did not see
+        why, remedy = b.unobserved_reason(unseen) if unseen else ("", "")
         return Check("noise-independence", b.seed, VIOLATION if dup else PASS,
                      f"{len(recorded)} generator seeds, {len(dup)} shared", "no two generators share a seed",
                      f"seed(s) {dup[:3]} seed more than one generator: their streams coincide" if dup else
-                     "no DP-SGD step: seeds checked only", data={"shared": dup[:10]})
+                     f"seeds checked only: {why}" if unseen else "no DP-SGD step: seeds checked only",
+                     data={"shared": dup[:10]}, remedy=remedy)
     u = probe.noise_uniforms() if probe.noise_device == "cpu" else np.empty(0)
     corr = init_correlation(probe.inits or [], u) if u.size else 0.0
     first = b.batches.first

@@ -1,7 +1,8 @@
 """``bench audit``: an empirical privacy audit (an epsilon lower bound) against the ledger's claim
 (:func:`bench.api.audit`; what is logged: :mod:`bench.audit`).
 
-Exit status: 0 PASS, 3 VIOLATION, 2 bad input, 1 a failure while auditing (the run FAILED).
+Exit status: 0 PASS (or NOT APPLICABLE: a non-private method, nothing trained), 3 VIOLATION, 2 bad input, 1 a
+failure while auditing (the run FAILED).
 """
 
 from __future__ import annotations
@@ -184,8 +185,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     print(f"claimed epsilon {fmt_eps(r.claimed_epsilon)}  (max over trained models of the ledger's epsilon)")
     if args.mode == "pooled" and r.trials:
         b = r.details["bound"]
-        print(f"pair epsilon    {r.details['pair_epsilon']:.4g}  (exact epsilon of the audited pair over the run: "
-              f"the most any audit of this design can show)")
+        print(f"pair epsilon    {r.details['pair_epsilon']:.4g}  (exact epsilon of the pair the runs realised: the "
+              f"most any audit of this design can show; above the claim it is a VIOLATION, decided at the observed "
+              f"draw rates' lower confidence bounds: {r.details['pair_epsilon_low']:.4g})")
         print(f"epsilon_lb      {fmt_eps(r.epsilon_lb)} (Clopper-Pearson, assumes nothing), "
               f"{b['epsilon_lb_fdp']:.4g} (f-DP: GDP estimator), at {args.confidence:.0%} confidence; "
               f"{b['evaluation'][0]} + {b['evaluation'][1]} evaluation canaries, AUC {b['auc']:.3f}")
@@ -197,9 +199,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.output:
         write_json_atomic(args.output, r.to_dict())
     if out.verdict == "VIOLATION":
-        print("verdict         VIOLATION")
-        print(f"!!! PRIVACY VIOLATION: {out.method} leaks more than it claims: epsilon_lb {fmt_eps(r.epsilon_lb)}"
-              f" > claimed {fmt_eps(r.claimed_epsilon)} ({args.confidence:.0%} confidence) !!!", file=sys.stderr)
+        print(f"verdict         VIOLATION: {r.reason}")
+        print(f"!!! PRIVACY VIOLATION: {out.method} leaks more than it claims: {r.reason} "
+              f"({args.confidence:.0%} confidence) !!!", file=sys.stderr)
         return VIOLATION_EXIT
-    print("verdict         PASS")
+    print(f"verdict         {out.verdict}" + (f" ({r.reason}: no claim to audit)" if r.verdict != "PASS" else ""))
     return 0

@@ -1,7 +1,8 @@
 """``bench verify``: every check that applies to a method's privacy unit, as one table and one verdict
 (:func:`bench.api.verify`; the battery: :mod:`audits.verify`; what is logged: :mod:`bench.verify`).
 
-Exit status: 0 PASS, 3 VIOLATION, 2 bad input, 1 a failure while verifying (the run FAILED).
+Exit status: 0 PASS (or NOT APPLICABLE: a non-private method, nothing to check), 3 VIOLATION, 4 INCONCLUSIVE (a
+check that applies to the method did not run), 2 bad input, 1 a failure while verifying (the run FAILED).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 
 from bench.cliargs import COMMANDS, FILE_RULE, _float, check_common, command, job_args, stderr, threads_arg
 
-VIOLATION_EXIT = 3
+VIOLATION_EXIT, INCONCLUSIVE_EXIT = 3, 4
 
 
 @command("verify", "run every privacy check that applies to a method (structural, white-box, black-box audits)")
@@ -20,11 +21,14 @@ def _verify_parser(sub) -> argparse.ArgumentParser:
                                    "noise independent of init and sampler, private inference), white-box DP-SGD "
                                    "checks (steps and sampling against the ledger, noise calibration, occurrence "
                                    "counts, gradient canaries) and black-box one-run audits with canaries for the "
-                                   "method's unit; Bonferroni over the statistical checks. Exit 3 on VIOLATION.")
+                                   "method's unit; Bonferroni over the statistical checks. Exit 0 on PASS or NOT APPLICABLE "
+                                   "(a non-private method), 3 on VIOLATION, 4 on INCONCLUSIVE (a check that applies "
+                                   "to the method did not run).")
     p.add_argument("--method", "-m", required=True, help="method name (plugins via `bench --plugin FILE verify ...`)")
     p.add_argument("--dataset", "-d", required=True, help="dataset name, e.g. cora or csbm:nodes=2000,features=32")
     p.add_argument("--split", "-s", help="split name (default as in bench run)")
-    p.add_argument("--epsilon", "-e", type=_float, required=True, help="target epsilon (finite)")
+    p.add_argument("--epsilon", "-e", type=_float,
+                   help="target epsilon (finite; required for a private method, left out for a non-private one)")
     p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED",
                    help="seeds: the battery runs once per seed, the error budget shared by all (default: 0)")
@@ -63,8 +67,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     header = ["check"] + (["seed"] if multi else []) + ["statistic", "threshold", "verdict"]
     rows = []
     for c in rep.checks:
-        verdict = c.verdict + (f": {c.detail}" if c.verdict == "VIOLATION" and c.detail else "")
-        rows.append([c.name] + ([str(c.seed)] if multi else []) + [c.statistic, c.threshold, verdict])
+        rows.append([c.name] + ([str(c.seed)] if multi else []) + [c.statistic, c.threshold, _verdict_cell(c)])
     print(f"# {rep.method} ({rep.privacy_unit}-level) on {rep.dataset}/{rep.split}: target epsilon "
           f"{fmt_eps(rep.target_epsilon)}, delta {rep.delta:.3g}; family-wise confidence {rep.confidence:g} "
           f"(Bonferroni); {rep.seconds:.0f}s")
@@ -74,8 +77,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"note: {rep.note}")
     if args.output:
         write_json_atomic(args.output, out.to_dict())
-    if out.verdict == "VIOLATION":
-        print(f"VIOLATION ({', '.join(rep.violations)})")
-        return VIOLATION_EXIT
-    print("PASS")
-    return 0
+    print(rep.headline())
+    return {"VIOLATION": VIOLATION_EXIT, "INCONCLUSIVE": INCONCLUSIVE_EXIT}.get(out.verdict, 0)
+
+
+def _verdict_cell(c) -> str:
+    """A check's verdict with why: a VIOLATION's cause, a SKIPPED check's reason (NOT RUN where it applies to the
+    method and could not run), what a partial check did not see."""
+    if c.verdict == "VIOLATION":
+        return f"VIOLATION: {c.detail}" if c.detail else "VIOLATION"
+    if c.verdict == "SKIPPED":
+        return f"{'NOT RUN' if c.remedy else 'SKIPPED'}: {c.detail}"
+    return f"{c.verdict} (partial): {c.detail}" if c.remedy else c.verdict

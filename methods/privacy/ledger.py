@@ -149,10 +149,27 @@ class PrivacyLedger:
         """One line per public fact: ``num_train = 140: the training-set size: ...``."""
         return [f"{k} = {v}: {PUBLIC_FACTS.get(k, 'a fact its family names public')}" for k, v in self.conventions]
 
-    def same_events(self, other: "PrivacyLedger") -> bool:
-        """Same mechanisms with the same counts, in any order (what epsilon depends on)."""
-        key = lambda led: sorted(repr(e) for e in led.events)  # noqa: E731
-        return key(self) == key(other) and (self.non_private_use is None) == (other.non_private_use is None)
+    def same_events(self, other: "PrivacyLedger", rtol: float = 0.0) -> bool:
+        """Same mechanisms with the same counts, in any order (what epsilon depends on). ``rtol`` > 0: their float
+        parameters (noise multipliers, rates) may differ by that relative amount: a calibration that the accountant's
+        outward rounding (``methods.privacy.accountant``) moved in the last digits."""
+        if (self.non_private_use is None) != (other.non_private_use is None) or len(self.events) != len(other.events):
+            return False
+        if rtol <= 0:
+            key = lambda led: sorted(repr(e) for e in led.events)  # noqa: E731
+            return key(self) == key(other)
+
+        def fields(e: Event) -> tuple[tuple, tuple]:
+            exact, floats = [type(e).__name__], []
+            for f in dataclasses.fields(e):
+                v = getattr(e, f.name)
+                (floats if isinstance(v, float) else exact).append(v if isinstance(v, float) else repr(v))
+            return tuple(exact), tuple(floats)
+
+        mine, theirs = sorted(map(fields, self.events)), sorted(map(fields, other.events))
+        return all(a[0] == b[0] and len(a[1]) == len(b[1])
+                   and all(math.isclose(x, y, rel_tol=rtol, abs_tol=0.0) for x, y in zip(a[1], b[1]))
+                   for a, b in zip(mine, theirs))
 
     def epsilon_and_order(self, delta: float, accountant: str = "rdp",
                           conversion: str = "improved") -> tuple[float, float]:

@@ -1,0 +1,153 @@
+"""Two broken private methods that a new user could write, for the verification and audit tests.
+
+Test-only, registered through the public interface (``bench --plugin tests/plugins/hidden_bugs.py`` or by
+importing this module), never shipped. Unlike the mutant zoo (``tests/plugins/mutants.py``), whose bugs sit
+inside the suite's instrumented code, these hide from the suite's counters:
+
+``dp-mlp-overspent``
+    DP-MLP that calibrates its noise to ``OVERSPEND`` x the target epsilon and attaches the ledger of a correct
+    fit at the target: the ledger states the target's noise multiplier z, the steps run with the smaller
+    z' of ``OVERSPEND`` x epsilon. True epsilon: ``OVERSPEND`` x the target (the DP-MLP ledger at z', by
+    construction of the calibration). The white-box audit sees its real noise, so the exact epsilon of the pair
+    it realises is about ``OVERSPEND`` x the claim.
+``handwritten-dpsgd``
+    Node-level DP-SGD on an MLP with its own loop (per-example gradients with ``torch.func``, Poisson batches,
+    clipping to C, Gaussian noise), not :class:`methods.dpsgd.DPOptimizer`, so no step hook sees its steps and
+    no white-box check can read them. Its ledger is DP-MLP's (``steps x PoissonGaussian(rate, z)``), but it draws
+    ``noise_factor`` x z C of noise (default 0.5). True epsilon: the DP-MLP ledger at ``noise_factor`` x z (about
+    2.2 at claim 1 on Cora). With ``noise_factor=1`` it is a correct method that the suite cannot look inside.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from methods import inference as I
+from methods.base import ConfigError, FitContext, Method, register
+from methods.dp_mlp import DPMLP
+from methods.dpsgd import PoissonSampler
+from methods.models import GraphInput, linear_mlp
+from methods.privacy import PrivacyLedger, calibrate_noise, presets
+from methods.training import FeatureQueryFitted, feature_map
+
+#: dp-mlp-overspent trains at this multiple of the target epsilon
+OVERSPEND = 2.5
+
+
+@register("dp-mlp-overspent")
+class DPMLPOverspent(DPMLP):
+    """DP-MLP whose steps are calibrated to ``OVERSPEND`` x the target epsilon while its ledger states the
+    target's (see the module docstring)."""
+
+    description = f"BROKEN: DP-MLP trained at {OVERSPEND:g}x its budget with a correct fit's ledger"
+
+    def _fit(self, ctx: FitContext):
+        import methods.dp_mlp as mod
+
+        ratio = {}
+        real_calibrate, real_opt = mod.calibrate_noise, mod.DPOptimizer
+
+        def calibrate(ledger_for, epsilon, delta):
+            z = real_calibrate(ledger_for, epsilon, delta)  # what the ledger will state
+            ratio["run"] = real_calibrate(ledger_for, OVERSPEND * epsilon, delta) / z  # BUG: what the steps use
+            return z
+
+        class Overspent(real_opt):
+            def step(self, inputs, target, noise_std, denominator):
+                return super().step(inputs, target, noise_std * ratio.get("run", 1.0), denominator)
+
+        mod.calibrate_noise, mod.DPOptimizer = calibrate, Overspent
+        try:
+            fitted = super()._fit(ctx)
+        finally:
+            mod.calibrate_noise, mod.DPOptimizer = real_calibrate, real_opt
+        fitted.info["noise_multiplier_run"] = fitted.info["noise_multiplier"] * ratio.get("run", 1.0)
+        return fitted
+
+
+@dataclass
+class HandwrittenConfig:
+    hidden: int = 16
+    lr: float = 0.01
+    epochs: int = 100
+    batch_size: int = 256
+    clip: float = 1.0
+    noise_factor: float = 0.5  # BUG at the default: the noise drawn, as a multiple of what the ledger accounts
+
+    def validate(self) -> None:
+        if min(self.hidden, self.epochs, self.batch_size) < 1:
+            raise ConfigError("hidden, epochs and batch_size must be >= 1")
+        if self.lr <= 0 or self.clip <= 0 or self.noise_factor <= 0:
+            raise ConfigError("lr, clip and noise_factor must be > 0")
+
+
+class _MLP(torch.nn.Module):
+    def __init__(self, net: torch.nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, g: GraphInput) -> torch.Tensor:
+        return self.net(g.x)
+
+
+@register("handwritten-dpsgd")
+class HandwrittenDPSGD(Method):
+    """Node-level DP-SGD (DP-Adam) on an MLP with a hand-written loop: Poisson rate B / n, per-example clipping to
+    C, N(0, (noise_factor z C)^2) on the sum, DP-MLP's ledger at z (see the module docstring)."""
+
+    description = "MLP with a hand-written DP-SGD loop (not methods.dpsgd); test plugin"
+    privacy_unit = "node"
+    inference_reads = frozenset({I.OWN_FEATURES})  # an MLP on the queried node's own row
+    Config = HandwrittenConfig
+    smoke_config = {"epochs": 2, "hidden": 8, "batch_size": 32}
+
+    def _fit(self, ctx: FitContext):
+        from torch.func import functional_call, grad, vmap
+
+        task, budget, c = ctx.task, ctx.budget, self.config
+        idx = task.train_mask.nonzero().view(-1)
+        n = int(idx.numel())
+        if n == 0:
+            raise ConfigError(f"{task.dataset}/{task.split} has no training node")
+        steps = c.epochs * max(1, math.ceil(n / c.batch_size))
+
+        def ledger_for(z: float, t: int = steps) -> PrivacyLedger:
+            return presets.dp_mlp(num_train=n, batch_size=c.batch_size, noise_multiplier=z, steps=t)
+
+        z = calibrate_noise(ledger_for, budget.epsilon, budget.delta)
+        x_all = task.data.x.float()
+        x, y = x_all[idx], task.data.y[idx]
+        with ctx.init():
+            net = linear_mlp(task.num_features, c.hidden, task.num_classes, 2)
+        params = {k: v.detach() for k, v in net.named_parameters()}
+        opt = torch.optim.Adam(list(params.values()), lr=c.lr)
+        for v in params.values():
+            v.requires_grad_(False)
+        sampler = PoissonSampler(n, presets.poisson_rate(c.batch_size, n), ctx.generator("sampler"), unit="node")
+        noise_gen = ctx.generator("noise")
+
+        def loss(p, xi, yi):
+            out = functional_call(net, p, (xi.unsqueeze(0),))
+            return torch.nn.functional.cross_entropy(out, yi.unsqueeze(0))
+
+        per_example = vmap(grad(loss), in_dims=(None, 0, 0))
+        for _ in range(steps):
+            b = sampler.sample()
+            grads = per_example(params, x[b], y[b]) if b.numel() else {k: v[None] * 0 for k, v in params.items()}
+            norms = torch.sqrt(sum(g.reshape(g.size(0), -1).pow(2).sum(1) for g in grads.values()))
+            scale = (c.clip / (norms + 1e-12)).clamp(max=1.0)
+            for k, p in params.items():
+                g = (grads[k] * scale.view(-1, *([1] * (grads[k].dim() - 1)))).sum(0)
+                noise = torch.normal(0.0, c.noise_factor * z * c.clip, p.shape, generator=noise_gen)
+                p.grad = (g + noise) / sampler.expected_size
+            opt.step()
+        net.load_state_dict(params)
+        info = {"noise_multiplier": z, "steps": steps}
+        return FeatureQueryFitted(_MLP(net), GraphInput(x_all, torch.empty(2, 0, dtype=torch.long)),
+                                  ledger_for(z), [{"epoch": c.epochs}], info, feature_map=feature_map(False))
+
+
+__all__ = ["DPMLPOverspent", "HandwrittenDPSGD", "OVERSPEND"]
