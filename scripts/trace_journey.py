@@ -15,7 +15,8 @@ Reported (one JSON object), over the modules *entered* (a call into one of its f
 ``modules`` (distinct modules touched), ``revisits`` (entries into a module already left) and ``climbs`` (steps
 from a lower layer to a higher one: methods < attacks, audits < bench); ``control_revisits`` and ``control_climbs``
 count the same over where control is after every call *and return* (``control``), so a return from ``methods``
-into its ``bench`` caller is a climb too.
+into its ``bench`` caller is a climb too; ``resolutions``: how often each function that reads part of the request
+(:data:`RESOLVERS`) was entered.
 """
 
 from __future__ import annotations
@@ -28,10 +29,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("bench", "attacks", "audits", "methods")
 #: higher climbs: a step from a lower rank to a higher one is a climb
 RANK = {"methods": 0, "attacks": 1, "audits": 1, "bench": 2}
+#: the functions that read part of a request (a name, an option, the split, the device, the data): the journey
+#: counts how often each is entered (``resolutions``); a request resolved once enters each at most once
+RESOLVERS = ("bench.datasets.registry:resolve_dataset", "methods.base:get_method", "bench.options:scoped_overrides",
+             "bench.hparams:lookup", "bench.splits:check_split", "bench.splits:make_task",
+             "bench.datasets:load_dataset", "methods.device:resolve_device")
 STOPS = {"audit": "audits.runner:audit", "verify": "audits.verify:verify"}
 DEFAULT_STOP = "methods.base:fit_method"
 
@@ -56,6 +61,8 @@ class Journey:
     sequence: list[str] = field(default_factory=list)
     #: where control is after every call and return (a return into the caller's module counts too)
     control: list[str] = field(default_factory=list)
+    #: calls of each of :data:`RESOLVERS`
+    resolutions: dict[str, int] = field(default_factory=dict)
     reached: bool = False  # the command got to the stop point (else it ended or failed before)
 
     @property
@@ -73,12 +80,15 @@ def top(module: str) -> str:
 
 
 def module_of(filename: str, cache: dict[str, str | None]) -> str | None:
-    """``.../bench/datasets/registry.py`` -> ``bench.datasets.registry``; None outside the four packages."""
+    """``.../bench/datasets/registry.py`` -> ``bench.datasets.registry``; None outside the four packages (of the
+    checkout ``bench`` is imported from)."""
     if filename in cache:
         return cache[filename]
+    import bench
+
     name = None
     try:
-        rel = Path(filename).resolve().relative_to(REPO)
+        rel = Path(filename).resolve().relative_to(Path(bench.__file__).resolve().parents[1])
     except (ValueError, OSError):
         rel = None
     if rel is not None and rel.suffix == ".py" and rel.parts[0] in PACKAGES:
@@ -133,6 +143,7 @@ def trace(argv: list[str], stop: str | None = None) -> Journey:
     undo = _patch_stop(stop or STOPS.get(command or "", DEFAULT_STOP), reached)
     cache: dict[str, str | None] = {}
     entered, control = journey.sequence, journey.control
+    counts = journey.resolutions = dict.fromkeys(RESOLVERS, 0)
 
     base = sys._getframe()
 
@@ -159,8 +170,12 @@ def trace(argv: list[str], stop: str | None = None) -> Journey:
             return
         if not control or control[-1] != m:
             control.append(m)
-        if event == "call" and (not entered or entered[-1] != m):
-            entered.append(m)
+        if event == "call":
+            if not entered or entered[-1] != m:
+                entered.append(m)
+            key = f"{m}:{here.f_code.co_name}"
+            if key in counts:
+                counts[key] += 1
 
     sys.setprofile(profile)
     try:
@@ -185,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.sequence:
         out.pop("sequence")
     out.pop("control")
+    out["resolutions"] = {k: v for k, v in j.resolutions.items() if v}
     print(json.dumps(out))
     if args.sequence:
         print("\n".join(j.sequence), file=sys.stderr)
