@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from attacks import metrics as M
 from attacks.base import Attack, Target, available_attacks, get_attack, run_attack
@@ -50,12 +51,13 @@ def parse_attack_overrides(items: list[str], names: list[str]) -> dict[str, dict
                             noun="attack option", owners="attacks")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class AttackPlan:
-    """Validated attacks for a run: names, their overrides, the bootstrap size and a plot folder."""
+    """Validated attacks for a run: names, their overrides, the bootstrap size and a plot folder (part of a
+    frozen :class:`bench.plan.RunPlan`)."""
 
-    names: list[str]
-    overrides: dict[str, dict[str, str]]
+    names: tuple[str, ...]
+    overrides: Mapping[str, Mapping[str, str]]
     bootstrap: int = M.DEFAULT_BOOTSTRAP
     plot_dir: str | None = None
 
@@ -71,7 +73,9 @@ def plan_attacks(names: list[str], overrides: list[str], bootstrap: int = M.DEFA
     if bootstrap < 0:
         raise ConfigError(f"--bootstrap must be >= 0 (got {bootstrap})")
     check_output_dir(plot_dir, "--plot-dir")
-    plan = AttackPlan(resolved, parse_attack_overrides(overrides, resolved), bootstrap, plot_dir)
+    per = parse_attack_overrides(overrides, resolved)
+    plan = AttackPlan(tuple(resolved), MappingProxyType({n: MappingProxyType(o) for n, o in per.items()}), bootstrap,
+                      plot_dir)
     for n in resolved:
         plan.build(n)  # option errors surface here, before any run is opened
     return plan

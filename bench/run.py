@@ -1,16 +1,15 @@
 """The run job: one run = (method, dataset, split, budget, hyperparameters, seed).
 
-:func:`prepare` checks everything that can be checked without training (names, split/dataset fit, budget,
-hyperparameters, attacks, data files) before any run is opened, so bad input leaves nothing behind (a
-:class:`~methods.errors.BenchError`); :func:`run_one` trains, evaluates and logs one run (an error inside it is
-a :class:`~bench.tracking.RunFailed`, the run FAILED); :func:`run_targets` does every method x seed of a
-:class:`RunSpec`. :mod:`bench.api` is the documented entry point over them.
+A request (:class:`~bench.plan.RunSpec`) is resolved once into a frozen :class:`~bench.plan.RunPlan`
+(:func:`bench.plan.plan_run`, which refuses bad input before any run opens: a :class:`~methods.errors.BenchError`);
+:func:`run_one` trains, evaluates and logs one method at one seed of a plan (an error inside it is a
+:class:`~bench.tracking.RunFailed`, the run FAILED); :func:`run_plan` does every method x seed of a plan and
+:func:`run_targets` every one of a request. :mod:`bench.api` is the documented entry point over them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import os
 import statistics
@@ -22,14 +21,11 @@ import torch
 
 from bench import tracking
 from bench.cliargs import fmt_eps
-from bench.datasets import GraphDataset, load_dataset, resolve_dataset
 from bench.io import format_table
-from bench.options import field_names, scoped_overrides
+from bench.plan import MethodPlan, RunPlan, RunSpec, plan_run, privacy_units, resolve_budget  # noqa: F401
 from bench.provenance import host_description, predictions_hash  # noqa: F401  (re-exported)
-from bench.splits import check_split, make_task
-from methods.base import (Budget, BudgetError, ConfigError, ContractViolation, Method, Task, check_fitted,
-                          config_dict, default_delta, fit_method, get_method, stable_hash)
-from methods.device import resolve_device
+from bench.splits import make_task  # noqa: F401  (re-exported)
+from methods.base import ConfigError, ContractViolation, Task, check_fitted, fit_method, get_method, stable_hash
 from methods.privacy.accountant import DEFAULT_ACCOUNTANT
 from methods.streams import RunStreams
 
@@ -38,40 +34,6 @@ DIAGNOSTIC = "diagnostic."
 DIAGNOSTIC_NOTE = "not private, not released: computed from private data without a DP mechanism (debugging only)"
 #: per-epoch keys that a ledger covers (the accountant's epsilon after each step is data-independent)
 RELEASED_HISTORY = frozenset({"epsilon", "epoch", "steps", "stage", "stage_epoch"})
-
-
-@dataclass
-class RunSpec:
-    methods: list[str]
-    dataset: str
-    split: str | None = None
-    seeds: list[int] = field(default_factory=lambda: [0])
-    epsilon: float | None = None
-    delta: float | None = None
-    overrides: list[str] = field(default_factory=list)  # "key=value" or "method.key=value"
-    device: str = "auto"
-    data_root: str | None = None
-    download: bool = False
-    experiment: str = DEFAULT_EXPERIMENT
-    track: bool = True
-    progress: bool = True
-    # membership-inference attacks on every trained model (bench.attack): names, "key=value" options,
-    # bootstrap resamples for their intervals, an optional folder for ROC plots
-    attacks: list[str] = field(default_factory=list)
-    attack_overrides: list[str] = field(default_factory=list)
-    bootstrap: int = 1000
-    plot_dir: str | None = None
-    # extra MLflow tags on every run (bench.sweep marks its cells and their owner process with them)
-    tags: dict[str, str] = field(default_factory=dict)
-    # the DP noise from OS entropy, never logged (methods.streams); default: reproducible from the seed
-    secure_noise: bool = False
-    # keep the diagnostics (numbers no ledger covers) in results and --output (they are always in MLflow)
-    diagnostics: bool = False
-    # use the checked-in hyperparameters of configs/hparams.yaml for a method and dataset (bench.hparams)
-    hparams: bool = True
-    # log the released model (bench.release: weights, cached noisy aggregates, a released graph, and the served
-    # model) as the run's artefact ``release/``, which attacks and audits of the recorded run load
-    log_release: bool = True
 
 
 @dataclass
@@ -107,27 +69,6 @@ class RunResult:
             d.pop("diagnostics")
             d.pop("history")
         return d
-
-
-def parse_overrides(items: list[str], method_names: list[str]) -> dict[str, dict[str, str]]:
-    """``["hidden=32", "gcn.lr=0.05"]`` -> per-method override dicts; unknown keys are errors."""
-    return scoped_overrides(items, {m: field_names(get_method(m).Config) for m in method_names})
-
-
-def privacy_units(task: Task, unit: str) -> int:
-    if unit == "edge":
-        return max(task.num_edges, 1)
-    if task.setting == "transductive":
-        return task.num_nodes
-    return int(task.train_mask.sum())
-
-
-def resolve_budget(spec_eps: float | None, spec_delta: float | None, method: Method, task: Task) -> Budget:
-    if not method.is_private:
-        return Budget(math.inf, 0.0)  # listed next to private methods: runs without privacy
-    eps = math.inf if spec_eps is None else spec_eps
-    delta = spec_delta if spec_delta is not None else default_delta(privacy_units(task, method.privacy_unit))
-    return Budget(eps, delta)
 
 
 def evaluate(task: Task, proba: torch.Tensor) -> dict[str, float]:
@@ -178,65 +119,8 @@ def diagnostic_history(history: list[dict[str, float]]) -> list[dict[str, float]
     return [{(k if k in RELEASED_HISTORY else DIAGNOSTIC + k): v for k, v in row.items()} for row in history]
 
 
-@dataclass
-class Prepared:
-    spec: RunSpec
-    classes: list[type[Method]]
-    overrides: dict[str, dict[str, str]]
-    dataset: GraphDataset
-    split: str
-    device: torch.device
-    attacks: Any = None  # bench.attack.AttackPlan when attacks were asked for
-    hp_entries: dict[str, Any] = field(default_factory=dict)  # method -> the bench.hparams.Entry it uses
-
-
-def prepare(spec: RunSpec) -> Prepared:
-    """Validate the whole request and load the data; raise a BenchError before anything is written."""
-    if not spec.methods:
-        raise ConfigError("no method given")
-    classes = [get_method(m) for m in spec.methods]
-    if len(set(spec.methods)) != len(spec.methods):
-        raise ConfigError("a method is listed twice")
-    dataset_name = resolve_dataset(spec.dataset)  # the one reading of the name: canonical, with its default split
-    spec = dataclasses.replace(spec, dataset=dataset_name.name)
-    split = spec.split or dataset_name.default_split
-    check_split(split, spec.dataset)
-    if not spec.seeds:
-        raise ConfigError("no seed given")
-    if any(s < 0 for s in spec.seeds) or len(set(spec.seeds)) != len(spec.seeds):
-        raise ConfigError(f"seeds must be distinct non-negative integers (got {spec.seeds})")
-    if spec.epsilon is not None:
-        Budget(spec.epsilon, spec.delta or 0.0)  # validates epsilon > 0 and delta in [0, 1)
-    elif spec.delta is not None:
-        Budget(math.inf, spec.delta)
-    overrides = parse_overrides(spec.overrides, spec.methods)
-    hp_entries: dict[str, Any] = {}
-    if spec.hparams:
-        from bench import hparams as H
-
-        for cls in classes:
-            known = {f.name for f in dataclasses.fields(cls.Config)}
-            overrides[cls.name], entry = H.resolve(cls.name, spec.dataset, split, spec.epsilon, overrides[cls.name],
-                                                   known)
-            if entry is not None:
-                hp_entries[cls.name] = entry
-    for cls in classes:
-        method = cls(**overrides[cls.name])  # hyperparameter errors surface here
-        if method.is_private and spec.epsilon is None:
-            raise BudgetError(f"method {cls.name} is private: give --epsilon (or --epsilon inf to train without noise)")
-        if method.is_private and spec.epsilon is not None and spec.delta is not None:
-            method.check_budget(Budget(spec.epsilon, spec.delta))  # e.g. delta = 0 for a Gaussian mechanism
-    if spec.epsilon is not None and math.isfinite(spec.epsilon) and all(c.privacy_unit == "none" for c in classes):
-        # a lone non-private method with a target epsilon is a mistake; mixed lists run it at eps=inf
-        classes[0]().check_budget(Budget(spec.epsilon, spec.delta or 0.0))
-    plan = None
-    if spec.attacks or spec.attack_overrides:
-        from bench.attack import plan_attacks
-
-        plan = plan_attacks(spec.attacks, spec.attack_overrides, spec.bootstrap, spec.plot_dir)
-    device = resolve_device(spec.device)
-    dataset = load_dataset(spec.dataset, spec.data_root, spec.download)
-    return Prepared(spec, classes, overrides, dataset, split, device, plan, hp_entries)
+#: the former name of :func:`bench.plan.plan_run`
+prepare = plan_run
 
 
 def run_name(method: str, dataset: str, split: str, epsilon: float, seed: int) -> str:
@@ -245,37 +129,37 @@ def run_name(method: str, dataset: str, split: str, epsilon: float, seed: int) -
     return f"{method}/{dataset}/{split}/eps={eps_name}/s{seed}"
 
 
-def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedRun | None = None) -> RunResult:
-    """Train, evaluate (and attack, when planned) one method at one seed as one tracked run."""
-    spec = p.spec
-    task = make_task(p.dataset, p.split, seed)
-    method = cls(**p.overrides[cls.name])
+def run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun | None = None) -> RunResult:
+    """Train, evaluate (and attack, when planned) one method of a plan at one seed as one tracked run."""
+    cls, trk = mp.cls, p.tracking
+    task = p.task(seed)
+    method = mp.build()
     method.check_task(task)
-    budget = resolve_budget(spec.epsilon, spec.delta, method, task)
+    budget = p.budget(method, task)
     method.check_budget(budget)
-    hparams = config_dict(method.config)
+    hparams = dict(mp.hparams)
     identity = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "seed": seed,
                 "epsilon": str(budget.epsilon), "delta": budget.delta, "hparams": hparams}
-    streams = RunStreams(seed, secure_noise=spec.secure_noise)
+    streams = RunStreams(seed, secure_noise=p.secure_noise)
     params = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "seed": seed,
               "privacy_unit": cls.privacy_unit, "unit_label": cls.label(), "setting": task.setting,
               "target_epsilon": str(budget.epsilon), "delta": budget.delta, "device": str(p.device),
               "split_hash": task.split_hash(), "config_hash": stable_hash(identity),
-              "dataset_source": p.dataset.source, "secure_noise": spec.secure_noise,
-              "random_streams": streams.describe()["streams"], "hp_source": _hp_source(p, cls.name),
+              "dataset_source": p.dataset.source, "secure_noise": p.secure_noise,
+              "random_streams": streams.describe()["streams"], "hp_source": mp.hp_source,
               "accountant": DEFAULT_ACCOUNTANT, "privacy_units": privacy_units(task, cls.privacy_unit),
               "host": host_description(p.device), "threads": torch.get_num_threads(),
               **{f"hp.{k}": v for k, v in hparams.items()}}
-    tags = {**spec.tags, "method": cls.name, "dataset": p.dataset.name, "split": p.split,
+    tags = {**trk.tags, "method": cls.name, "dataset": p.dataset.name, "split": p.split,
             "config_hash": params["config_hash"], "diagnostics": DIAGNOSTIC_NOTE}
     name = run_name(cls.name, p.dataset.name, p.split, budget.epsilon, seed)
-    with tracking.tracked_run(spec.experiment, name, tags=tags, parent=parent, enabled=spec.track) as run:
+    with tracking.tracked_run(trk.experiment, name, tags=tags, parent=parent, enabled=trk.track) as run:
         run.log_params(params)
         run.log_dict({"identity": identity, "task": task.summary(), "split_info": task.info,
                       "dataset_changes": p.dataset.changes, "hparams": hparams, "streams": streams.describe()},
                      "config.json")
         t0 = time.perf_counter()
-        fitted = fit_method(method, task, budget, streams, device=p.device, progress=spec.progress)
+        fitted = fit_method(method, task, budget, streams, device=p.device, progress=trk.progress)
         seconds = time.perf_counter() - t0
         proba = fitted.predict_proba()
         if tuple(proba.shape) != (task.num_nodes, task.num_classes):
@@ -294,7 +178,7 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
                          "epsilon": spent, "fit_seconds": seconds})
         run.log_dict(fitted.ledger.to_dict(), "ledger.json")
         run.log_dict(released, "info.json")
-        if spec.log_release:
+        if p.log_release:
             from bench import release
 
             release.log(run, fitted, task)
@@ -307,24 +191,14 @@ def run_one(p: Prepared, cls: type[Method], seed: int, parent: tracking.TrackedR
             from bench.attack import attack_one
 
             target = Target(task, method, budget, fitted, streams, p.device)
-            reports = attack_one(p.attacks, target, run, experiment=spec.experiment, track=spec.track,
-                                 progress=spec.progress, run_name=name,
-                                 tags={**spec.tags, "attacked_model": "the run's own model, in memory"})
+            reports = attack_one(p.attacks, target, run, experiment=trk.experiment, track=trk.track,
+                                 progress=trk.progress, run_name=name,
+                                 tags={**trk.tags, "attacked_model": "the run's own model, in memory"})
         return RunResult(cls.name, p.dataset.name, p.split, seed, cls.privacy_unit, metrics, spent, budget.delta,
                          budget.epsilon, run.run_id, seconds, released, reports, cls.label(),
                          None if inference_private is None else bool(inference_private),
                          {**{k[len(DIAGNOSTIC):]: v for k, v in diag_metrics.items()}, **diag},
-                         history if spec.diagnostics else [])
-
-
-def _hp_source(p: Prepared, method: str) -> str:
-    entry = p.hp_entries.get(method)
-    if entry is None:
-        return "defaults" + (" + --set" if p.spec.overrides else "")
-    note = ("tuned on validation labels, outside the privacy budget, as the papers do" if entry.source == "tuned"
-            else entry.source)
-    where = "configs/hparams_tuned.yaml" if entry.source == "tuned" else "configs/hparams.yaml"
-    return f"{where} {entry.method}/{entry.key} ({note})" + (" + --set" if p.spec.overrides else "")
+                         history if p.diagnostics else [])
 
 
 def _number(v: Any) -> bool:
@@ -332,24 +206,28 @@ def _number(v: Any) -> bool:
 
 
 def run_targets(spec: RunSpec, log: Callable[[str], None] | None = None) -> list[RunResult]:
-    """Every method x seed of ``spec`` (attacks included when it asks for them): validated first (a BenchError
-    before any run opens), then one run each. ``log`` gets one line per dataset and per finished run."""
+    """Every method x seed of ``spec``: planned first (a BenchError before any run opens), then :func:`run_plan`."""
+    return run_plan(plan_run(spec), log)
+
+
+def run_plan(plan: RunPlan, log: Callable[[str], None] | None = None) -> list[RunResult]:
+    """Every method x seed of a plan (attacks included when it has them), one run each. ``log`` gets one line per
+    dataset and per finished run."""
     log = log or (lambda line: None)
-    prepared = prepare(spec)
-    ds = prepared.dataset
-    if spec.epsilon is not None:
-        plain = [c.name for c in prepared.classes if c.privacy_unit == "none"]
+    ds = plan.dataset
+    if plan.epsilon is not None:
+        plain = [m.name for m in plan.methods if m.cls.privacy_unit == "none"]
         if plain:
             log(f"# note: {', '.join(plain)} not private: run at epsilon=inf")
     changed = ", ".join(f"{k}={v}" for k, v in ds.changes.items() if v) or "nothing"
     log(f"# {ds.name}: {ds.num_nodes} nodes, {ds.data.edge_index.size(1) // 2} edges, {ds.data.x.size(1)} features, "
         f"{ds.num_classes} classes (normalised on load: {changed})")
     results = []
-    for cls in prepared.classes:
-        for seed in spec.seeds:
-            r = run_one(prepared, cls, seed)
+    for mp in plan.methods:
+        for seed in plan.seeds:
+            r = run_one(plan, mp, seed)
             results.append(r)
-            attacks = f", {len(r.attacks)} attack(s)" if spec.attacks else ""
+            attacks = f", {len(r.attacks)} attack(s)" if plan.attacks is not None else ""
             log(f"  {r.method} seed {seed}: test acc {r.metrics.get('test_acc', float('nan')):.4f}, "
                 f"epsilon {fmt_eps(r.epsilon)}, {r.seconds:.1f}s{attacks}; "
                 + (f"run {r.run_id}" if r.run_id else "not tracked"))

@@ -12,7 +12,8 @@ import math
 import pytest
 
 from bench.cli import load_plugin, main
-from bench.run import RunSpec, prepare, run_one
+from bench.plan import RunSpec, plan_run
+from bench.run import run_one
 from methods import available_methods, get_method
 from methods.base import Method
 from tests.conftest import REPO
@@ -28,8 +29,8 @@ def _tracked_run(name: str):
     spec = RunSpec(methods=[name], dataset=DATASET, split=split, epsilon=4.0, delta=1e-4,
                    overrides=[f"{k}={v}" for k, v in cls.smoke_config.items()], experiment="account-run",
                    progress=False)
-    p = prepare(spec)
-    return run_one(p, p.classes[0], 0)
+    p = plan_run(spec)
+    return run_one(p, p.methods[0], 0)
 
 
 @pytest.mark.parametrize("name", PRIVATE)

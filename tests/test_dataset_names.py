@@ -1,6 +1,6 @@
 """Dataset names resolve case-insensitively to one dataset with one default split, or are refused, the same way
 at every entry point: the registry (:func:`bench.datasets.resolve_dataset`), ``bench.splits.default_split``, the
-run's preparation (``bench run/audit/verify/attack`` and :mod:`bench.api` all go through ``bench.run.prepare``)
+run's plan (``bench run/audit/verify/attack`` and :mod:`bench.api` all go through ``bench.plan.plan_run``)
 and sweep configs. Registry-wide: a dataset added later is covered."""
 
 from __future__ import annotations
@@ -65,16 +65,16 @@ def test_two_school_folders_differing_in_case_are_refused(tmp_path):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_run_prepares_the_canonical_dataset_and_its_default_split(name, monkeypatch):
-    """``bench.run.prepare`` (every CLI command and bench.api that trains): the dataset it loads and the split it
+    """``bench.plan.plan_run`` (every CLI command and bench.api that trains): the dataset it loads and the split it
     runs are the canonical name's, however the name was typed (no data is loaded: the loader is replaced)."""
-    import bench.run as R
+    import bench.plan as P
 
     loaded = []
-    monkeypatch.setattr(R, "load_dataset", lambda n, *a, **k: loaded.append(n) or n)
+    monkeypatch.setattr(P, "load_dataset", lambda n, *a, **k: loaded.append(n.name) or n.name)
     ref = resolve_dataset(name)
     for spelled in spellings(name):
-        p = R.prepare(R.RunSpec(methods=["mlp"], dataset=spelled, track=False, progress=False))
-        assert (p.split, p.spec.dataset, loaded[-1]) == (ref.default_split, ref.name, ref.name), spelled
+        p = P.plan_run(P.RunSpec(methods=["mlp"], dataset=spelled, track=False, progress=False))
+        assert (p.split, p.dataset, loaded[-1]) == (ref.default_split, ref.name, ref.name), spelled
 
 
 def test_a_sweep_config_reads_names_as_a_run_does():

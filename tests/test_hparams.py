@@ -47,16 +47,16 @@ def entry_file(tmp_path, monkeypatch):
 def test_bench_run_uses_the_entry_and_logs_where_it_came_from(entry_file):
     (r,) = api.run("dp-mlp", CSBM, epsilon=4.0, track=False)
     assert r.metrics["test_acc"] >= 0
-    from bench.run import RunSpec, prepare
+    from bench.plan import RunSpec, plan_run
 
-    p = prepare(RunSpec(methods=["dp-mlp"], dataset=CSBM, epsilon=4.0, track=False))
-    assert p.hp_entries["dp-mlp"].values == {"hidden": 8, "epochs": 2, "lr": 0.05}
-    assert p.overrides["dp-mlp"]["hidden"] == "8" and p.overrides["dp-mlp"]["lr"] == "0.05"
+    (m,) = plan_run(RunSpec(methods=["dp-mlp"], dataset=CSBM, epsilon=4.0, track=False)).methods
+    assert m.entry.values == {"hidden": 8, "epochs": 2, "lr": 0.05}
+    assert m.overrides["hidden"] == "8" and m.overrides["lr"] == "0.05"
     # --set wins over the entry; hparams=False ignores it
-    p = prepare(RunSpec(methods=["dp-mlp"], dataset=CSBM, epsilon=8.0, overrides=["hidden=4"], track=False))
-    assert p.overrides["dp-mlp"]["hidden"] == "4" and "lr" not in p.overrides["dp-mlp"]
-    p = prepare(RunSpec(methods=["dp-mlp"], dataset=CSBM, epsilon=8.0, track=False, hparams=False))
-    assert not p.hp_entries and "hidden" not in p.overrides["dp-mlp"]
+    (m,) = plan_run(RunSpec(methods=["dp-mlp"], dataset=CSBM, epsilon=8.0, overrides=["hidden=4"], track=False)).methods
+    assert m.overrides["hidden"] == "4" and "lr" not in m.overrides
+    (m,) = plan_run(RunSpec(methods=["dp-mlp"], dataset=CSBM, epsilon=8.0, track=False, hparams=False)).methods
+    assert m.entry is None and "hidden" not in m.overrides
 
 
 def test_the_sweep_puts_the_entry_in_the_cells_identity(entry_file):

@@ -91,10 +91,10 @@ def test_shift_likelihood_orders_a_replace_one_trace():
 
 def test_signed_canaries_give_minus_c_to_the_out_worlds_examples():
     """Feature unit: the out world's canary row is -f_k, and the hook gives its example -C (replace-one)."""
-    from bench.run import RunSpec, make_task, prepare
+    from bench.plan import RunSpec, plan_run
 
-    p = prepare(RunSpec(methods=["dp-mlp-feature"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False))
-    task = make_task(p.dataset, p.split, 0)
+    p = plan_run(RunSpec(methods=["dp-mlp-feature"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False))
+    task = p.task(0)
     cs = make_canaries(task, "feature", 6, CanaryConfig(hops=0, degree=0, signed=True), seed=0)
     include = np.array([True, False, True, False, True, False])
     world = cs.world(include)
@@ -124,10 +124,10 @@ def test_worst_case_design_gives_dpgnn_its_occurrence_bound():
 
 
 def test_dpgnn_anchors_hold_minus_f_and_put_the_canary_in_its_trees():
-    from bench.run import RunSpec, make_task, prepare
+    from bench.plan import RunSpec, plan_run
 
-    p = prepare(RunSpec(methods=["dpgnn"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False))
-    task = make_task(p.dataset, p.split, 0)
+    p = plan_run(RunSpec(methods=["dpgnn"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False))
+    task = p.task(0)
     cs = make_canaries(task, "node", 3, CanaryConfig(hops=0, degree=2, fresh_anchors=True, signed=True), seed=0)
     world = cs.world(np.array([True, False, True]))
     cols = canary_columns(world.num_features, 3)
@@ -174,10 +174,10 @@ def test_lower_rate_shifts_never_raise_the_pair_and_cover_the_true_rate():
 
 
 def _dp_mlp_audit(cls, runs=2, canaries=200, eps=4.0):
-    from bench.run import RunSpec, make_task, prepare
+    from bench.plan import RunSpec, plan_run
 
-    p = prepare(RunSpec(methods=["dp-mlp"], dataset=GRAPH, seeds=[0], epsilon=eps, track=False))
-    task = make_task(p.dataset, p.split, 0)
+    p = plan_run(RunSpec(methods=["dp-mlp"], dataset=GRAPH, seeds=[0], epsilon=eps, track=False))
+    task = p.task(0)
     return audit(lambda: cls(epochs=5, batch_size=64), task, Budget(eps, 1e-3), "pooled", trials=runs,
                  canaries=canaries, canary_type="gradient", seed=3)
 
@@ -226,12 +226,12 @@ def test_pooled_mode_needs_gradient_canaries():
 def test_dpgnn_canary_sits_in_all_its_anchors_trees_with_the_worst_case_design():
     """With floor(K/2) anchors DP-GNN's sampler keeps every anchor edge, so an included canary is +C in 1 + K/2
     trees and an excluded one -C in K/2 (full batches: every tree drawn at every step)."""
-    from bench.run import RunSpec, make_task, prepare, resolve_budget
+    from bench.plan import RunSpec, plan_run, resolve_budget
     from methods.base import fit_method
     from methods.streams import RunStreams
 
-    p = prepare(RunSpec(methods=["dpgnn"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False))
-    task = make_task(p.dataset, p.split, 0)
+    p = plan_run(RunSpec(methods=["dpgnn"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False))
+    task = p.task(0)
     method = get_method("dpgnn")(max_degree=4, epochs=1, batch_size=10_000)
     design = worst_case_design(method)
     m = 10

@@ -28,14 +28,18 @@ from bench.datasets.sources import BUNDLED, dataset_catalog, find, is_available,
 from methods.errors import BenchError
 
 
-def load_dataset(name: str, data_root: str | os.PathLike | None = None, download: bool = False) -> GraphDataset:
-    """Load a named dataset (see :mod:`bench.datasets.registry`) from the first folder that has its raw files
-    (see :mod:`bench.datasets.sources`). ``download=True`` (``--download``) fetches missing files with the stock
+def load_dataset(name: str | DatasetName, data_root: str | os.PathLike | None = None,
+                 download: bool = False) -> GraphDataset:
+    """Load a named dataset (see :mod:`bench.datasets.registry`; a name already resolved by
+    :func:`resolve_dataset` is not read again) from the first folder that has its raw files (see
+    :mod:`bench.datasets.sources`). ``download=True`` (``--download``) fetches missing files with the stock
     loader even when ``data_root`` or ``$BENCH_DATA_ROOT`` is set or ``$BENCH_OFFLINE`` is. Results are cached
     in-process per raw-file fingerprint; do not mutate them."""
-    canonical, spec, opts = parse_dataset_name(name)
+    resolved = name if isinstance(name, DatasetName) else resolve_dataset(name)
+    canonical, spec, opts = resolved.name, resolved.spec, resolved.options
     if spec.synthetic:
         return _load(canonical, "", "", tuple(sorted(opts.items())))
+    name = canonical
     root = locate(name, data_root, download)
     canonical, spec, opts = parse_dataset_name(name, root)
     fp = fingerprint(root, spec.files(opts))

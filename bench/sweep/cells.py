@@ -74,18 +74,15 @@ class SweepConfig:
 
 def expand(grid: Any) -> SweepConfig:
     """The cells of a validated :class:`bench.sweep.config.Grid`, in config order, each identity once."""
+    from bench.plan import plan_method
     from bench.splits import check_split, default_split
-    from methods.base import config_dict, stable_hash
+    from methods.base import stable_hash
     from methods.errors import BenchError
-
-    from bench import hparams as H
-    from bench.options import field_names
 
     audits, verify = grid.audits, grid.verify
     cells: list[Cell] = []
     seen: set[str] = set()
     for m in grid.methods:
-        known = set(field_names(m.cls.Config))
         for ds in m.datasets:
             for sp in m.splits:
                 split = default_split(ds) if sp == "default" else sp
@@ -98,14 +95,14 @@ def expand(grid: Any) -> SweepConfig:
                     skip = (f"method {m.name} does not support the {SPLIT_SETTING.get(split)} setting of split "
                             f"{split} (supported: {', '.join(m.cls.settings)})")
                 for eps in m.epsilons:
-                    # the checked-in hyperparameters for this method and dataset, under the config's own
-                    resolved = (H.resolve(m.name, ds, split, eps, dict(m.overrides), known)[0] if grid.hparams
-                                else dict(m.overrides))
+                    # the checked-in hyperparameters for this method and dataset, under the config's own: the
+                    # settings a run of the cell plans (bench.plan), so the cell's id hashes what the run will use
                     try:
-                        hparams = config_dict(m.cls(**resolved).config)
+                        mp = plan_method(m.cls, ds, split, eps, dict(m.overrides), grid.hparams)
                     except BenchError as e:
                         raise BenchError(f"{grid.where}: method {m.name} on {ds}: {e}") from None
-                    overrides = tuple(f"{k}={v}" for k, v in sorted(resolved.items()))
+                    hparams = dict(mp.hparams)
+                    overrides = tuple(f"{k}={v}" for k, v in sorted(mp.overrides.items()))
                     for seed in m.seeds:
                         attacks = grid.attacks if grid.attack_seeds is None or seed in grid.attack_seeds else []
                         base = dict(kind="run", method=m.name, dataset=ds, split=split, epsilon=eps, seed=int(seed),

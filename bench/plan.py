@@ -1,0 +1,441 @@
+"""One resolved plan per job: a request read once, frozen, and executed without being read again.
+
+A request (:class:`RunSpec` for ``bench run``/``bench attack``, :class:`AuditSpec`, :class:`VerifySpec`; the
+commands, :mod:`bench.api` and the sweep's cells all build one) is resolved here, in one pass, into a frozen plan:
+the dataset named canonically and loaded, the split checked against it, the budget and delta rule, each method's
+hyperparameters with their source (``configs/hparams*.yaml`` under ``--set``), the attacks, the device and the
+tracking. :func:`plan_run`, :func:`plan_audit` and :func:`plan_verify` are the validation: bad input is a
+:class:`~methods.errors.BenchError` raised while the plan is built, before any run opens or anything is written.
+:mod:`bench.run`, :mod:`bench.audit` and :mod:`bench.verify` execute plans; nothing below them parses a name or
+an option again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from bench import DEFAULT_EXPERIMENT
+from bench.datasets import GraphDataset, load_dataset, resolve_dataset
+from bench.options import field_names, scoped_overrides
+from bench.splits import check_split, make_task
+from methods.base import (Budget, BudgetError, ConfigError, Method, Task, available_methods, config_dict,
+                          default_delta, get_method, stable_hash)
+from methods.device import resolve_device
+
+AUDIT_MODES = ("one-run", "multi-run", "pooled")
+
+
+# --------------------------------------------------------------------------------------
+# Requests: plain data, as the commands, bench.api and the sweep give them
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunSpec:
+    methods: list[str]
+    dataset: str
+    split: str | None = None
+    seeds: list[int] = field(default_factory=lambda: [0])
+    epsilon: float | None = None
+    delta: float | None = None
+    overrides: list[str] = field(default_factory=list)  # "key=value" or "method.key=value"
+    device: str = "auto"
+    data_root: str | None = None
+    download: bool = False
+    experiment: str = DEFAULT_EXPERIMENT
+    track: bool = True
+    progress: bool = True
+    # membership-inference attacks on every trained model (bench.attack): names, "key=value" options,
+    # bootstrap resamples for their intervals, an optional folder for ROC plots
+    attacks: list[str] = field(default_factory=list)
+    attack_overrides: list[str] = field(default_factory=list)
+    bootstrap: int = 1000
+    plot_dir: str | None = None
+    # extra MLflow tags on every run (bench.sweep marks its cells and their owner process with them)
+    tags: dict[str, str] = field(default_factory=dict)
+    # the DP noise from OS entropy, never logged (methods.streams); default: reproducible from the seed
+    secure_noise: bool = False
+    # keep the diagnostics (numbers no ledger covers) in results and --output (they are always in MLflow)
+    diagnostics: bool = False
+    # use the checked-in hyperparameters of configs/hparams.yaml for a method and dataset (bench.hparams)
+    hparams: bool = True
+    # log the released model (bench.release: weights, cached noisy aggregates, a released graph, and the served
+    # model) as the run's artefact ``release/``, which attacks and audits of the recorded run load
+    log_release: bool = True
+
+
+@dataclass
+class AuditSpec:
+    method: str
+    dataset: str
+    split: str | None = None
+    epsilon: float | None = None
+    delta: float | None = None
+    mode: str = "one-run"  # one-run (Steinke et al. 2023) or multi-run (Clopper-Pearson over T models per world)
+    trials: int = 50  # multi-run: models per world
+    canaries: int = 200  # one-run: canaries m
+    confidence: float = 0.95
+    hops: int = 2  # receptive field the canaries are made hop-disjoint for
+    canary_degree: int = 1  # anchor edges per canary node
+    canary_scale: float = 3.0  # canary feature norm / median row norm
+    canary_pattern: str = "dedicated"  # dedicated | random
+    canary_type: str = "input"  # input (black box) | gradient (white box, DP-SGD methods)
+    fresh_anchors: bool = False  # new zero-row anchor nodes per canary instead of existing training nodes
+    seed: int = 0  # split, canaries, inclusion bits, training seeds
+    overrides: list[str] = field(default_factory=list)
+    device: str = "auto"
+    data_root: str | None = None
+    download: bool = False
+    experiment: str = DEFAULT_EXPERIMENT
+    track: bool = True
+    progress: bool = False
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.mode not in AUDIT_MODES:
+            raise ConfigError(f"unknown audit mode {self.mode!r} (choose {', '.join(AUDIT_MODES)})")
+        if self.mode == "multi-run" and self.trials < 2:
+            raise ConfigError(f"--trials must be >= 2 (got {self.trials})")
+        if self.mode == "pooled":
+            if self.canary_type != "gradient":
+                raise ConfigError("--mode pooled needs white-box gradient canaries (--level whitebox)")
+            if self.trials < 1:
+                raise ConfigError(f"--trials (runs) must be >= 1 (got {self.trials})")
+            if self.canaries < 4:
+                raise ConfigError(f"--canaries must be >= 4 (got {self.canaries})")
+        if self.mode == "one-run" and self.canaries < 2:
+            raise ConfigError(f"--canaries must be >= 2 (got {self.canaries})")
+        if not 0 < self.confidence < 1:
+            raise ConfigError(f"--confidence must be in (0, 1) (got {self.confidence})")
+        if self.hops < 0 or self.canary_degree < 0:
+            raise ConfigError("--hops and --canary-degree must be >= 0")
+        if not self.canary_scale > 0:
+            raise ConfigError(f"--canary-scale must be > 0 (got {self.canary_scale})")
+        if self.seed < 0:
+            raise ConfigError(f"--seed must be >= 0 (got {self.seed})")
+
+    def run_spec(self) -> RunSpec:
+        """The run this audit trains: its one method at its seed."""
+        return RunSpec(methods=[self.method.strip()], dataset=self.dataset, split=self.split, seeds=[self.seed],
+                       epsilon=self.epsilon, delta=self.delta, overrides=list(self.overrides), device=self.device,
+                       data_root=self.data_root, download=self.download, experiment=self.experiment,
+                       track=self.track, progress=self.progress, tags=dict(self.tags))
+
+
+@dataclass
+class VerifySpec:
+    method: str
+    dataset: str
+    split: str | None = None
+    epsilon: float | None = None
+    delta: float | None = None
+    seeds: list[int] = field(default_factory=lambda: [0])
+    quick: bool = False
+    canaries: int | None = None
+    trials: int = 0
+    confidence: float = 0.95
+    checks: list[str] | None = None
+    overrides: list[str] = field(default_factory=list)
+    device: str = "auto"
+    data_root: str | None = None
+    download: bool = False
+    experiment: str = DEFAULT_EXPERIMENT
+    track: bool = True
+    progress: bool = False
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def config(self, device: Any):
+        from audits.verify import CHECKS, VerifyConfig
+
+        cfg = VerifyConfig(seeds=tuple(int(s) for s in self.seeds), quick=self.quick, confidence=self.confidence,
+                           canaries=self.canaries, trials=self.trials, checks=tuple(self.checks or CHECKS),
+                           device=device, progress=self.progress)
+        cfg.validate()
+        return cfg
+
+    def run_spec(self) -> RunSpec:
+        return RunSpec(methods=[self.method.strip()], dataset=self.dataset, split=self.split, seeds=list(self.seeds),
+                       epsilon=self.epsilon, delta=self.delta, overrides=list(self.overrides), device=self.device,
+                       data_root=self.data_root, download=self.download, experiment=self.experiment,
+                       track=self.track, progress=self.progress, tags=dict(self.tags))
+
+
+# --------------------------------------------------------------------------------------
+# Budgets
+# --------------------------------------------------------------------------------------
+
+
+def privacy_units(task: Task, unit: str) -> int:
+    if unit == "edge":
+        return max(task.num_edges, 1)
+    if task.setting == "transductive":
+        return task.num_nodes
+    return int(task.train_mask.sum())
+
+
+def resolve_budget(spec_eps: float | None, spec_delta: float | None, method: Method, task: Task) -> Budget:
+    """The budget a method runs at on ``task``: none for a non-private method; else the target epsilon (``inf``
+    when none) and delta, by default the largest power of ten below 1/#privacy units."""
+    if not method.is_private:
+        return Budget(math.inf, 0.0)  # listed next to private methods: runs without privacy
+    eps = math.inf if spec_eps is None else spec_eps
+    delta = spec_delta if spec_delta is not None else default_delta(privacy_units(task, method.privacy_unit))
+    return Budget(eps, delta)
+
+
+# --------------------------------------------------------------------------------------
+# Plans
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MethodPlan:
+    """One method of a plan: its class, the overrides it is built with (the checked-in entry's values under the
+    user's ``--set``), the entry they come from, and the resulting hyperparameters."""
+
+    cls: type[Method]
+    overrides: Mapping[str, str]
+    hparams: Mapping[str, Any]
+    entry: Any = None  # the bench.hparams.Entry used, or None
+    user_set: bool = False  # the request had --set overrides
+
+    @property
+    def name(self) -> str:
+        return self.cls.name
+
+    def build(self) -> Method:
+        """A fresh instance (one per fit: a method holds no state between fits, but a run must not share one)."""
+        return self.cls(**self.overrides)
+
+    @property
+    def hp_source(self) -> str:
+        """Where the hyperparameters come from, as a run logs it (parameter ``hp_source``)."""
+        set_note = " + --set" if self.user_set else ""
+        e = self.entry
+        if e is None:
+            return "defaults" + set_note
+        note = ("tuned on validation labels, outside the privacy budget, as the papers do" if e.source == "tuned"
+                else e.source)
+        where = "configs/hparams_tuned.yaml" if e.source == "tuned" else "configs/hparams.yaml"
+        return f"{where} {e.method}/{e.key} ({note})" + set_note
+
+
+def plan_method(cls: type[Method], dataset: str, split: str, epsilon: float | None, user: Mapping[str, str],
+                hparams: bool = True, user_set: bool = False) -> MethodPlan:
+    """``cls``'s settings on ``dataset``/``split`` at ``epsilon``: the checked-in entry (when ``hparams``) under
+    ``user``; the method is built once here, so a bad value is an error now."""
+    return _plan_method(cls, dataset, split, epsilon, user, hparams, user_set)[0]
+
+
+def _plan_method(cls: type[Method], dataset: str, split: str, epsilon: float | None, user: Mapping[str, str],
+                 hparams: bool, user_set: bool) -> tuple[MethodPlan, Method]:
+    overrides, entry = dict(user), None
+    if hparams:
+        from bench import hparams as H
+
+        overrides, entry = H.resolve(cls.name, dataset, split, epsilon, overrides, field_names(cls.Config))
+    method = cls(**overrides)  # hyperparameter errors surface here
+    plan = MethodPlan(cls, MappingProxyType(overrides), MappingProxyType(config_dict(method.config)), entry,
+                      user_set)
+    return plan, method
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """Where and how a job is logged."""
+
+    experiment: str = DEFAULT_EXPERIMENT
+    track: bool = True
+    progress: bool = True
+    tags: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Every method x seed of a request, resolved (see the module docstring)."""
+
+    methods: tuple[MethodPlan, ...]
+    dataset: GraphDataset
+    split: str
+    seeds: tuple[int, ...]
+    epsilon: float | None
+    delta: float | None
+    device: Any  # torch.device
+    tracking: Tracking
+    attacks: Any = None  # bench.attack.AttackPlan when attacks were asked for
+    secure_noise: bool = False
+    diagnostics: bool = False
+    log_release: bool = True
+
+    def task(self, seed: int) -> Task:
+        """The split of the dataset at ``seed`` (a split is computed per run from its seed)."""
+        return make_task(self.dataset, self.split, seed)
+
+    def budget(self, method: Method, task: Task) -> Budget:
+        return resolve_budget(self.epsilon, self.delta, method, task)
+
+
+def plan_run(spec: RunSpec) -> RunPlan:
+    """Validate the whole request and load the data; raise a BenchError before anything is written."""
+    if not spec.methods:
+        raise ConfigError("no method given")
+    classes = [get_method(m) for m in spec.methods]
+    if len(set(spec.methods)) != len(spec.methods):
+        raise ConfigError("a method is listed twice")
+    name = resolve_dataset(spec.dataset)  # the one reading of the name: canonical, with its default split
+    split = spec.split or name.default_split
+    check_split(split, name.name)
+    seeds = tuple(spec.seeds)
+    if not seeds:
+        raise ConfigError("no seed given")
+    if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"seeds must be distinct non-negative integers (got {list(seeds)})")
+    eps, delta = spec.epsilon, spec.delta
+    if eps is not None:
+        Budget(eps, delta or 0.0)  # validates epsilon > 0 and delta in [0, 1)
+    elif delta is not None:
+        Budget(math.inf, delta)
+    user = scoped_overrides(spec.overrides, {c.name: field_names(c.Config) for c in classes})
+    methods = []
+    for cls in classes:
+        mp, method = _plan_method(cls, name.name, split, eps, user[cls.name], spec.hparams, bool(spec.overrides))
+        if method.is_private and eps is None:
+            raise BudgetError(f"method {cls.name} is private: give --epsilon (or --epsilon inf to train without noise)")
+        if method.is_private and eps is not None and delta is not None:
+            method.check_budget(Budget(eps, delta))  # e.g. delta = 0 for a Gaussian mechanism
+        methods.append(mp)
+    if eps is not None and math.isfinite(eps) and all(c.privacy_unit == "none" for c in classes):
+        # a lone non-private method with a target epsilon is a mistake; mixed lists run it at eps=inf
+        classes[0]().check_budget(Budget(eps, delta or 0.0))
+    attacks = None
+    if spec.attacks or spec.attack_overrides:
+        from bench.attack import plan_attacks
+
+        attacks = plan_attacks(spec.attacks, spec.attack_overrides, spec.bootstrap, spec.plot_dir)
+    device = resolve_device(spec.device)
+    dataset = load_dataset(name, spec.data_root, spec.download)
+    tracking = Tracking(spec.experiment, spec.track, spec.progress, MappingProxyType(dict(spec.tags)))
+    return RunPlan(tuple(methods), dataset, split, seeds, eps, delta, device, tracking, attacks, spec.secure_noise,
+                   spec.diagnostics, spec.log_release)
+
+
+def _identity(mp: MethodPlan, plan: RunPlan, budget: Budget, **seeds: Any) -> dict[str, Any]:
+    """What a job's ``config_hash`` hashes: method, data, seed(s), budget and hyperparameters."""
+    return {"method": mp.name, "dataset": plan.dataset.name, "split": plan.split, **seeds,
+            "epsilon": str(budget.epsilon), "delta": budget.delta, "hparams": dict(mp.hparams)}
+
+
+@dataclass(frozen=True)
+class AuditPlan:
+    """One method's audit, resolved: its run plan, the task and budget of the audit's seed, the audit's options
+    and the canary design (checked by a dry run)."""
+
+    run: RunPlan
+    task: Task
+    budget: Budget
+    mode: str
+    trials: int
+    canaries: int
+    confidence: float
+    canary: Any  # audits.canaries.CanaryConfig
+    canary_type: str
+    seed: int
+
+    @property
+    def method(self) -> MethodPlan:
+        return self.run.methods[0]
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return _identity(self.method, self.run, self.budget, seed=self.seed)
+
+    @property
+    def config_hash(self) -> str:
+        return stable_hash(self.identity)
+
+
+def plan_audit(spec: AuditSpec) -> AuditPlan:
+    """Validate an audit request like a run's, plus the audit's options and a dry run of the canary design."""
+    from audits.canaries import CanaryConfig, make_canaries
+    from audits.runner import MIN_CANARIES, check_canary_type
+
+    spec.validate()
+    run = plan_run(spec.run_spec())
+    mp = run.methods[0]
+    canary = CanaryConfig(hops=spec.hops, degree=spec.canary_degree, scale=spec.canary_scale,
+                          pattern=spec.canary_pattern, fresh_anchors=spec.fresh_anchors)
+    canary.validate()
+    task = run.task(spec.seed)
+    method = mp.build()
+    method.check_task(task)
+    budget = run.budget(method, task)
+    method.check_budget(budget)
+    check_canary_type(method, spec.canary_type, canary)  # gradient canaries need a DP-SGD method, private or not
+    if method.privacy_unit != "none":
+        # a dry run of the canary design, so a graph too small for the canaries is an input error
+        if spec.mode == "pooled":
+            from audits.pooled import worst_case_design
+
+            if method.privacy_unit not in ("node", "feature"):
+                raise ConfigError(f"--mode pooled audits node- or feature-level DP-SGD, not "
+                                  f"{method.privacy_unit}-level {mp.name}")
+            canary = worst_case_design(method, canary)
+        make_canaries(task, method.privacy_unit, 1 if spec.mode == "multi-run" else spec.canaries, canary,
+                      seed=spec.seed, allow_fewer=None if spec.mode == "pooled" else min(spec.canaries, MIN_CANARIES))
+    return AuditPlan(run, task, budget, spec.mode, spec.trials, spec.canaries, spec.confidence, canary,
+                     spec.canary_type, spec.seed)
+
+
+@dataclass(frozen=True)
+class VerifyPlan:
+    """One method's verification, resolved: its run plan, the task and budget of its first seed, and the
+    battery's configuration (:class:`audits.verify.VerifyConfig`)."""
+
+    run: RunPlan
+    task: Task
+    budget: Budget
+    config: Any  # audits.verify.VerifyConfig
+    quick: bool
+
+    @property
+    def method(self) -> MethodPlan:
+        return self.run.methods[0]
+
+    @property
+    def seeds(self) -> list[int]:
+        return list(self.run.seeds)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {**_identity(self.method, self.run, self.budget, seeds=self.seeds), "quick": self.quick}
+
+    @property
+    def config_hash(self) -> str:
+        return stable_hash(self.identity)
+
+
+def plan_verify(spec: VerifySpec) -> VerifyPlan:
+    """Validate a verification request like a run's, plus the battery's options."""
+    named = available_methods().get(spec.method.strip())
+    if named is not None and named.privacy_unit != "none" and (spec.epsilon is None or not math.isfinite(spec.epsilon)):
+        raise ConfigError(f"bench verify checks a privacy claim: give a finite --epsilon/-e ({named.name} is "
+                          f"{named.privacy_unit}-level private)")
+    run = plan_run(spec.run_spec())
+    cfg = spec.config(run.device)
+    task = run.task(int(run.seeds[0]))
+    method = run.methods[0].build()
+    # "-e inf" for a non-private method is what it claims: the same as no --epsilon
+    if not method.is_private and spec.epsilon is not None and math.isinf(spec.epsilon):
+        run = dataclasses.replace(run, epsilon=None)
+    method.check_task(task)
+    budget = run.budget(method, task)
+    method.check_budget(budget)
+    return VerifyPlan(run, task, budget, cfg, spec.quick)
+
+
+__all__ = ["AUDIT_MODES", "AuditPlan", "AuditSpec", "MethodPlan", "RunPlan", "RunSpec", "Tracking", "VerifyPlan",
+           "VerifySpec", "plan_audit", "plan_method", "plan_run", "plan_verify", "privacy_units", "resolve_budget"]
