@@ -7,6 +7,7 @@
     bench perf privgnn        PrivGNN teachers per second: this code vs the one-by-one PyG loop
     bench perf fit            whole fits per method family on a device (cuda) vs a reference (2-thread cpu)
     bench perf scale          fit seconds and peak RSS per method family on csbm graphs from 10k to 2.4M nodes
+    bench perf audits         the mechanism-level audits (nine kinds x four epsilons): total seconds, every bound
 
 Each benchmark lives in its own module of this package and registers itself with :func:`benchmark`. Every one
 prints a table (``--json``: one JSON object on stdout instead) with the torch threads and the machine's load
@@ -32,7 +33,7 @@ from typing import Any, Callable
 from bench.cliargs import COMMANDS, command
 
 #: the benchmark modules of this package, imported when ``bench perf`` builds its parser
-MODULES = ("dpsgd", "dpgnn_fit", "dpgnn_sampler", "drw_sampler", "privgnn", "fit", "scale")
+MODULES = ("dpsgd", "dpgnn_fit", "dpgnn_sampler", "drw_sampler", "privgnn", "fit", "scale", "audits")
 
 BENCHMARKS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], tuple[str, ...]]] = {}
 
