@@ -72,7 +72,8 @@ def _perf_parser(sub) -> argparse.ArgumentParser:
 #: the smallest value of the integer options the benchmarks share (where a benchmark has one)
 AT_LEAST = {"threads": 0, "rounds": 1, "repeats": 1, "seed": 0, "reference_threads": 1, "max_degree": 0,
             "layers": 0, "max_children": 0, "walk_length": 0, "restarts": 1, "batch": 1, "nodes": 1, "features": 1,
-            "hidden": 1, "teachers": 1, "classes": 1, "private": 1, "queries": 1, "teacher_batch": 1, "epochs": 1}
+            "hidden": 1, "teachers": 1, "classes": 1, "private": 1, "queries": 1, "teacher_batch": 1, "epochs": 1,
+            "workers": 1}
 #: float options that must be positive
 POSITIVE = ("min_run_time", "epsilon")
 

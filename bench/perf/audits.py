@@ -90,10 +90,10 @@ def _run(args: argparse.Namespace) -> int:
     from audits.mechanism import MECHANISMS, validate_audit
     from audits.mechanisms import Mutation
     from methods.errors import ConfigError
-
-    if args.workers < 1:
-        raise ConfigError(f"--workers must be >= 1 (got {args.workers})")
     names = args.mechanism or list(MECHANISMS)
+    unknown = [n for n in names if n not in MECHANISMS]
+    if unknown:
+        raise ConfigError(f"unknown mechanism {unknown[0]!r} (known: {', '.join(MECHANISMS)})")
     for n in names:
         for e in args.epsilons:
             validate_audit(n, e, delta=1e-5, trials=MECHANISMS[n].trials if args.trials is None else args.trials,
