@@ -22,6 +22,9 @@ DPSGD_RATE = 0.5
 #: the first draws of every :func:`fixed_size_draws` call are the methods' sampler's own, and the replay must
 #: reproduce them exactly
 REPLAY_CHECK = 64
+#: the largest population replayed: lcm(2, ..., 22) < 2^32 <= lcm(2, ..., 23), and randint draws r mod L from one
+#: 32-bit output only for L < 2^32 (larger populations loop over the sampler itself)
+REPLAY_MAX_POPULATION = 22
 
 if TYPE_CHECKING:  # torch is imported where a mechanism runs, so the module loads without it
     import torch
@@ -72,7 +75,7 @@ def fixed_size_draws(sampler: FixedSizeSampler, count: int) -> torch.Tensor:
     import torch
 
     n, m, gen = sampler.n, sampler.m, sampler.gen
-    if math.lcm(*range(2, max(n, 2) + 1)) >= 1 << 32:
+    if n > REPLAY_MAX_POPULATION:
         return torch.stack([sampler.sample() for _ in range(count)]) if count else torch.empty(0, m, dtype=torch.long)
     head = min(count, REPLAY_CHECK)
     state = gen.get_state()
