@@ -334,6 +334,53 @@ def audit_mechanism(name: str, epsilon: float, *, delta: float = DEFAULT_DELTA, 
         fdp_assumes=family.assumes, worst_case=mech.worst_case, pair=mech.pair, tests=tests)
 
 
+def _worker_init() -> None:
+    """One torch thread per worker process (the workers share the cores), and the libraries every audit loads
+    imported before the first one is timed."""
+    import torch
+
+    import methods.dpsgd  # noqa: F401
+    import methods.gap.edgerand  # noqa: F401
+    import methods.privacy.accountant  # noqa: F401
+
+    torch.set_num_threads(1)
+
+
+def _audit_job(job: tuple[str, float], options: dict) -> MechanismAudit:
+    return audit_mechanism(job[0], job[1], **options)
+
+
+def run_audits(jobs: list[tuple[str, float]], *, workers: int = 1, on_done: Callable[[], None] | None = None,
+               **options) -> list[MechanismAudit]:
+    """:func:`audit_mechanism` for each (name, epsilon) of ``jobs`` with ``options``, in ``workers`` processes
+    (each with one torch thread); results in the order of ``jobs``. Every audit draws from its own seeded streams,
+    so the results are the same whatever ``workers`` is (only ``seconds`` differs). A mechanism registered at run
+    time (a plugin, a test) rather than by a module of :mod:`audits.mechanisms` runs in this process, where it is
+    registered. ``on_done`` is called after each audit."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"--workers must be a positive integer (got {workers!r})")
+    out: list[MechanismAudit | None] = [None] * len(jobs)
+    remote = [i for i, (name, _) in enumerate(jobs)
+              if workers > 1 and MECHANISMS[name].sample.__module__.startswith("audits.mechanisms.")]
+    if remote:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(min(workers, len(remote)), mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_worker_init) as pool:
+            futures = {pool.submit(_audit_job, jobs[i], options): i for i in remote}
+            for f in as_completed(futures):
+                out[futures[f]] = f.result()
+                if on_done:
+                    on_done()
+    for i, job in enumerate(jobs):
+        if out[i] is None:
+            out[i] = _audit_job(job, options)
+            if on_done:
+                on_done()
+    return out  # type: ignore[return-value]
+
+
 def compose_gaussian(audit: MechanismAudit, count: int) -> dict:
     """A whole-pipeline bound from one audited Gaussian release, ``count`` identical non-adaptive releases of it on
     the same pair (e.g. GAP/ProGAP edge level: K NAP releases of one edge), both ways:
@@ -366,5 +413,5 @@ __all__ = ["AUDITED_KINDS", "CP_ASSUMES", "DEFAULT_DELTA", "DEFAULT_TRIALS", "DP
            "MechanismAudit", "Mutation", "NAP_NODE_DEGREE", "OneSidedMixtureFamily", "PRIVGNN_RATE",
            "PoissonGaussianFamily", "RandomizedResponseFamily", "RevealedHypergeometric", "Sampler", "SoundBound",
            "SubsampledPureFamily", "audit_mechanism", "compose_gaussian", "gaussian_delta", "laplace_difference_sf",
-           "mechanism_for", "pate_gap", "privgnn_argmax_epsilon", "privgnn_posterior", "tradeoff_pair",
+           "mechanism_for", "pate_gap", "privgnn_argmax_epsilon", "privgnn_posterior", "run_audits", "tradeoff_pair",
            "validate_audit"]

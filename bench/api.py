@@ -165,14 +165,16 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
 def audit_mechanisms(mechanisms: str | Iterable[str] | None = None, epsilons: Iterable[float] = (0.5, 1.0, 2.0, 4.0), *,
                      delta: float = 1e-5, trials: int | None = None, seed: int = 0,
                      mutation: Mapping[str, float] | None = None, confidence: float = 0.95,
-                     progress: bool = False) -> list:
+                     progress: bool = False, workers: int = 1) -> list:
     """Mechanism-level audits (:mod:`audits.mechanism`): each of ``mechanisms`` (default: all) calibrated so that
     its claim (the ledger event's tightest sound epsilon) is each of ``epsilons`` at ``delta``, ``trials`` trials per
     world in each half (default: each mechanism's own). Each result carries the assumption-free bound
     (``epsilon_lb_cp``) and the f-DP one (``epsilon_lb_fdp``, assuming ``fdp_assumes``). ``mutation``
     (``noise``, ``sensitivity``, ``rate`` factors) runs the code with less noise than it states. Returns one
-    :class:`audits.mechanism.MechanismAudit` per (mechanism, epsilon), in that order; nothing is tracked."""
-    from audits.mechanism import MECHANISMS, Mutation, audit_mechanism, validate_audit
+    :class:`audits.mechanism.MechanismAudit` per (mechanism, epsilon), in that order; nothing is tracked.
+    ``workers`` > 1 runs the audits in that many processes (the same results: each audit has its own seeded
+    streams)."""
+    from audits.mechanism import MECHANISMS, Mutation, run_audits, validate_audit
     from methods.base import ConfigError
     from methods.progress import progress_bar
 
@@ -193,13 +195,12 @@ def audit_mechanisms(mechanisms: str | Iterable[str] | None = None, epsilons: It
             raise ConfigError(f"epsilon must be a positive finite number (got {e})")
         validate_audit(n, e, delta=delta, trials=MECHANISMS[n].trials if trials is None else trials,
                                  mutation=mut, confidence=confidence, seed=seed)
-    out = []
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"--workers must be a positive integer (got {workers!r})")
     with progress_bar(len(jobs), "mechanism audits", enabled=progress) as bar:
-        for n, e in jobs:
-            out.append(audit_mechanism(n, e, delta=delta, trials=None if trials is None else int(trials),
-                                       seed=seed, mutation=mut, confidence=confidence))
-            bar.update(1)
-    return out
+        return run_audits(jobs, workers=workers, on_done=lambda: bar.update(1), delta=delta,
+                          trials=None if trials is None else int(trials), seed=seed, mutation=mut,
+                          confidence=confidence)
 
 
 def verify(method: str, dataset: str, *, split: str | None = None, epsilon: float | None = None,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
-from audits.mechanisms._dpsgd import dirac_steps, signed_rows
+from audits.mechanisms._dpsgd import dirac_steps, fixed_size_draws, signed_canaries
 from audits.mechanisms.base import Mechanism, Mutation, Sampler, unsupported
 from audits.mechanisms.families import OneSidedMixtureFamily, gaussian_delta
 from audits.mechanisms.registry import register
@@ -76,23 +76,19 @@ def _dpgnn_step(population: int, occurrences: int, batch: int, columns: int = 50
     def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
         """DP-GNN's step: per trial, a population of ``population`` subgraphs of which the first ``occurrences``
         hold the node, and a batch of ``batch`` drawn by the methods' :class:`~methods.dpsgd.FixedSizeSampler` (as
-        DP-GNN draws its batches). The strongest realisable pair found (:class:`HypergeometricGaussianFamily`;
-        :func:`signed_rows`): each subgraph holding the node is a Dirac gradient (:func:`dirac_steps`) +C in one
+        DP-GNN draws its batches; every trial's draw at once: :func:`fixed_size_draws`). The strongest realisable pair found (:class:`HypergeometricGaussianFamily`;
+        :func:`signed_canaries`): each subgraph holding the node is a Dirac gradient (:func:`dirac_steps`) +C in one
         world and -C in the other, every other subgraph -C in both. Noise 2 C N(K, r) lambda = C / mu, as DP-GNN
         adds it. A rate mutation draws a batch ``factor`` times larger."""
-        import torch
-
         from methods.dpsgd import FixedSizeSampler
 
         unsupported("dpgnn-step", m, MUTATIONS)
         size = min(population, max(1, int(round(batch * m.rate))))
         sampler = FixedSizeSampler(population, size, streams.torch("sampler"), unit="node")
 
-        def rows():
-            return signed_rows(columns, torch.stack([sampler.sample() for _ in range(columns)]), occurrences,
-                                world_in)
-
-        return dirac_steps(columns, trials, mu, streams, m, rows)
+        drawn = fixed_size_draws(sampler, -(-trials // columns) * columns).view(-1, columns, size)
+        return dirac_steps(columns, trials, mu, streams, m,
+                           lambda t: signed_canaries(drawn[t], occurrences, world_in))
 
     return sample
 

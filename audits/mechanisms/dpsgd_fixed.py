@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audits.mechanisms._dpsgd import DPSGD_RATE, dirac_steps, signed_rows
+from audits.mechanisms._dpsgd import DPSGD_RATE, dirac_steps, fixed_size_draws, signed_canaries
 from audits.mechanisms.base import Mechanism, Mutation, Sampler, unsupported
 from audits.mechanisms.families import OneSidedMixtureFamily
 from audits.mechanisms.registry import register
@@ -39,22 +39,19 @@ class FixedSizeGaussianFamily(OneSidedMixtureFamily):
 def _dpsgd_fixed(rate: float, columns: int = 1000) -> Sampler:
     def sample(mu: float, world_in: bool, trials: int, streams: RunStreams, m: Mutation) -> np.ndarray:
         """Per step, ``columns`` trials, each its own population of n = 1 / rate examples of which the methods'
-        :class:`~methods.dpsgd.FixedSizeSampler` draws one; example 0 is the unit's. Replace-one worst case
-        (:class:`FixedSizeGaussianFamily`; :func:`signed_rows`): the unit's Dirac gradient (:func:`dirac_steps`)
+        :class:`~methods.dpsgd.FixedSizeSampler` draws one (every trial's draw at once: :func:`fixed_size_draws`);
+        example 0 is the unit's. Replace-one worst case
+        (:class:`FixedSizeGaussianFamily`; :func:`signed_canaries`): the unit's Dirac gradient (:func:`dirac_steps`)
         is +C with its data and -C with the replacement, every other example's -C. A rate mutation draws one of
         round(1 / (rate x factor))."""
-        import torch
-
         from methods.dpsgd import FixedSizeSampler
 
         unsupported("dpsgd-fixed", m, MUTATIONS)
         n = max(1, int(round(1.0 / (rate * m.rate))))
         sampler = FixedSizeSampler(n, 1, streams.torch("sampler"), unit="feature")
 
-        def rows():
-            return signed_rows(columns, torch.stack([sampler.sample() for _ in range(columns)]), 1, world_in)
-
-        return dirac_steps(columns, trials, mu, streams, m, rows)
+        drawn = fixed_size_draws(sampler, -(-trials // columns) * columns).view(-1, columns, 1)
+        return dirac_steps(columns, trials, mu, streams, m, lambda t: signed_canaries(drawn[t], 1, world_in))
 
     return sample
 

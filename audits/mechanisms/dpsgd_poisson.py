@@ -77,10 +77,13 @@ def _dpsgd_poisson(rate: float, columns: int = 1000) -> Sampler:
 
         unsupported("dpsgd-poisson", m, MUTATIONS)
         sampler = PoissonSampler(columns, min(1.0, rate * m.rate), streams.torch("sampler"))
-        canaries = torch.eye(columns) * 1e3
-        empty = torch.zeros(0, columns)
-        return dirac_steps(columns, trials, mu, streams, m,
-                           lambda: canaries[sampler.sample()] if world_in else empty)
+        none = torch.zeros(0, dtype=torch.long)
+
+        def canaries(t: int) -> tuple[torch.Tensor, torch.Tensor]:
+            drawn = sampler.sample() if world_in else none
+            return drawn, torch.ones(drawn.numel())
+
+        return dirac_steps(columns, trials, mu, streams, m, canaries)
 
     return sample
 

@@ -52,6 +52,9 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                         "trials per world in each of the selection and evaluation halves (default: 400000; nap-edge "
                         "2000000; dpgnn-step 200000; pate-votes 4000000; edgerand-count 25000; privgnn-posterior "
                         "1000000)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="--level mechanism: audits run in this many processes, one torch thread each (the same "
+                        "results; default: %(default)s)")
     p.add_argument("--canaries", type=int, default=None,
                    help="one-run: number of canaries m (default: 200); pooled: canaries per run (default: 1000)")
     p.add_argument("--confidence", type=_float, default=0.95, help="confidence of the bound (default: %(default)s)")
@@ -114,7 +117,8 @@ def cmd_mechanism_audit(args: argparse.Namespace) -> int:
     epsilons = MECHANISM_EPSILONS if args.epsilon is None else (args.epsilon,)
     results = api.audit_mechanisms(args.mechanism, epsilons, delta=1e-5 if args.delta is None else args.delta,
                                    trials=args.trials, seed=args.seed, mutation=_mutation(args.mutation),
-                                   confidence=args.confidence, progress=not args.no_progress)
+                                   confidence=args.confidence, progress=not args.no_progress,
+                                   workers=args.workers)
     print(f"{'mechanism':14s} {'claim':>6s} {'ledger':>7s} {'pair':>7s}"
           + f" {'lb CP':>7s} {'/claim':>6s} {'/ledger':>7s} {'lb f-DP':>7s} {'/claim':>6s} {'/ledger':>7s}"
           + f" {'trials':>8s} {'seconds':>7s}  verdict")
@@ -153,6 +157,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return cmd_mechanism_audit(args)
     if args.mechanism or args.mutation:
         raise ConfigError("--mechanism and --mutation need --level mechanism")
+    if args.workers != 1:
+        raise ConfigError("--workers needs --level mechanism")
     for flag in ("method", "dataset"):
         if getattr(args, flag) is None:
             raise ConfigError(f"--{flag} is required (unless --level mechanism)")

@@ -7,6 +7,7 @@
     bench perf privgnn        PrivGNN teachers per second: this code vs the one-by-one PyG loop
     bench perf fit            whole fits per method family on a device (cuda) vs a reference (2-thread cpu)
     bench perf scale          fit seconds and peak RSS per method family on csbm graphs from 10k to 2.4M nodes
+    bench perf audits         the mechanism-level audits (nine kinds x four epsilons): total seconds, every bound
 
 Each benchmark lives in its own module of this package and registers itself with :func:`benchmark`. Every one
 prints a table (``--json``: one JSON object on stdout instead) with the torch threads and the machine's load
@@ -32,7 +33,7 @@ from typing import Any, Callable
 from bench.cliargs import COMMANDS, command
 
 #: the benchmark modules of this package, imported when ``bench perf`` builds its parser
-MODULES = ("dpsgd", "dpgnn_fit", "dpgnn_sampler", "drw_sampler", "privgnn", "fit", "scale")
+MODULES = ("dpsgd", "dpgnn_fit", "dpgnn_sampler", "drw_sampler", "privgnn", "fit", "scale", "audits")
 
 BENCHMARKS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], tuple[str, ...]]] = {}
 
@@ -71,7 +72,8 @@ def _perf_parser(sub) -> argparse.ArgumentParser:
 #: the smallest value of the integer options the benchmarks share (where a benchmark has one)
 AT_LEAST = {"threads": 0, "rounds": 1, "repeats": 1, "seed": 0, "reference_threads": 1, "max_degree": 0,
             "layers": 0, "max_children": 0, "walk_length": 0, "restarts": 1, "batch": 1, "nodes": 1, "features": 1,
-            "hidden": 1, "teachers": 1, "classes": 1, "private": 1, "queries": 1, "teacher_batch": 1, "epochs": 1}
+            "hidden": 1, "teachers": 1, "classes": 1, "private": 1, "queries": 1, "teacher_batch": 1, "epochs": 1,
+            "workers": 1}
 #: float options that must be positive
 POSITIVE = ("min_run_time", "epsilon")
 
