@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 
+from bench.cliargs import list_arg
 from bench.perf import baseline_tree, benchmark, common_args, emit, format_table, machine, set_threads
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
@@ -71,9 +72,9 @@ def run_baseline_audits(rev: str, jobs: list, trials: int | None, timeout: float
 
 
 def _args(q: argparse.ArgumentParser) -> None:
-    q.add_argument("--mechanism", nargs="+", metavar="NAME", help="which kinds (default: every registered one)")
-    q.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS), metavar="EPS",
-                   help="claims to audit at (default: 0.5 1 2 4)")
+    list_arg(q, "--mechanism", metavar="NAME", help="which kinds (default: every registered one)")
+    list_arg(q, "--epsilons", item=float, default=list(EPSILONS), metavar="EPS",
+             help="claims to audit at (default: 0.5 1 2 4)")
     q.add_argument("--trials", type=int, default=None,
                    help="trials per world in each half (default: each mechanism's own, the published table's)")
     q.add_argument("--workers", type=int, default=1, help="audit processes (default: %(default)s)")
