@@ -11,11 +11,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import stats
 
 from audits.mechanisms._dpsgd import DPSGD_RATE, dirac_steps
 from audits.mechanisms.base import Mechanism, Mutation, Sampler, unsupported
-from audits.mechanisms.families import Family
+from audits.mechanisms.families import Family, epsilon_of_delta
 from audits.mechanisms.registry import register
 from methods.privacy.events import PoissonGaussian
 from methods.streams import RunStreams
@@ -56,14 +56,7 @@ class PoissonGaussianFamily(Family):
 
     def epsilon(self, s, delta):
         """The smallest eps with delta(eps) <= delta, from :meth:`delta_of`."""
-        if s <= 0 or self.delta_of(s, 0.0) <= delta:
-            return 0.0
-        hi = 1.0
-        while self.delta_of(s, hi) > delta:
-            hi *= 2.0
-            if hi > 512:
-                return math.inf
-        return float(optimize.brentq(lambda e: self.delta_of(s, e) - delta, 0.0, hi, xtol=1e-12))
+        return epsilon_of_delta(self.delta_of, s, delta)
 
 
 def _dpsgd_poisson(rate: float, columns: int = 1000) -> Sampler:

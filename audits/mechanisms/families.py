@@ -49,6 +49,19 @@ class Family:
         return float(optimize.brentq(lambda s: self.epsilon(s, delta) - epsilon, 1e-9, hi, xtol=1e-12))
 
 
+def epsilon_of_delta(delta_of, s: float, delta: float) -> float:
+    """The smallest eps with ``delta_of(s, eps) <= delta`` (``delta_of`` decreasing in eps): bracket by doubling up
+    to 512, then Brent's root; 0 when eps = 0 already meets delta, inf when nothing up to 512 does."""
+    if s <= 0 or delta_of(s, 0.0) <= delta:
+        return 0.0
+    hi = 1.0
+    while delta_of(s, hi) > delta:
+        hi *= 2.0
+        if hi > 512:
+            return math.inf
+    return float(optimize.brentq(lambda e: delta_of(s, e) - delta, 0.0, hi, xtol=1e-12))
+
+
 class GaussianFamily(Family):
     """mu-GDP: f_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu) (Dong, Roth & Su 2022, Def. 2.7); the release of a
     query of sensitivity Delta plus N(0, sigma^2) is exactly (Delta / sigma)-GDP."""
@@ -142,14 +155,7 @@ class OneSidedMixtureFamily(Family):
         return out
 
     def epsilon(self, s, delta):
-        if s <= 0 or self.delta_of(s, 0.0) <= delta:
-            return 0.0
-        hi = 1.0
-        while self.delta_of(s, hi) > delta:
-            hi *= 2.0
-            if hi > 512:
-                return math.inf
-        return float(optimize.brentq(lambda e: self.delta_of(s, e) - delta, 0.0, hi, xtol=1e-12))
+        return epsilon_of_delta(self.delta_of, s, delta)
 
 
 class RandomizedResponseFamily(Family):
