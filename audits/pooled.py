@@ -179,17 +179,23 @@ class PooledFit:
 def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *, runs: int = 4,
                 canaries: int = 1000, canary: CanaryConfig | None = None, seed: int | RunStreams = 0,
                 device: Any = "cpu", progress: bool = False,
-                on_fit: Callable[[list[PooledFit]], None] | None = None) -> tuple[list[PooledFit], int]:
+                on_fit: Callable[[list[PooledFit]], None] | None = None, workers: int = 1) -> tuple[list[PooledFit], int]:
     """The ``runs`` fits of a pooled audit with ``canaries`` gradient canaries each, and the canaries per run (the
     graph may hold fewer); run r's randomness is the audit streams' child ("run", r), so the first R fits of a
-    longer audit are those of an audit with ``runs=R``. ``on_fit(fits)`` is called after each fit."""
-    from audits.whitebox import GradientCanaries, canary_columns
-    from methods.dpsgd import gradient_hook
+    longer audit are those of an audit with ``runs=R``. ``on_fit(fits)`` is called after each fit (in run order).
+
+    ``workers`` > 1 runs the fits in that many processes with one torch thread each (the runs are independent
+    trials, so they parallelise without changing what any run draws): on a small model one thread is nearly as
+    fast as several, and it does not stall when other jobs load the cores. A method class, streams or world that
+    cannot travel to a worker (a plugin loaded from a file, secure-noise or child streams) runs in this process."""
+    from audits.whitebox import canary_columns
 
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ConfigError(f"a pooled audit needs --trials (runs) >= 1 (got {runs})")
     if canaries < 4:
         raise ConfigError(f"a pooled audit needs --canaries >= 4 (got {canaries})")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"--workers must be a positive integer (got {workers!r})")
     probe = make_method()
     unit = probe.privacy_unit
     if unit not in ("node", "feature"):
@@ -198,35 +204,93 @@ def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *
     streams = RunStreams.of(seed)
     cs = make_canaries(task, unit, canaries, design, seed=streams)
     m = cs.m
-    fits: list[PooledFit] = []
-    bar = progress_bar(runs, f"audit {probe.name} white-box pooled", progress)
+    plans = []
     for r in range(runs):
         s = streams.child("run", r)
         include = inclusion_coins(s, m)
         select = s.numpy("split").random(m) < 0.5
-        world = cs.world(include)
-        method = make_method()
-        method.check_task(world)
-        hook = GradientCanaries(canary_columns(world.num_features, m), world.num_features, record_steps=True)
-        with gradient_hook(hook):
-            fitted = fit_method(method, world, budget, s.child("fit"), device=device)
-        if hook.steps == 0 or not hook.noise_scale:
-            raise ContractViolation(f"gradient canaries: {method.name} took no DP-SGD step through the hook")
-        fits.append(PooledFit(include, select, hook, float(fitted.epsilon(budget.delta))))
-        if on_fit is not None:
-            on_fit(fits)
+        plans.append((include, select))
+    job = (make_method, budget, streams, device, m)
+    remote = workers > 1 and runs > 1 and _travels(job)
+    fits: list[PooledFit | None] = [None] * runs
+    done = 0
+    bar = progress_bar(runs, f"audit {probe.name} white-box pooled", progress)
+
+    def finished(r: int, hook: Any, claimed: float) -> None:
+        nonlocal done
+        fits[r] = PooledFit(plans[r][0], plans[r][1], hook, claimed)
         bar.update(1)
+        while done < runs and fits[done] is not None:
+            done += 1
+            if on_fit is not None:
+                on_fit(fits[:done])  # type: ignore[arg-type]
+
+    if remote:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(min(workers, runs), mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_worker_init) as pool:
+            futures = {pool.submit(_pooled_run, job, r, cs.world(plans[r][0]), canary_columns): r
+                       for r in range(runs)}
+            for f in as_completed(futures):
+                finished(futures[f], *f.result())
+    else:
+        for r in range(runs):
+            finished(r, *_pooled_run(job, r, cs.world(plans[r][0]), canary_columns))
     bar.close()
-    return fits, m
+    return fits, m  # type: ignore[return-value]
+
+
+def _travels(job: tuple) -> bool:
+    """Whether a pooled job can be sent to a spawned worker: its method class importable there, its streams a
+    root (a child or secure-noise streams refuse to be pickled, by design)."""
+    import importlib
+    import pickle
+
+    make_method = job[0]
+    cls = type(make_method())
+    try:
+        if getattr(importlib.import_module(cls.__module__), cls.__qualname__, None) is not cls:
+            return False
+        pickle.dumps(job)
+    except Exception:  # noqa: BLE001 -- anything that does not pickle runs here
+        return False
+    return True
+
+
+def _worker_init() -> None:
+    """One torch thread per worker process: the workers share the cores."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _pooled_run(job: tuple, r: int, world: Task, columns: Callable) -> tuple[Any, float]:
+    """Run r of a pooled audit on its canary world: the fit under the gradient hook, and the ledger's epsilon."""
+    from audits.whitebox import GradientCanaries
+    from methods.dpsgd import gradient_hook
+
+    make_method, budget, streams, device, m = job
+    method = make_method()
+    method.check_task(world)
+    hook = GradientCanaries(columns(world.num_features, m), world.num_features, record_steps=True)
+    with gradient_hook(hook):
+        fitted = fit_method(method, world, budget, streams.child("run", r).child("fit"), device=device)
+    if hook.steps == 0 or not hook.noise_scale:
+        raise ContractViolation(f"gradient canaries: {method.name} took no DP-SGD step through the hook")
+    return hook, float(fitted.epsilon(budget.delta))
 
 
 def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, *, runs: int = 4,
                  canaries: int = 1000, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
-                 seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False) -> PooledOutcome:
+                 seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False,
+                 workers: int = 1) -> PooledOutcome:
     """Audit a private DP-SGD method white-box with ``runs`` fits of ``canaries`` gradient canaries each (see the
-    module docstring); the entry point is :func:`audits.runner.audit` with ``mode="pooled"``."""
+    module docstring; ``workers`` as in :func:`pooled_fits`); the entry point is :func:`audits.runner.audit` with
+    ``mode="pooled"``."""
     fits, _ = pooled_fits(make_method, task, budget, runs=runs, canaries=canaries, canary=canary, seed=seed,
-                          device=device, progress=progress)
+                          device=device, progress=progress, workers=workers)
     return pooled_outcome(fits, budget.delta, confidence, design=worst_case_design(make_method(), canary))
 
 

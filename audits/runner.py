@@ -112,7 +112,7 @@ def check_canary_type(method: Method, canary_type: str, canary: CanaryConfig) ->
 def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: str, *, trials: int = 50,
           canaries: int = 200, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
           seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False,
-          canary_type: str = "input") -> AuditResult:
+          canary_type: str = "input", workers: int = 1) -> AuditResult:
     """Audit the method built by ``make_method()`` on ``task`` at ``budget``.
 
     Randomness: the audit's streams (``seed``) give the canaries' design (``canaries``), the inclusion coins
@@ -124,11 +124,14 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
     one-run: ``canaries`` canaries, each included independently with probability 1/2, one model.
     canary_type: ``input`` (black box: score = the probe's confidence on the canary's label) or
     ``gradient`` (white box, DP-SGD methods: score = the released noisy gradient at the canary's coordinate).
+    ``workers`` (pooled only): fit that many runs at once in worker processes (:func:`audits.pooled.pooled_fits`).
     """
     if mode not in MODES:
         raise ConfigError(f"unknown audit mode {mode!r} (choose {', '.join(MODES)})")
     if not 0 < confidence < 1:
         raise ConfigError(f"confidence must be in (0, 1) (got {confidence})")
+    if workers != 1 and mode != "pooled":
+        raise ConfigError("workers > 1 needs the pooled mode (its runs are independent fits)")
     if mode == "pooled" and canary_type != "gradient":
         raise ConfigError("the pooled mode needs gradient canaries (white box): only their scores are "
                           "independent trials")
@@ -147,7 +150,7 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
         from audits.pooled import pooled_audit
 
         p = pooled_audit(make_method, task, budget, runs=trials, canaries=canaries, confidence=confidence,
-                         canary=canary, seed=streams, device=device, progress=progress)
+                         canary=canary, seed=streams, device=device, progress=progress, workers=workers)
         reasons = [lb_reason(p.claimed, p.bound.epsilon_lb_cp, "Clopper-Pearson")]
         reasons.append(p.pair_reason() if p.pair_exceeds_claim else "")
         reasons = [r for r in reasons if r]

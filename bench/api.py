@@ -136,7 +136,7 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
           device: str = "auto", data_root: str | os.PathLike | None = None, download: bool = False,
           experiment: str = DEFAULT_EXPERIMENT, track: bool = True, progress: bool = False,
           tags: Mapping[str, str] | None = None, threads: int | None = None,
-          log: Callable[[str], None] | None = None):
+          log: Callable[[str], None] | None = None, workers: int | None = None):
     """Audit ``method``: train on neighbouring datasets with canaries, turn membership guesses into an epsilon
     lower bound at ``confidence`` and compare it with the ledger's claim. ``mode``: ``one-run`` (``canaries``
     canaries in one training run), ``multi-run`` (``trials`` models per world) or ``pooled`` (white box:
@@ -145,7 +145,8 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
     ``canary_degree``, ``canary_scale``, ``canary_pattern``, ``canary_type`` (input: black box; gradient: white box
     for DP-SGD methods), ``fresh_anchors`` (new anchor nodes of the canary's own). Returns a
     :class:`bench.audit.AuditOutcome` (``verdict`` PASS, VIOLATION or NOT APPLICABLE, ``result.reason``,
-    ``result.epsilon_lb``, ``result.claimed_epsilon``, ``run_id``)."""
+    ``result.epsilon_lb``, ``result.claimed_epsilon``, ``run_id``). ``workers`` (pooled): fit that many runs at
+    once in processes of one torch thread each, the same results (default: one per core, at most one per run)."""
     from bench.audit import AuditSpec, audit_one
     from bench.run import using_threads
 
@@ -157,7 +158,7 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
                      seed=int(seed),
                      overrides=as_items(overrides), device=device,
                      data_root=None if data_root is None else str(data_root), download=download,
-                     experiment=experiment, track=track, progress=progress, tags=dict(tags or {}))
+                     experiment=experiment, track=track, progress=progress, tags=dict(tags or {}), workers=workers)
     with using_threads(threads):
         return audit_one(spec, log)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -94,8 +95,16 @@ class AuditSpec:
     track: bool = True
     progress: bool = False
     tags: dict[str, str] = field(default_factory=dict)
+    #: pooled: runs fitted in this many processes at once, one torch thread each (the same results); None: one
+    #: per core up to the runs (:func:`pooled_workers`); other modes fit in this process
+    workers: int | None = None
 
     def validate(self) -> None:
+        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
+                                         or self.workers < 1):
+            raise ConfigError(f"--workers must be a positive integer (got {self.workers!r})")
+        if self.workers not in (None, 1) and self.mode != "pooled":
+            raise ConfigError("--workers needs --level mechanism or the pooled white-box mode")
         if self.mode not in AUDIT_MODES:
             raise ConfigError(f"unknown audit mode {self.mode!r} (choose {', '.join(AUDIT_MODES)})")
         if self.mode == "multi-run" and self.trials < 2:
@@ -211,6 +220,9 @@ class MethodPlan:
         """A fresh instance (one per fit: a method holds no state between fits, but a run must not share one)."""
         return self.cls(**self.overrides)
 
+    def __reduce__(self):  # read-only views do not pickle; a worker process (pooled audits) rebuilds them
+        return (_method_plan, (self.cls, dict(self.overrides), dict(self.hparams), self.entry, self.user_set))
+
     @property
     def hp_source(self) -> str:
         """Where the hyperparameters come from, as a run logs it (parameter ``hp_source``)."""
@@ -222,6 +234,10 @@ class MethodPlan:
                 else e.source)
         where = "configs/hparams_tuned.yaml" if e.source == "tuned" else "configs/hparams.yaml"
         return f"{where} {e.method}/{e.key} ({note})" + set_note
+
+
+def _method_plan(cls: type[Method], overrides: dict, hparams: dict, entry: Any, user_set: bool) -> MethodPlan:
+    return MethodPlan(cls, MappingProxyType(overrides), MappingProxyType(hparams), entry, user_set)
 
 
 def plan_method(cls: type[Method], dataset: str, split: str, epsilon: float | None, user: Mapping[str, str],
@@ -344,6 +360,7 @@ class AuditPlan:
     canary: Any  # audits.canaries.CanaryConfig
     canary_type: str
     seed: int
+    workers: int = 1  # processes the pooled runs are fitted in (not part of the identity: the same results)
 
     @property
     def method(self) -> MethodPlan:
@@ -386,8 +403,16 @@ def plan_audit(spec: AuditSpec) -> AuditPlan:
             canary = worst_case_design(method, canary)
         make_canaries(task, method.privacy_unit, 1 if spec.mode == "multi-run" else spec.canaries, canary,
                       seed=spec.seed, allow_fewer=None if spec.mode == "pooled" else min(spec.canaries, MIN_CANARIES))
+    workers = (spec.workers or pooled_workers(spec.trials)) if spec.mode == "pooled" else 1
     return AuditPlan(run, task, budget, spec.mode, spec.trials, spec.canaries, spec.confidence, canary,
-                     spec.canary_type, spec.seed)
+                     spec.canary_type, spec.seed, workers)
+
+
+def pooled_workers(runs: int) -> int:
+    """The default processes of a pooled white-box audit: one per core, at most one per run. Its fits are small
+    models, for which a second torch thread buys little and stalls badly when other jobs share the cores (one
+    process per run and core keeps each fit on one thread)."""
+    return max(1, min(int(runs), os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)

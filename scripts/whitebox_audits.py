@@ -23,6 +23,7 @@ Both bounds are recorded, each named for what it assumes: ``epsilon_lb_cp`` (ass
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import time
@@ -98,8 +99,10 @@ def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
             datasets[p["dataset"]] = load_dataset(p["dataset"])
         task = make_task(datasets[p["dataset"]], p["split"], seed)
         runs, canaries = POOLED_SIZE.get(name, DEFAULT_POOLED_SIZE)
-        r = audit(lambda: cls(**hp), task, Budget(eps, delta), "pooled", trials=runs, canaries=canaries,
-                  canary_type="gradient", seed=seed)
+        from bench.plan import pooled_workers
+
+        r = audit(functools.partial(cls, **hp), task, Budget(eps, delta), "pooled", trials=runs, canaries=canaries,
+                  canary_type="gradient", seed=seed, workers=pooled_workers(runs))
         bnd = r.details["bound"]
         out = {"source": "pooled", "epsilon_lb_cp": bnd["epsilon_lb_cp"], "epsilon_lb_fdp": bnd["epsilon_lb_fdp"],
                "cp_assumes": "nothing (Clopper-Pearson rates)",

@@ -13,6 +13,7 @@ which decides its verdict), the Clopper-Pearson and f-DP lower bounds, and the v
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epsilon", type=float, required=True)
     p.add_argument("--delta", type=float, help="default: as bench run (the largest power of ten below 1/#nodes)")
     p.add_argument("--runs", type=int, default=8)
+    p.add_argument("--workers", type=int, default=1, help="runs fitted at once, one process and torch thread each")
     p.add_argument("--canaries", type=int, default=1000)
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0)
@@ -67,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             with open(a.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
 
-    pooled_fits(lambda: cls(**over), task, budget, runs=a.runs, canaries=a.canaries, seed=a.seed,
-                progress=sys.stderr.isatty(), on_fit=report)
+    pooled_fits(functools.partial(cls, **over), task, budget, runs=a.runs, canaries=a.canaries, seed=a.seed,
+                progress=sys.stderr.isatty(), on_fit=report, workers=a.workers)
     return 0
 
 

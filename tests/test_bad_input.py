@@ -123,7 +123,7 @@ CASES = [
     case(f"audit -m mlp -d {D} --level blackbox --canary-type gradient", "contradicts --canary-type gradient"),
     case("audit --level mechanism --mechanism nope", "unknown mechanism nope"),
     case("audit --level mechanism --workers 0", "--workers must be a positive integer"),
-    case(f"audit -m mlp -d {D} --workers 2", "--workers needs --level mechanism"),
+    case(f"audit -m mlp -d {D} --workers 2", "--workers needs --level mechanism or the pooled white-box mode"),
     case("audit --level mechanism -m mlp", "drop --method"),
     case("audit --level mechanism -e 0", "epsilon must be a positive finite number"),
     case("audit --level mechanism --delta 1", "delta must be in (0, 1)"),

@@ -243,3 +243,43 @@ def test_dpgnn_canary_sits_in_all_its_anchors_trees_with_the_worst_case_design()
         fit_method(method, world, resolve_budget(4.0, None, method, world), RunStreams(1))
     shifts = torch.stack(hook.shifts)
     assert (shifts[:, include] == 3).all() and (shifts[:, ~include] == -2).all()
+
+
+def _tiny_pooled(make, workers):
+    from bench.plan import RunSpec, plan_run
+
+    task = plan_run(RunSpec(methods=["dp-mlp"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False)).task(0)
+    return audit(make, task, Budget(4.0, 1e-3), "pooled", trials=2, canaries=50, canary_type="gradient", seed=5,
+                 workers=workers)
+
+
+def _same_audit(a, b):
+    assert a.details["bound"] == b.details["bound"]
+    assert a.details["pair_epsilon"] == b.details["pair_epsilon"] and a.claimed_epsilon == b.claimed_epsilon
+    assert a.details["steps"] == b.details["steps"]
+
+
+@pytest.mark.slow  # two spawned worker processes import torch
+def test_pooled_runs_in_worker_processes_give_the_in_process_results():
+    """The runs are independent trials drawn from their own streams, so fitting them in two processes (one torch
+    thread each) changes nothing any run draws: the same scores, shifts and ledgers, hence the same bounds."""
+    import functools
+
+    make = functools.partial(get_method("dp-mlp"), epochs=3, batch_size=64)
+    _same_audit(_tiny_pooled(make, 2), _tiny_pooled(make, 1))
+
+
+def test_a_pooled_factory_that_cannot_travel_runs_in_this_process():
+    from audits.pooled import _travels
+    import functools
+
+    cls = get_method("dp-mlp")
+    assert _travels((functools.partial(cls, epochs=3), Budget(4.0, 1e-3), 0, "cpu", 50))
+    assert not _travels((lambda: cls(epochs=3), Budget(4.0, 1e-3), 0, "cpu", 50))
+    _same_audit(_tiny_pooled(lambda: cls(epochs=3, batch_size=64), 2),
+                _tiny_pooled(functools.partial(cls, epochs=3, batch_size=64), 1))
+
+
+def test_pooled_workers_are_refused_outside_the_pooled_mode():
+    with pytest.raises(ConfigError, match="pooled"):
+        audit(lambda: get_method("dp-mlp")(), None, Budget(1.0, 1e-5), "one-run", workers=2)

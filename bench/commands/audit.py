@@ -52,9 +52,10 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                         "trials per world in each of the selection and evaluation halves (default: 400000; nap-edge "
                         "2000000; dpgnn-step 200000; pate-votes 4000000; edgerand-count 25000; privgnn-posterior "
                         "1000000)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="--level mechanism: audits run in this many processes, one torch thread each (the same "
-                        "results; default: %(default)s)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="--level mechanism: audits run in this many processes (default: 1); pooled white-box "
+                        "audits: runs fitted in this many processes (default: one per core, at most one per run); "
+                        "one torch thread each, the same results")
     p.add_argument("--canaries", type=int, default=None,
                    help="one-run: number of canaries m (default: 200); pooled: canaries per run (default: 1000)")
     p.add_argument("--confidence", type=_float, default=0.95, help="confidence of the bound (default: %(default)s)")
@@ -118,7 +119,7 @@ def cmd_mechanism_audit(args: argparse.Namespace) -> int:
     results = api.audit_mechanisms(args.mechanism, epsilons, delta=1e-5 if args.delta is None else args.delta,
                                    trials=args.trials, seed=args.seed, mutation=_mutation(args.mutation),
                                    confidence=args.confidence, progress=not args.no_progress,
-                                   workers=args.workers)
+                                   workers=1 if args.workers is None else args.workers)
     print(f"{'mechanism':14s} {'claim':>6s} {'ledger':>7s} {'pair':>7s}"
           + f" {'lb CP':>7s} {'/claim':>6s} {'/ledger':>7s} {'lb f-DP':>7s} {'/claim':>6s} {'/ledger':>7s}"
           + f" {'trials':>8s} {'seconds':>7s}  verdict")
@@ -157,8 +158,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return cmd_mechanism_audit(args)
     if args.mechanism or args.mutation:
         raise ConfigError("--mechanism and --mutation need --level mechanism")
-    if args.workers != 1:
-        raise ConfigError("--workers needs --level mechanism")
     for flag in ("method", "dataset"):
         if getattr(args, flag) is None:
             raise ConfigError(f"--{flag} is required (unless --level mechanism)")
@@ -182,7 +181,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                     fresh_anchors=args.fresh_anchors, seed=args.seed,
                     overrides=args.overrides, device=args.device, data_root=args.data_root, download=args.download,
                     experiment=args.experiment, track=not args.no_track, progress=not args.no_progress,
-                    threads=args.threads, log=stderr)
+                    threads=args.threads, log=stderr, workers=args.workers)
     r, budget = out.result, out.budget
     print(f"method          {out.method} ({out.privacy_unit}-level)")
     print(f"mode            {args.mode} ({r.trials} model(s), {r.canaries} canary(ies)"
