@@ -213,3 +213,46 @@ def test_perf_privgnn_task_mode_reports_the_batched_over_sequential_ratio_with_e
     assert out["batched_speedup_vs_sequential"] > 0
     assert out["sequential_agreement"]["argmax_equal"] == 1.0
     assert out["sequential_agreement"]["max_abs_log_posterior_diff"] < 1e-3
+
+
+def test_perf_all_entries_parse_and_extract_their_ratios():
+    """Every quick configuration of ``bench perf all`` is a valid command of its benchmark, and each extractor reads
+    the ratios that benchmark reports (a benchmark whose JSON no longer carries them would show an empty row)."""
+    import argparse
+
+    from bench.perf import BENCHMARKS
+    from bench.perf.summary import SUITE, _dpsgd, _single
+
+    from bench.cli import build_parser
+
+    parser = build_parser("perf")
+    for e in SUITE:
+        assert e.name in BENCHMARKS
+        args = parser.parse_args(["perf", *[a.replace("{device}", "cpu") for a in e.argv], "--json"])
+        assert isinstance(args, argparse.Namespace) and args.json
+    rows = _dpsgd({"features": 128, "ratio": {"non-private": 1.0, "bookkeeping": 1.3}})
+    assert rows == [("128 features: bookkeeping / non-private", 1.3, "lower")]
+    pick = _single("speedup_vs_pyg_loop", "teachers", "higher", reference="one-by-one (PyG)")
+    assert [r[0] for r in pick({"speedup_vs_pyg_loop": {"one-by-one (PyG)": 1.0, "batched": 2.0}})] == \
+        ["teachers: batched"]
+
+
+def test_perf_all_runs_a_benchmark_and_reports_a_failure(capsys, monkeypatch):
+    from bench.perf import summary
+
+    monkeypatch.setattr(summary, "SUITE", (
+        summary.Entry("dpgnn-sampler", ("dpgnn-sampler", "--dataset", "csbm:nodes=300,degree=4", "--repeats", "1"),
+                      summary._single("ratio", "sampler", "higher")),
+        summary.Entry("drw-sampler", ("drw-sampler", "--dataset", "no-such-dataset"),
+                      summary._single("speedup", "walks", "higher"))))
+    out = summary.run_suite("cpu")
+    assert [r["benchmark"] for r in out["rows"]] and all(r["ratio"] > 0 for r in out["rows"])
+    assert [f["benchmark"] for f in out["failures"]] == ["drw-sampler"] and "error" in out["failures"][0]
+
+
+def test_perf_whitebox_reports_the_ratio_and_identical_bounds(capsys):
+    d = _perf(capsys, "whitebox", "--dataset", "csbm:nodes=300,classes=2,features=8,degree=4", "--runs", "2",
+              "--canaries", "20", "--workers", "1")
+    assert d["same_bounds"] and set(d["results"]) == {"in-process", "1 workers"}
+    (ratio,) = d["ratio"].values()
+    assert ratio > 0

@@ -8,6 +8,8 @@
     bench perf fit            whole fits per method family on a device (cuda) vs a reference (2-thread cpu)
     bench perf scale          fit seconds and peak RSS per method family on csbm graphs from 10k to 2.4M nodes
     bench perf audits         the mechanism-level audits (nine kinds x four epsilons): total seconds, every bound
+    bench perf whitebox       the pooled white-box DP-SGD audit: runs in worker processes vs one after another
+    bench perf all            every ratio above at small sizes, in one run and one table
 
 Each benchmark lives in its own module of this package and registers itself with :func:`benchmark`. Every one
 prints a table (``--json``: one JSON object on stdout instead) with the torch threads and the machine's load
@@ -33,7 +35,8 @@ from typing import Any, Callable
 from bench.cliargs import COMMANDS, command
 
 #: the benchmark modules of this package, imported when ``bench perf`` builds its parser
-MODULES = ("dpsgd", "dpgnn_fit", "dpgnn_sampler", "drw_sampler", "privgnn", "fit", "scale", "audits")
+MODULES = ("dpsgd", "dpgnn_fit", "dpgnn_sampler", "drw_sampler", "privgnn", "fit", "scale", "audits", "whitebox",
+           "summary")
 
 BENCHMARKS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], tuple[str, ...]]] = {}
 
