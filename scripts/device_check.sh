@@ -6,7 +6,9 @@
 #
 #   OUT=/tmp/out BENCH_DATA_ROOT=/path/to/datasets bash scripts/device_check.sh [COMMIT] [SAMPLE_SECONDS]
 #
-# SECTIONS picks sections (default: "device cuda privgnn dpsgd dpmlp sample"); SAMPLE_METHODS limits the sample.
+# SECTIONS picks sections (default: "device cuda privgnn dpsgd dpmlp sample"; also "whitebox": the pooled white-box
+# audit of DP-MLP on Cora in this process and in worker processes, and "perfall": `bench perf all --device cuda`);
+# SAMPLE_METHODS limits the sample.
 #
 # COMMIT is recorded in the sample's records (default: HEAD of this clean work tree). Wheels in ./.whl (packages the
 # machine lacks, e.g. opacus and dp-accounting) are installed into /tmp/site first.
@@ -67,6 +69,22 @@ tail -c 1200 "$OUT/dpmlp_captured.json"; echo
 BENCH_CUDA_GRAPHS=0 timeout 120 python3 -m bench perf fit --methods dp-mlp dp-mlp-feature --datasets \
     facebook-wisconsin87 physics --device cuda --reference none --json > "$OUT/dpmlp_eager.json"
 tail -c 800 "$OUT/dpmlp_eager.json"; echo
+fi
+
+if want whitebox; then
+step "white-box DP-SGD audit: dp-mlp, Cora random-75-10-15, epsilon 4, 8 runs x 1000 canaries"
+for w in ${WHITEBOX_WORKERS:-1 4}; do
+    timeout 200 python3 -m bench audit --level whitebox -m dp-mlp -d cora -s random-75-10-15 -e 4 --device cuda \
+        --workers "$w" --no-track --no-progress --output "$OUT/whitebox_w$w.json" 2>&1 | tail -n 6
+done
+fi
+
+if want perfall; then
+step "bench perf all --device cuda"
+timeout 400 python3 -m bench perf all --device cuda --timeout 150 --json > "$OUT/perf_all.json" 2> "$OUT/perf_all.err"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1]))
+for r in d['rows']: print(f\"{r['benchmark']:14s} {r['compared']:70s} {r['ratio']:7.2f}x ({r['better']} is better)\")
+for f in d['failures']: print('FAILED', f)" "$OUT/perf_all.json"
 fi
 
 if want sample; then

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from bench.cliargs import list_arg
 from bench.perf import REPO, benchmark, format_table, machine
 
 Extract = Callable[[dict], list[tuple[str, float, str]]]  # (what is compared, ratio, which way is better)
@@ -116,7 +117,7 @@ def run_suite(device: str = "cpu", only: list[str] | None = None, timeout: float
 @benchmark("all", "every benchmark's ratios in one run, at small sizes (one table)")
 def _args(q: argparse.ArgumentParser) -> None:
     q.add_argument("--device", default="cpu")
-    q.add_argument("--only", nargs="+", metavar="NAME", help="only these benchmarks (names as in bench perf)")
+    list_arg(q, "--only", metavar="NAME", help="only these benchmarks (names as in bench perf)")
     q.add_argument("--timeout", type=float, default=600.0, help="seconds per benchmark (default %(default)s)")
     q.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     q.set_defaults(func=_run)
