@@ -116,6 +116,9 @@ class PerExampleGradients:
         if mode == "bookkeeping" and not _linear_only(model):
             raise BenchError("bookkeeping per-example gradients need every trainable parameter in an nn.Linear")
         self.mode = mode
+        #: the layers the book-keeping route records (found once, not on every step)
+        self._linears = [m for m in model.modules() if isinstance(m, nn.Linear)
+                         and any(p.requires_grad for p in m.parameters(recurse=False))]
 
     def norms_and_sum(self, inputs: tuple[Tensor, ...], target: Tensor, clip: float | list[float],
                       per_layer: bool = False, weight: Tensor | None = None) -> tuple[list[Tensor], Tensor, Tensor]:
@@ -140,9 +143,9 @@ class PerExampleGradients:
     # -- clipping factors -------------------------------------------------------------
 
     def _factors(self, sq_norms: list[Tensor], clip, per_layer: bool) -> tuple[list[Tensor], Tensor]:
-        total = torch.sqrt(torch.stack(sq_norms).sum(0))
+        total = torch.stack(sq_norms).sum(0).sqrt_()
         if not per_layer:
-            c = (float(clip) / (total + 1e-6)).clamp(max=1.0)
+            c = torch.div(float(clip), total + 1e-6).clamp_(max=1.0)
             return [c] * len(sq_norms), total
         thresholds = (clip if isinstance(clip, (list, tuple))
                       else [float(clip) / math.sqrt(len(sq_norms))] * len(sq_norms))
@@ -186,8 +189,7 @@ class PerExampleGradients:
         def hook(mod, inp, out):
             records.setdefault(mod, []).append((inp[0].detach(), out))
 
-        handles = [m.register_forward_hook(hook) for m in self.model.modules() if isinstance(m, nn.Linear)
-                   and any(p.requires_grad for p in m.parameters(recurse=False))]
+        handles = [m.register_forward_hook(hook) for m in self._linears]
         try:
             out = self.model(*inputs)
         finally:
@@ -384,14 +386,16 @@ class DPOptimizer:
         if extra is not None:
             sums = [s + e.to(s) for s, e in zip(sums, extra)]
         params = self.grads.params
-        released, noises = [], []
         with torch.no_grad():
-            for (_, p), s in zip(params, sums):
-                noise = self._normal(s.shape, noise_std, s) if noise_std > 0 else None
-                noisy = s + noise if noise is not None else s
-                released.append(noisy)
-                noises.append(noise)
-                p.grad = (noisy / denominator).to(p.dtype)
+            # one draw per parameter tensor, in order (the noise stream); every sum is a fresh tensor of this step,
+            # so the noise is added in place, by one multi-tensor call (the same additions, bit for bit)
+            noises = [self._normal(s.shape, noise_std, s) for s in sums] if noise_std > 0 else [None] * len(sums)
+            if noise_std > 0:
+                torch._foreach_add_(sums, noises)
+            released = sums
+            for (_, p), noisy in zip(params, released):
+                grad = noisy / denominator
+                p.grad = grad if grad.dtype == p.dtype else grad.to(p.dtype)
         if hook is not None:
             hook.observe(self, released)
             observe_noise = getattr(hook, "observe_noise", None)
@@ -400,8 +404,9 @@ class DPOptimizer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         b = int(target.numel())
-        info = StepInfo(b, noise_std, clip, float(norms.mean()) if b else 0.0,
-                        float((norms > clip).float().mean()) if b else 0.0, float(losses.mean()) if b else 0.0)
+        stats = (torch.stack([norms.mean(), (norms > clip).float().mean(), losses.mean()]).tolist() if b
+                 else [0.0, 0.0, 0.0])  # one read of the device, not three
+        info = StepInfo(b, noise_std, clip, *stats)
         if self.quantile is not None:
             q = self.quantile
             dev = self.generator.device if self.generator is not None else norms.device

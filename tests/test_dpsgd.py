@@ -276,3 +276,41 @@ def test_poisson_sampler_switches_to_gaps_only_for_large_populations(monkeypatch
     half = dpsgd.PoissonSampler(1000, 0.5, torch.Generator().manual_seed(4))
     rates = (torch.rand(1000, generator=torch.Generator().manual_seed(4)) < 0.5).nonzero().view(-1)
     assert torch.equal(half.sample(), rates)
+
+
+def test_step_releases_the_clipped_sum_plus_the_streams_draws_bit_for_bit():
+    """DPOptimizer.step's released sums and parameter updates equal, bit for bit, the plain formula: the clipped sum
+    of the same per-example gradients plus one torch.normal draw per parameter tensor in order, over the
+    denominator (so a speed-up of the step can change no published run)."""
+    import copy
+
+    from methods.dpsgd import gradient_hook
+
+    class Observe:
+        read_only = True
+
+        def split(self, opt, inputs, target):
+            return inputs, target, None
+
+        def observe(self, opt, noisy_sums):
+            self.sums = [s.clone() for s in noisy_sums]
+
+    torch.manual_seed(5)
+    model = DenseGCN(6, 3, hidden=8, layers=2)
+    twin = copy.deepcopy(model)
+    dp = DPOptimizer(model, torch.optim.Adam(model.parameters(), lr=0.01), clip=0.5,
+                     generator=torch.Generator().manual_seed(3))
+    grads, gen = PerExampleGradients(twin), torch.Generator().manual_seed(3)
+    opt = torch.optim.Adam(twin.parameters(), lr=0.01)
+    for step in range(3):
+        inputs, target = subgraph_batch(9, seed=step, scale=3.0)
+        with gradient_hook(Observe()) as hook:
+            dp.step(inputs, target, noise_std=0.7, denominator=9.0)
+        sums, _, _ = grads.norms_and_sum(inputs, target, 0.5)
+        noisy = [s + torch.normal(0.0, 0.7, size=tuple(s.shape), generator=gen, dtype=s.dtype) for s in sums]
+        for p, s in zip(twin.parameters(), noisy):
+            p.grad = s / 9.0
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        assert all(torch.equal(a, b) for a, b in zip(hook.sums, noisy))
+        assert all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters()))
