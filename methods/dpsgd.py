@@ -202,11 +202,14 @@ class PerExampleGradients:
         backs = [torch.zeros_like(o) if b is None else b
                  for o, b in zip(outs, torch.autograd.grad(losses.sum(), outs, allow_unused=True))]
         B = target.numel()
+        # backprops that share no memory with one another are this step's scratch: the clipped sum may scale them in
+        # place (a model whose layer outputs meet unchanged, e.g. lin1(x) + lin2(x), gets one tensor for both)
+        scratch = len({b.untyped_storage().data_ptr() for b in backs}) == len(backs)
         per_param: dict[int, Tensor] = {}  # id(param) -> per-example squared norms [B]
         layers: list[_Layer] = []
         k = 0
         for mod, recs in records.items():
-            layer = _Layer.build(mod, [x for x, _ in recs], backs[k:k + len(recs)], B)
+            layer = _Layer.build(mod, [x for x, _ in recs], backs[k:k + len(recs)], B, scratch)
             k += len(recs)
             layers.append(layer)
             if mod.weight.requires_grad:
@@ -242,13 +245,14 @@ class _Layer:
       ``A^T (c g)`` one sparse-dense product.
     """
 
-    __slots__ = ("mod", "a", "g", "kind", "grads", "B", "_g_sum")
+    __slots__ = ("mod", "a", "g", "kind", "grads", "B", "_g_sum", "scratch")
 
     #: per-example gradients up to this many elements in all are materialised when that is cheaper
     MATERIALISE_MAX = 1 << 22
 
-    def __init__(self, mod: nn.Linear, a, g: Tensor, kind: str, B: int) -> None:
+    def __init__(self, mod: nn.Linear, a, g: Tensor, kind: str, B: int, scratch: bool = False) -> None:
         self.mod, self.a, self.g, self.kind, self.B = mod, a, g, kind, B
+        self.scratch = scratch and g.is_contiguous()  # g may be overwritten once its last reader is done
         self.grads: Tensor | None = None
         self._g_sum: Tensor | None = None
 
@@ -259,12 +263,12 @@ class _Layer:
         return self._g_sum
 
     @classmethod
-    def build(cls, mod: nn.Linear, xs: list, gs: list[Tensor], B: int) -> "_Layer":
+    def build(cls, mod: nn.Linear, xs: list, gs: list[Tensor], B: int, scratch: bool = False) -> "_Layer":
         from methods.models import SparseRows
 
         if len(xs) == 1 and isinstance(xs[0], SparseRows):
             g = gs[0].reshape(B, -1, gs[0].size(-1))
-            return cls(mod, xs[0], g, "sparse", B)
+            return cls(mod, xs[0], g, "sparse", B, scratch)
         xs = [x.to_dense() if isinstance(x, SparseRows) else x for x in xs]
         a_parts = [x.reshape(B, -1, x.size(-1)) for x in xs]
         g_parts = [b.reshape(B, -1, b.size(-1)) for b in gs]
@@ -279,7 +283,7 @@ class _Layer:
             kind = "ghost"
         else:
             kind = "materialise" if B * d_in * d_out <= cls.MATERIALISE_MAX else "ghost"
-        return cls(mod, a, g, kind, B)
+        return cls(mod, a, g, kind, B, scratch or len(xs) > 1)  # several calls: g is a fresh concatenation
 
     def weight_sq_norms(self) -> Tensor:
         a, g = self.a, self.g
@@ -303,7 +307,14 @@ class _Layer:
         """sum_b c_b g_b^T a_b: the clipped per-example weight gradients, summed ([out, in])."""
         if self.grads is not None:
             return (factors.to(self.grads.dtype) @ self.grads.reshape(self.B, -1)).view_as(self.mod.weight)
-        gc = (self.g * factors.view(self.B, 1, 1)).reshape(-1, self.g.size(-1))
+        f = factors.view(self.B, 1, 1)
+        if self.scratch:  # the last read of g (its bias sum first): scale it in place, the same products
+            if self.mod.bias is not None and self.mod.bias.requires_grad:
+                self.g_sum()
+            self.scratch = False
+            gc = self.g.mul_(f).reshape(-1, self.g.size(-1))
+        else:
+            gc = (self.g * f).reshape(-1, self.g.size(-1))
         if self.kind == "sparse":
             return self.a.t_matmul(gc).t()
         return gc.t() @ self.a.reshape(-1, self.a.size(-1))

@@ -102,6 +102,27 @@ def test_bookkeeping_handles_a_layer_called_twice():
     assert all(torch.allclose(s, r, rtol=1e-6, atol=1e-10) for s, r in zip(sums, ref_sums))
 
 
+def test_bookkeeping_layers_whose_outputs_meet_unchanged_share_no_scratch():
+    """``lin1(x) + lin2(x)``: autograd hands both layers one backprop tensor, which the clipped sum of one layer
+    must not scale in place under the other."""
+    class Sum(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin1, self.lin2 = nn.Linear(20, 10), nn.Linear(20, 10)  # ghost norms: 2 (20 + 10) <= 20 x 10
+
+        def forward(self, x):  # x [B, 2, 20] -> [B, 10], the first position's sum
+            return (self.lin1(x) + self.lin2(x))[:, 0]
+
+    torch.manual_seed(0)
+    model = Sum().double()
+    inputs, target = subgraph_batch(6, p=2, f=20, scale=4.0)
+    inputs = (inputs[0].double(),)
+    sums, norms, _ = PerExampleGradients(model, mode="bookkeeping").norms_and_sum(inputs, target, 0.3)
+    ref_sums, ref_norms = reference_clipped_sum(model, inputs, target, 0.3, False)
+    assert torch.allclose(norms, ref_norms, rtol=1e-6)
+    assert all(torch.allclose(s, r, rtol=1e-6, atol=1e-10) for s, r in zip(sums, ref_sums))
+
+
 def test_auto_mode_falls_back_to_vmap_for_non_linear_parameters():
     model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.Linear(4, 2))
     assert PerExampleGradients(model).mode == "vmap"
