@@ -354,6 +354,24 @@ class StepInfo:
     count_noise_std: float | None = None
 
 
+class _DeviceStepInfo(StepInfo):
+    """A :class:`StepInfo` whose batch statistics (mean norm, fraction clipped, mean loss) stay where the step
+    computed them until read: an eager step on a GPU then waits for the device nowhere."""
+
+    def __init__(self, batch_size: int, noise_std: float, clip: float, stats: Tensor) -> None:
+        self.batch_size, self.noise_std, self.clip, self.count_noise_std = batch_size, noise_std, clip, None
+        self._stats, self._host = stats, None
+
+    def _value(self, i: int) -> float:
+        if self._host is None:
+            self._host = self._stats.tolist()
+        return self._host[i]
+
+    mean_norm = property(lambda self: self._value(0))
+    frac_clipped = property(lambda self: self._value(1))
+    loss = property(lambda self: self._value(2))
+
+
 @dataclass
 class DPOptimizer:
     """Clip per-example gradients, sum, add N(0, noise_std^2), divide, and step any torch optimiser.
@@ -415,9 +433,9 @@ class DPOptimizer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         b = int(target.numel())
-        stats = (torch.stack([norms.mean(), (norms > clip).float().mean(), losses.mean()]).tolist() if b
-                 else [0.0, 0.0, 0.0])  # one read of the device, not three
-        info = StepInfo(b, noise_std, clip, *stats)
+        info = (_DeviceStepInfo(b, noise_std, clip, torch.stack([norms.mean(), (norms > clip).float().mean(),
+                                                                  losses.mean()]).detach())
+                if b else StepInfo(b, noise_std, clip, 0.0, 0.0, 0.0))
         if self.quantile is not None:
             q = self.quantile
             dev = self.generator.device if self.generator is not None else norms.device
