@@ -18,8 +18,8 @@ for model in benchmark gcn; do
     for f in 128 1433; do
         name="dpsgd_${model}_$f"
         echo "== $name ($(date +%T))"
-        timeout 150 python3 -m bench --debug perf dpsgd --device "${DEVICE:-cuda}" --model "$model" --features "$f" --no-vmap \
-            --min-run-time 1 --rounds 5 ${base[@]+"${base[@]}"} --json > "$OUT/$name.json" 2> "$OUT/$name.err" \
+        timeout 150 python3 -m bench --debug perf dpsgd --device "${DEVICE:-cuda}" --model "$model" --features "$f" \
+            --no-vmap --min-run-time 1 --rounds 5 ${base[@]+"${base[@]}"} --json > "$OUT/$name.json" 2> "$OUT/$name.err" \
             || { echo "failed:"; tail -n 20 "$OUT/$name.err"; continue; }
         python3 - "$OUT/$name.json" <<'PY' | tee -a "$OUT/dpsgd_summary.txt"
 import json, sys

@@ -119,7 +119,9 @@ def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: 
 
 def _graphed_variants(model, x, adj, y, batch: int, dev) -> dict:
     """On CUDA: the book-keeping step replayed from one CUDA graph (:class:`methods.dpsgd_graph.CapturedStep`, as
-    DP-MLP fits run on a GPU) and, for a like-for-like reference, the non-private step captured the same way."""
+    DP-MLP fits run on a GPU) and, for a like-for-like reference, the non-private step captured the same way: it too
+    reads its batch through an index that each step copies to the device and the graph gathers by (a fit draws a
+    new batch every step), as the captured private step does."""
     import torch
 
     from methods.dpsgd import DPOptimizer
@@ -132,9 +134,11 @@ def _graphed_variants(model, x, adj, y, batch: int, dev) -> dict:
     every = torch.arange(batch)
 
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+    index = torch.zeros(batch, dtype=torch.long, device=dev)  # the graph's input: this step's batch
 
     def body():
-        torch.nn.functional.cross_entropy(model(x, adj), y).backward()
+        xb, ab, yb = (t.index_select(0, index) for t in (x, adj, y))
+        torch.nn.functional.cross_entropy(model(xb, ab), yb).backward()
         opt.step()
 
     side = torch.cuda.Stream(dev)  # warm-up and capture on one stream (its cuBLAS workspace exists before capture)
@@ -149,7 +153,12 @@ def _graphed_variants(model, x, adj, y, batch: int, dev) -> dict:
     with torch.cuda.graph(graph, stream=side):
         body()
     torch.cuda.current_stream(dev).wait_stream(side)
-    return {"non-private (graph)": graph.replay, "bookkeeping (graph)": lambda: captured.step(every)}
+
+    def plain_step():
+        index.copy_(every)
+        graph.replay()
+
+    return {"non-private (graph)": plain_step, "bookkeeping (graph)": lambda: captured.step(every)}
 
 
 @benchmark("dpsgd", "one DP-SGD step over padded subgraphs vs the non-private step")
