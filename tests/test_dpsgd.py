@@ -299,7 +299,12 @@ def test_poisson_sampler_switches_to_gaps_only_for_large_populations(monkeypatch
     assert torch.equal(half.sample(), rates)
 
 
-def test_step_releases_the_clipped_sum_plus_the_streams_draws_bit_for_bit():
+CUDA = pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                        reason="no CUDA device")])
+
+
+@pytest.mark.parametrize("device", ["cpu", CUDA])
+def test_step_releases_the_clipped_sum_plus_the_streams_draws_bit_for_bit(device):
     """DPOptimizer.step's released sums and parameter updates equal, bit for bit, the plain formula: the clipped sum
     of the same per-example gradients plus one torch.normal draw per parameter tensor in order, over the
     denominator (so a speed-up of the step can change no published run)."""
@@ -317,18 +322,20 @@ def test_step_releases_the_clipped_sum_plus_the_streams_draws_bit_for_bit():
             self.sums = [s.clone() for s in noisy_sums]
 
     torch.manual_seed(5)
-    model = DenseGCN(6, 3, hidden=8, layers=2)
+    model = DenseGCN(6, 3, hidden=8, layers=2).to(device)
     twin = copy.deepcopy(model)
     dp = DPOptimizer(model, torch.optim.Adam(model.parameters(), lr=0.01), clip=0.5,
-                     generator=torch.Generator().manual_seed(3))
-    grads, gen = PerExampleGradients(twin), torch.Generator().manual_seed(3)
+                     generator=torch.Generator(device=device).manual_seed(3))
+    grads, gen = PerExampleGradients(twin), torch.Generator(device=device).manual_seed(3)
     opt = torch.optim.Adam(twin.parameters(), lr=0.01)
     for step in range(3):
         inputs, target = subgraph_batch(9, seed=step, scale=3.0)
+        inputs, target = tuple(x.to(device) for x in inputs), target.to(device)
         with gradient_hook(Observe()) as hook:
             dp.step(inputs, target, noise_std=0.7, denominator=9.0)
         sums, _, _ = grads.norms_and_sum(inputs, target, 0.5)
-        noisy = [s + torch.normal(0.0, 0.7, size=tuple(s.shape), generator=gen, dtype=s.dtype) for s in sums]
+        noisy = [s + torch.normal(0.0, 0.7, size=tuple(s.shape), generator=gen, dtype=s.dtype, device=s.device)
+                 for s in sums]
         for p, s in zip(twin.parameters(), noisy):
             p.grad = s / 9.0
         opt.step()
