@@ -416,10 +416,12 @@ class DPOptimizer:
             sums = [s + e.to(s) for s, e in zip(sums, extra)]
         params = self.grads.params
         with torch.no_grad():
-            # one draw per parameter tensor, in order (the noise stream); every sum is a fresh tensor of this step,
-            # so the noise is added in place, by one multi-tensor call (the same additions, bit for bit)
+            # one draw per parameter tensor, in order (the noise stream); the sums are this step's own tensors, so the
+            # noise is added in place, by one multi-tensor call (the same additions, bit for bit)
             noises = [self._normal(s.shape, noise_std, s) for s in sums] if noise_std > 0 else [None] * len(sums)
             if noise_std > 0:
+                if len({s.untyped_storage().data_ptr() for s in sums}) < len(sums):
+                    sums = [s.clone() for s in sums]  # a subclass that hands one tensor out twice
                 torch._foreach_add_(sums, noises)
             released = sums
             for (_, p), noisy in zip(params, released):

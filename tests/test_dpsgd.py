@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from methods.dpsgd import (DPOptimizer, FixedSizeSampler, PerExampleGradients, PoissonSampler, QuantileClipping,
-                           cross_entropy_per_example)
+                           cross_entropy_per_example, gradient_hook)
 from methods.models import DenseGCN, linear_mlp
 from methods.privacy import FixedSizeGaussian, PoissonGaussian
 
@@ -310,8 +310,6 @@ def test_step_releases_the_clipped_sum_plus_the_streams_draws_bit_for_bit(device
     denominator (so a speed-up of the step can change no published run)."""
     import copy
 
-    from methods.dpsgd import gradient_hook
-
     class Observe:
         read_only = True
 
@@ -342,3 +340,33 @@ def test_step_releases_the_clipped_sum_plus_the_streams_draws_bit_for_bit(device
         opt.zero_grad(set_to_none=True)
         assert all(torch.equal(a, b) for a, b in zip(hook.sums, noisy))
         assert all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters()))
+
+
+def test_a_sum_handed_out_twice_gets_each_parameters_own_noise_once():
+    """A PerExampleGradients subclass may return one tensor for two parameters; the in-place noise must not add
+    both parameters' draws to it."""
+    class Shared(PerExampleGradients):
+        def norms_and_sum(self, inputs, target, clip, per_layer=False, weight=None):
+            sums, norms, losses = super().norms_and_sum(inputs, target, clip, per_layer, weight)
+            return [sums[0], sums[0]], norms, losses
+
+    model = nn.Linear(3, 3, bias=False)
+    model.extra = nn.Linear(3, 3, bias=False)  # a second 3 x 3 parameter tensor the loss never reaches
+    dp = DPOptimizer(model, torch.optim.SGD(model.parameters(), lr=0.0), clip=1.0,
+                     generator=torch.Generator().manual_seed(0), mode="vmap")
+    dp.grads = Shared(model, mode="vmap")
+
+    class Observe:
+        def split(self, opt, inputs, target):
+            return inputs, target, None
+
+        def observe(self, opt, noisy_sums):
+            self.sums = [s.clone() for s in noisy_sums]
+
+    inputs, target = mlp_batch(4, f=3, c=3)
+    with gradient_hook(Observe()) as hook:
+        dp.step(inputs, target, noise_std=1.0, denominator=1.0)
+    plain = Shared(model, mode="vmap").norms_and_sum(inputs, target, 1.0)[0][0]
+    gen = torch.Generator().manual_seed(0)
+    for released in hook.sums:
+        assert torch.equal(released, plain + torch.normal(0.0, 1.0, size=(3, 3), generator=gen))
