@@ -116,6 +116,9 @@ class PerExampleGradients:
         if mode == "bookkeeping" and not _linear_only(model):
             raise BenchError("bookkeeping per-example gradients need every trainable parameter in an nn.Linear")
         self.mode = mode
+        #: the layers the book-keeping route records (found once, not on every step)
+        self._linears = [m for m in model.modules() if isinstance(m, nn.Linear)
+                         and any(p.requires_grad for p in m.parameters(recurse=False))]
 
     def norms_and_sum(self, inputs: tuple[Tensor, ...], target: Tensor, clip: float | list[float],
                       per_layer: bool = False, weight: Tensor | None = None) -> tuple[list[Tensor], Tensor, Tensor]:
@@ -140,9 +143,9 @@ class PerExampleGradients:
     # -- clipping factors -------------------------------------------------------------
 
     def _factors(self, sq_norms: list[Tensor], clip, per_layer: bool) -> tuple[list[Tensor], Tensor]:
-        total = torch.sqrt(torch.stack(sq_norms).sum(0))
+        total = torch.stack(sq_norms).sum(0).sqrt_()
         if not per_layer:
-            c = (float(clip) / (total + 1e-6)).clamp(max=1.0)
+            c = torch.div(float(clip), total + 1e-6).clamp_(max=1.0)
             return [c] * len(sq_norms), total
         thresholds = (clip if isinstance(clip, (list, tuple))
                       else [float(clip) / math.sqrt(len(sq_norms))] * len(sq_norms))
@@ -186,8 +189,7 @@ class PerExampleGradients:
         def hook(mod, inp, out):
             records.setdefault(mod, []).append((inp[0].detach(), out))
 
-        handles = [m.register_forward_hook(hook) for m in self.model.modules() if isinstance(m, nn.Linear)
-                   and any(p.requires_grad for p in m.parameters(recurse=False))]
+        handles = [m.register_forward_hook(hook) for m in self._linears]
         try:
             out = self.model(*inputs)
         finally:
@@ -200,11 +202,14 @@ class PerExampleGradients:
         backs = [torch.zeros_like(o) if b is None else b
                  for o, b in zip(outs, torch.autograd.grad(losses.sum(), outs, allow_unused=True))]
         B = target.numel()
+        # backprops that share no memory with one another are this step's scratch: the clipped sum may scale them in
+        # place (a model whose layer outputs meet unchanged, e.g. lin1(x) + lin2(x), gets one tensor for both)
+        scratch = len({b.untyped_storage().data_ptr() for b in backs}) == len(backs)
         per_param: dict[int, Tensor] = {}  # id(param) -> per-example squared norms [B]
         layers: list[_Layer] = []
         k = 0
         for mod, recs in records.items():
-            layer = _Layer.build(mod, [x for x, _ in recs], backs[k:k + len(recs)], B)
+            layer = _Layer.build(mod, [x for x, _ in recs], backs[k:k + len(recs)], B, scratch)
             k += len(recs)
             layers.append(layer)
             if mod.weight.requires_grad:
@@ -240,13 +245,14 @@ class _Layer:
       ``A^T (c g)`` one sparse-dense product.
     """
 
-    __slots__ = ("mod", "a", "g", "kind", "grads", "B", "_g_sum")
+    __slots__ = ("mod", "a", "g", "kind", "grads", "B", "_g_sum", "scratch")
 
     #: per-example gradients up to this many elements in all are materialised when that is cheaper
     MATERIALISE_MAX = 1 << 22
 
-    def __init__(self, mod: nn.Linear, a, g: Tensor, kind: str, B: int) -> None:
+    def __init__(self, mod: nn.Linear, a, g: Tensor, kind: str, B: int, scratch: bool = False) -> None:
         self.mod, self.a, self.g, self.kind, self.B = mod, a, g, kind, B
+        self.scratch = scratch and g.is_contiguous()  # g may be overwritten once its last reader is done
         self.grads: Tensor | None = None
         self._g_sum: Tensor | None = None
 
@@ -257,12 +263,12 @@ class _Layer:
         return self._g_sum
 
     @classmethod
-    def build(cls, mod: nn.Linear, xs: list, gs: list[Tensor], B: int) -> "_Layer":
+    def build(cls, mod: nn.Linear, xs: list, gs: list[Tensor], B: int, scratch: bool = False) -> "_Layer":
         from methods.models import SparseRows
 
         if len(xs) == 1 and isinstance(xs[0], SparseRows):
             g = gs[0].reshape(B, -1, gs[0].size(-1))
-            return cls(mod, xs[0], g, "sparse", B)
+            return cls(mod, xs[0], g, "sparse", B, scratch)
         xs = [x.to_dense() if isinstance(x, SparseRows) else x for x in xs]
         a_parts = [x.reshape(B, -1, x.size(-1)) for x in xs]
         g_parts = [b.reshape(B, -1, b.size(-1)) for b in gs]
@@ -277,7 +283,7 @@ class _Layer:
             kind = "ghost"
         else:
             kind = "materialise" if B * d_in * d_out <= cls.MATERIALISE_MAX else "ghost"
-        return cls(mod, a, g, kind, B)
+        return cls(mod, a, g, kind, B, scratch or len(xs) > 1)  # several calls: g is a fresh concatenation
 
     def weight_sq_norms(self) -> Tensor:
         a, g = self.a, self.g
@@ -301,7 +307,14 @@ class _Layer:
         """sum_b c_b g_b^T a_b: the clipped per-example weight gradients, summed ([out, in])."""
         if self.grads is not None:
             return (factors.to(self.grads.dtype) @ self.grads.reshape(self.B, -1)).view_as(self.mod.weight)
-        gc = (self.g * factors.view(self.B, 1, 1)).reshape(-1, self.g.size(-1))
+        f = factors.view(self.B, 1, 1)
+        if self.scratch:  # the last read of g (its bias sum first): scale it in place, the same products
+            if self.mod.bias is not None and self.mod.bias.requires_grad:
+                self.g_sum()
+            self.scratch = False
+            gc = self.g.mul_(f).reshape(-1, self.g.size(-1))
+        else:
+            gc = (self.g * f).reshape(-1, self.g.size(-1))
         if self.kind == "sparse":
             return self.a.t_matmul(gc).t()
         return gc.t() @ self.a.reshape(-1, self.a.size(-1))
@@ -339,6 +352,24 @@ class StepInfo:
     frac_clipped: float
     loss: float
     count_noise_std: float | None = None
+
+
+class _DeviceStepInfo(StepInfo):
+    """A :class:`StepInfo` whose batch statistics (mean norm, fraction clipped, mean loss) stay where the step
+    computed them until read: an eager step on a GPU then waits for the device nowhere."""
+
+    def __init__(self, batch_size: int, noise_std: float, clip: float, stats: Tensor) -> None:
+        self.batch_size, self.noise_std, self.clip, self.count_noise_std = batch_size, noise_std, clip, None
+        self._stats, self._host = stats, None
+
+    def _value(self, i: int) -> float:
+        if self._host is None:
+            self._host = self._stats.tolist()
+        return self._host[i]
+
+    mean_norm = property(lambda self: self._value(0))
+    frac_clipped = property(lambda self: self._value(1))
+    loss = property(lambda self: self._value(2))
 
 
 @dataclass
@@ -384,14 +415,18 @@ class DPOptimizer:
         if extra is not None:
             sums = [s + e.to(s) for s, e in zip(sums, extra)]
         params = self.grads.params
-        released, noises = [], []
         with torch.no_grad():
-            for (_, p), s in zip(params, sums):
-                noise = self._normal(s.shape, noise_std, s) if noise_std > 0 else None
-                noisy = s + noise if noise is not None else s
-                released.append(noisy)
-                noises.append(noise)
-                p.grad = (noisy / denominator).to(p.dtype)
+            # one draw per parameter tensor, in order (the noise stream); the sums are this step's own tensors, so the
+            # noise is added in place, by one multi-tensor call (the same additions, bit for bit)
+            noises = [self._normal(s.shape, noise_std, s) for s in sums] if noise_std > 0 else [None] * len(sums)
+            if noise_std > 0:
+                if len({s.untyped_storage().data_ptr() for s in sums}) < len(sums):
+                    sums = [s.clone() for s in sums]  # a subclass that hands one tensor out twice
+                torch._foreach_add_(sums, noises)
+            released = sums
+            for (_, p), noisy in zip(params, released):
+                grad = noisy / denominator
+                p.grad = grad if grad.dtype == p.dtype else grad.to(p.dtype)
         if hook is not None:
             hook.observe(self, released)
             observe_noise = getattr(hook, "observe_noise", None)
@@ -400,8 +435,9 @@ class DPOptimizer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         b = int(target.numel())
-        info = StepInfo(b, noise_std, clip, float(norms.mean()) if b else 0.0,
-                        float((norms > clip).float().mean()) if b else 0.0, float(losses.mean()) if b else 0.0)
+        info = (_DeviceStepInfo(b, noise_std, clip, torch.stack([norms.mean(), (norms > clip).float().mean(),
+                                                                  losses.mean()]).detach())
+                if b else StepInfo(b, noise_std, clip, 0.0, 0.0, 0.0))
         if self.quantile is not None:
             q = self.quantile
             dev = self.generator.device if self.generator is not None else norms.device

@@ -142,11 +142,9 @@ class CapturedStep:
         y = self.target.index_select(0, idx)
         clip = self.dp.clip
         sums, norms, losses = self._grads.norms_and_sum(xs, y, clip, self.dp.per_layer, weight=weight)
-        released = []
         with torch.no_grad():
-            for p, s, z in zip(self.params, sums, slot.noise):
-                noisy = s + z
-                released.append(noisy)
+            released = torch._foreach_add(sums, slot.noise)  # one multi-tensor kernel, the eager step's additions
+            for p, noisy in zip(self.params, released):
                 p.grad = (noisy / self.denominator).to(p.dtype)
         slot.released = released
         self.dp.optimizer.step()

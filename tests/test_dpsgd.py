@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from methods.dpsgd import (DPOptimizer, FixedSizeSampler, PerExampleGradients, PoissonSampler, QuantileClipping,
-                           cross_entropy_per_example)
+                           cross_entropy_per_example, gradient_hook)
 from methods.models import DenseGCN, linear_mlp
 from methods.privacy import FixedSizeGaussian, PoissonGaussian
 
@@ -98,6 +98,27 @@ def test_bookkeeping_handles_a_layer_called_twice():
     inputs = tuple(x.double() for x in inputs)
     sums, norms, _ = PerExampleGradients(model, mode="bookkeeping").norms_and_sum(inputs, target, 0.7)
     ref_sums, ref_norms = reference_clipped_sum(model, inputs, target, 0.7, False)
+    assert torch.allclose(norms, ref_norms, rtol=1e-6)
+    assert all(torch.allclose(s, r, rtol=1e-6, atol=1e-10) for s, r in zip(sums, ref_sums))
+
+
+def test_bookkeeping_layers_whose_outputs_meet_unchanged_share_no_scratch():
+    """``lin1(x) + lin2(x)``: autograd hands both layers one backprop tensor, which the clipped sum of one layer
+    must not scale in place under the other."""
+    class Sum(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin1, self.lin2 = nn.Linear(20, 10), nn.Linear(20, 10)  # ghost norms: 2 (20 + 10) <= 20 x 10
+
+        def forward(self, x):  # x [B, 2, 20] -> [B, 10], the first position's sum
+            return (self.lin1(x) + self.lin2(x))[:, 0]
+
+    torch.manual_seed(0)
+    model = Sum().double()
+    inputs, target = subgraph_batch(6, p=2, f=20, scale=4.0)
+    inputs = (inputs[0].double(),)
+    sums, norms, _ = PerExampleGradients(model, mode="bookkeeping").norms_and_sum(inputs, target, 0.3)
+    ref_sums, ref_norms = reference_clipped_sum(model, inputs, target, 0.3, False)
     assert torch.allclose(norms, ref_norms, rtol=1e-6)
     assert all(torch.allclose(s, r, rtol=1e-6, atol=1e-10) for s, r in zip(sums, ref_sums))
 
@@ -276,3 +297,76 @@ def test_poisson_sampler_switches_to_gaps_only_for_large_populations(monkeypatch
     half = dpsgd.PoissonSampler(1000, 0.5, torch.Generator().manual_seed(4))
     rates = (torch.rand(1000, generator=torch.Generator().manual_seed(4)) < 0.5).nonzero().view(-1)
     assert torch.equal(half.sample(), rates)
+
+
+CUDA = pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                        reason="no CUDA device")])
+
+
+@pytest.mark.parametrize("device", ["cpu", CUDA])
+def test_step_releases_the_clipped_sum_plus_the_streams_draws_bit_for_bit(device):
+    """DPOptimizer.step's released sums and parameter updates equal, bit for bit, the plain formula: the clipped sum
+    of the same per-example gradients plus one torch.normal draw per parameter tensor in order, over the
+    denominator (so a speed-up of the step can change no published run)."""
+    import copy
+
+    class Observe:
+        read_only = True
+
+        def split(self, opt, inputs, target):
+            return inputs, target, None
+
+        def observe(self, opt, noisy_sums):
+            self.sums = [s.clone() for s in noisy_sums]
+
+    torch.manual_seed(5)
+    model = DenseGCN(6, 3, hidden=8, layers=2).to(device)
+    twin = copy.deepcopy(model)
+    dp = DPOptimizer(model, torch.optim.Adam(model.parameters(), lr=0.01), clip=0.5,
+                     generator=torch.Generator(device=device).manual_seed(3))
+    grads, gen = PerExampleGradients(twin), torch.Generator(device=device).manual_seed(3)
+    opt = torch.optim.Adam(twin.parameters(), lr=0.01)
+    for step in range(3):
+        inputs, target = subgraph_batch(9, seed=step, scale=3.0)
+        inputs, target = tuple(x.to(device) for x in inputs), target.to(device)
+        with gradient_hook(Observe()) as hook:
+            dp.step(inputs, target, noise_std=0.7, denominator=9.0)
+        sums, _, _ = grads.norms_and_sum(inputs, target, 0.5)
+        noisy = [s + torch.normal(0.0, 0.7, size=tuple(s.shape), generator=gen, dtype=s.dtype, device=s.device)
+                 for s in sums]
+        for p, s in zip(twin.parameters(), noisy):
+            p.grad = s / 9.0
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        assert all(torch.equal(a, b) for a, b in zip(hook.sums, noisy))
+        assert all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters()))
+
+
+def test_a_sum_handed_out_twice_gets_each_parameters_own_noise_once():
+    """A PerExampleGradients subclass may return one tensor for two parameters; the in-place noise must not add
+    both parameters' draws to it."""
+    class Shared(PerExampleGradients):
+        def norms_and_sum(self, inputs, target, clip, per_layer=False, weight=None):
+            sums, norms, losses = super().norms_and_sum(inputs, target, clip, per_layer, weight)
+            return [sums[0], sums[0]], norms, losses
+
+    model = nn.Linear(3, 3, bias=False)
+    model.extra = nn.Linear(3, 3, bias=False)  # a second 3 x 3 parameter tensor the loss never reaches
+    dp = DPOptimizer(model, torch.optim.SGD(model.parameters(), lr=0.0), clip=1.0,
+                     generator=torch.Generator().manual_seed(0), mode="vmap")
+    dp.grads = Shared(model, mode="vmap")
+
+    class Observe:
+        def split(self, opt, inputs, target):
+            return inputs, target, None
+
+        def observe(self, opt, noisy_sums):
+            self.sums = [s.clone() for s in noisy_sums]
+
+    inputs, target = mlp_batch(4, f=3, c=3)
+    with gradient_hook(Observe()) as hook:
+        dp.step(inputs, target, noise_std=1.0, denominator=1.0)
+    plain = Shared(model, mode="vmap").norms_and_sum(inputs, target, 1.0)[0][0]
+    gen = torch.Generator().manual_seed(0)
+    for released in hook.sums:
+        assert torch.equal(released, plain + torch.normal(0.0, 1.0, size=(3, 3), generator=gen))

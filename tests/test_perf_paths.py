@@ -256,3 +256,14 @@ def test_perf_whitebox_reports_the_ratio_and_identical_bounds(capsys):
     assert d["same_bounds"] and set(d["results"]) == {"in-process", "1 workers"}
     (ratio,) = d["ratio"].values()
     assert ratio > 0
+
+
+def test_perf_dpsgd_reports_the_like_for_like_ratio_and_the_gcn_preset(capsys):
+    d = _perf(capsys, "dpsgd", "--batch", "8", "--nodes", "4", "--features", "16", "--min-run-time", "0.05",
+              "--rounds", "2", "--threads", "1")
+    assert (d["model"], d["hidden"]) == ("benchmark", 64) and set(d["ratio"]) == {"non-private", "bookkeeping", "vmap"}
+    assert set(d["like_for_like"]) == {"eager"} and d["like_for_like"]["eager"] > 0  # CUDA adds "graph"
+    d = _perf(capsys, "dpsgd", "--model", "gcn", "--batch", "8", "--features", "16", "--min-run-time", "0.05",
+              "--rounds", "2", "--threads", "1")
+    assert (d["model"], d["nodes"], d["hidden"]) == ("gcn", 11, 256)  # the preset's sizes, --batch overridden
+    assert set(d["ratio"]) == {"non-private", "bookkeeping"}  # no vmap route at this size

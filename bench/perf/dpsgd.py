@@ -1,18 +1,25 @@
 """``bench perf dpsgd``: one DP-SGD step against the non-private step on the same batch and model.
 
-    bench perf dpsgd [--batch 256] [--nodes 10] [--features 1433] [--hidden 64] [--layers 2] [--density 0.05]
-                     [--input dense|sparse] [--device cpu] [--baseline-rev REV] [--json]
+    bench perf dpsgd [--model benchmark|gcn] [--batch B] [--nodes P] [--features 1433] [--hidden H] [--layers 2]
+                     [--density 0.05] [--input dense|sparse] [--device cpu] [--baseline-rev REV] [--json]
 
 The batch is ``--batch`` padded subgraphs of <= ``--nodes`` nodes (60-100% real), bag-of-words-like features with
-``--density`` non-zeros, a ``--layers``-layer DenseGCN. Variants, timed in interleaved rounds (each round times
-every variant back to back, so drifting load hits all alike): the non-private step (mean loss, backward, Adam),
-and the DP-SGD step (per-example gradients, clipping, noise, Adam) for each per-example-gradient route
-(``bookkeeping``, ``vmap``); on CUDA also both steps replayed from a CUDA graph (``(graph)``: the private one is
-:class:`methods.dpsgd_graph.CapturedStep`, what DP-MLP fits use on a GPU). With ``--input sparse`` every variant reads the features as
-:class:`methods.models.SparseRows` (the sparse first layer; vmap densifies) carrying each subgraph's Gram matrix,
-computed once before timing as DP-GNN and DRW do for their fixed subgraphs; ``--input sparse-uncached`` makes
-every private step compute them. Reported: the median time per step and the median over rounds of each
-variant's time / the non-private time.
+``--density`` non-zeros, a ``--layers``-layer DenseGCN. ``--model`` picks the sizes (each overridable by its flag):
+``benchmark`` (256 subgraphs of 10 nodes, hidden 64) or ``gcn``, a GCN of the published DP-GNN runs' size (DP-GNN's
+2,000 trees per step of 1 + K = 11 nodes, hidden 256; the vmap route, which would hold 2,000 per-example
+gradients of the whole model, is left out). Variants, timed in interleaved rounds (each round times every variant
+back to back, so drifting load hits all alike): the non-private step (mean loss, backward, Adam), and the DP-SGD
+step (per-example gradients, clipping, noise, Adam) for each per-example-gradient route (``bookkeeping``,
+``vmap``); on CUDA also both steps replayed from a CUDA graph (``(graph)``: the private one is
+:class:`methods.dpsgd_graph.CapturedStep`, what DP-MLP fits use on a GPU). With ``--input sparse`` every variant
+reads the features as :class:`methods.models.SparseRows` (the sparse first layer; vmap densifies) carrying each
+subgraph's Gram matrix, computed once before timing as DP-GNN and DRW do for their fixed subgraphs;
+``--input sparse-uncached`` makes every private step compute them.
+
+Reported first, the like-for-like ratios (``like_for_like``): the eager book-keeping step / the eager non-private
+step and, on CUDA, the captured private step / the captured non-private step (the targets in docs/performance.md
+compare these). Then every variant's median time per step and the median over rounds of its time / the eager non-private
+time (``ratio``).
 """
 
 from __future__ import annotations
@@ -39,6 +46,13 @@ def _subgraph_batch(batch: int, nodes: int, features: int, classes: int, gen: to
     adj = a / torch.sqrt(deg[:, :, None] * deg[:, None, :])
     y = torch.randint(0, classes, (batch,), generator=gen)
     return x.to(device), adj.to(device), y.to(device)
+
+
+#: ``--model`` presets: (batch, nodes, hidden, vmap route timed)
+MODELS = {"benchmark": (256, 10, 64, True), "gcn": (2000, 11, 256, False)}
+
+#: like-for-like pairs: (DP-SGD step, the non-private step it is compared with)
+LIKE_FOR_LIKE = {"eager": ("bookkeeping", "non-private"), "graph": ("bookkeeping (graph)", "non-private (graph)")}
 
 
 def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: int = 64, layers: int = 2,
@@ -93,17 +107,21 @@ def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: 
             times[k].append(float(timers[k].timeit(numbers[k]).median))
     results = {k: statistics.median(v) for k, v in times.items()}
     ratios = {k: statistics.median(t / b for t, b in zip(v, times["non-private"])) for k, v in times.items()}
+    like = {name: statistics.median(t / b for t, b in zip(times[dp], times[plain]))
+            for name, (dp, plain) in LIKE_FOR_LIKE.items() if dp in times and plain in times}
     params = sum(p.numel() for p in model.parameters())
     return {"benchmark": "dpsgd-step", "device": str(dev), "threads": torch.get_num_threads(), "batch": batch,
             "nodes": nodes, "features": features, "density": density,
             "input": ("sparse" if cached_grams else "sparse-uncached") if sparse else "dense",
-            "hidden": hidden, "layers": layers, "parameters": params, "rounds": rounds, "seconds": results,
-            "ratio": ratios}
+            "hidden": hidden, "layers": layers, "parameters": params, "rounds": rounds, "like_for_like": like,
+            "seconds": results, "ratio": ratios}
 
 
 def _graphed_variants(model, x, adj, y, batch: int, dev) -> dict:
     """On CUDA: the book-keeping step replayed from one CUDA graph (:class:`methods.dpsgd_graph.CapturedStep`, as
-    DP-MLP fits run on a GPU) and, for a like-for-like reference, the non-private step captured the same way."""
+    DP-MLP fits run on a GPU) and, for a like-for-like reference, the non-private step captured the same way: it too
+    reads its batch through an index that each step copies to the device and the graph gathers by (a fit draws a
+    new batch every step), as the captured private step does."""
     import torch
 
     from methods.dpsgd import DPOptimizer
@@ -116,9 +134,11 @@ def _graphed_variants(model, x, adj, y, batch: int, dev) -> dict:
     every = torch.arange(batch)
 
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True)
+    index = torch.zeros(batch, dtype=torch.long, device=dev)  # the graph's input: this step's batch
 
     def body():
-        torch.nn.functional.cross_entropy(model(x, adj), y).backward()
+        xb, ab, yb = (t.index_select(0, index) for t in (x, adj, y))
+        torch.nn.functional.cross_entropy(model(xb, ab), yb).backward()
         opt.step()
 
     side = torch.cuda.Stream(dev)  # warm-up and capture on one stream (its cuBLAS workspace exists before capture)
@@ -133,16 +153,24 @@ def _graphed_variants(model, x, adj, y, batch: int, dev) -> dict:
     with torch.cuda.graph(graph, stream=side):
         body()
     torch.cuda.current_stream(dev).wait_stream(side)
-    return {"non-private (graph)": graph.replay, "bookkeeping (graph)": lambda: captured.step(every)}
+
+    def plain_step():
+        index.copy_(every)
+        graph.replay()
+
+    return {"non-private (graph)": plain_step, "bookkeeping (graph)": lambda: captured.step(every)}
 
 
 @benchmark("dpsgd", "one DP-SGD step over padded subgraphs vs the non-private step")
 def _args(q: argparse.ArgumentParser) -> None:
-    q.add_argument("--batch", type=int, default=256)
-    q.add_argument("--nodes", type=int, default=10, help="padded subgraph size")
+    q.add_argument("--model", choices=sorted(MODELS), default="benchmark",
+                   help="sizes: benchmark (256 subgraphs of <= 10 nodes, hidden 64) or gcn (DP-GNN's 2,000 trees of "
+                        "<= 11 nodes per step, hidden 256; no vmap route)")
+    q.add_argument("--batch", type=int, help="subgraphs per step (default: the --model's)")
+    q.add_argument("--nodes", type=int, help="padded subgraph size (default: the --model's)")
     q.add_argument("--features", type=int, default=1433, help="input features (default: Cora's 1433)")
     q.add_argument("--density", type=float, default=0.05, help="fraction of non-zero features (default 0.05)")
-    q.add_argument("--hidden", type=int, default=64)
+    q.add_argument("--hidden", type=int, help="hidden width (default: the --model's)")
     q.add_argument("--layers", type=int, default=2)
     q.add_argument("--input", choices=["dense", "sparse", "sparse-uncached"], default="dense",
                    help="feature tensor the steps read: dense, or sparse rows (methods.models.SparseRows) with the "
@@ -162,6 +190,10 @@ def cmd_perf(args: argparse.Namespace) -> int:  # the name bench.perf's former m
 def _run(args: argparse.Namespace) -> int:
     from methods.base import ConfigError
 
+    batch, nodes, hidden, vmap = MODELS[args.model]
+    args.batch = batch if args.batch is None else args.batch
+    args.nodes = nodes if args.nodes is None else args.nodes
+    args.hidden = hidden if args.hidden is None else args.hidden
     if min(args.batch, args.nodes, args.features, args.hidden, args.layers, args.rounds) < 1:
         raise ConfigError("batch, nodes, features, hidden, layers and rounds must be >= 1")
     if not 0 < args.density <= 1:
@@ -172,27 +204,54 @@ def _run(args: argparse.Namespace) -> int:
     if args.baseline_rev:  # the former code times dense input with both routes
         argv = ["perf", "dpsgd", "--batch", str(args.batch), "--nodes", str(args.nodes), "--features",
                 str(args.features), "--hidden", str(args.hidden), "--layers", str(args.layers), "--device",
-                args.device, "--min-run-time", str(args.min_run_time), "--rounds", str(args.rounds), "--json"]
+                args.device, "--min-run-time", str(args.min_run_time), "--rounds", str(args.rounds),
+                "--threads", str(args.threads), "--json"] + (["--no-vmap"] if args.no_vmap or not vmap else [])
         base = run_baseline(args.baseline_rev, argv)
-    modes = ("bookkeeping",) if args.no_vmap else ("bookkeeping", "vmap")
+    modes = ("bookkeeping",) if args.no_vmap or not vmap else ("bookkeeping", "vmap")
     out = perf_dpsgd(args.batch, args.nodes, args.features, args.hidden, args.layers, device=args.device,
                      min_run_time=args.min_run_time, rounds=args.rounds, density=args.density,
                      sparse=args.input != "dense", modes=modes, cached_grams=args.input == "sparse")
+    out["model"] = args.model
     out["machine"] = start
     if base is not None:
         out["baseline"] = base
     return emit(out, args, _render)
 
 
+def _like_for_like(out: dict) -> dict:
+    """The like-for-like ratios of a result; for one from a revision that did not report them, from its ratios (the
+    graph pair as a ratio of the two medians)."""
+    if "like_for_like" in out:
+        return out["like_for_like"]
+    like, ratio, sec = {}, out.get("ratio", {}), out.get("seconds", {})
+    if "bookkeeping" in ratio:
+        like["eager"] = ratio["bookkeeping"]
+    dp, plain = LIKE_FOR_LIKE["graph"]
+    if dp in sec and plain in sec:
+        like["graph"] = sec[dp] / sec[plain]
+    return like
+
+
+LIKE_LABELS = {"eager": "eager DP-SGD step / eager non-private step",
+               "graph": "captured DP-SGD step / captured non-private step (CUDA graphs)"}
+
+
 def _render(out: dict) -> None:
     print(f"# one step, {out['batch']} subgraphs of <= {out['nodes']} nodes, {out['features']} {out['input']} "
-          f"features ({out['density']:g} non-zero), {out['layers']}-layer GCN ({out['parameters']} parameters), "
-          f"{out['device']}, {out['threads']} threads", file=sys.stderr)
-    rows = [[k, f"{v * 1000:.2f}", f"{out['ratio'][k]:.2f}x"] for k, v in out["seconds"].items()]
+          f"features ({out['density']:g} non-zero), {out['layers']}-layer GCN, hidden {out['hidden']} "
+          f"({out['parameters']} parameters), {out['device']}, {out['threads']} threads", file=sys.stderr)
     base = out.get("baseline")
-    if base and "ratio" in base:
+    if base and "ratio" not in base:
+        print(f"# baseline {base.get('rev')} failed: {base.get('error')}", file=sys.stderr)
+        base = None
+    like, base_like = _like_for_like(out), _like_for_like(base) if base else {}
+    rows = [[LIKE_LABELS[k], f"{v:.2f}x"] + ([f"{base_like[k]:.2f}x" if k in base_like else "-"] if base else [])
+            for k, v in like.items()]
+    print(format_table(["like for like (median of interleaved rounds)", "this tree"]
+                       + ([f"@ {base['rev']}"] if base else []), rows))
+    print()
+    rows = [[k, f"{v * 1000:.2f}", f"{out['ratio'][k]:.2f}x"] for k, v in out["seconds"].items()]
+    if base:
         rows += [[f"{k} @ {base['rev']}", f"{v * 1000:.2f}", f"{base['ratio'][k]:.2f}x"]
                  for k, v in base["seconds"].items()]
-    elif base:
-        print(f"# baseline {base.get('rev')} failed: {base.get('error')}", file=sys.stderr)
-    print(format_table(["step", "ms (median)", "vs non-private (median of interleaved rounds)"], rows))
+    print(format_table(["step", "ms (median)", "vs eager non-private (median of interleaved rounds)"], rows))
