@@ -242,7 +242,8 @@ class PrivGNN(Method):
             if sample.numel() == 0:
                 out[:] = uniform_posterior(q, classes).log()
             else:
-                out[:] = F.log_softmax(model.predict_graph(0, x_pub, agg_pub, e_pub, queries.to(device), in_edges), -1).cpu()
+                logits = model.predict_graph(0, x_pub, agg_pub, e_pub, queries.to(device), in_edges)
+                out[:] = F.log_softmax(logits, -1).cpu()
         else:
             bar = progress_bar(q, f"{self.name} teachers", progress)
             for start in range(0, q, c.teacher_batch):
