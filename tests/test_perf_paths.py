@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from methods.privgnn.knn import squared_norms
 from methods.privgnn.privgnn import nearest, nearest_many
 from methods.privgnn.teachers import build_batch
 from methods.samplers import sorted_unique
@@ -53,20 +54,41 @@ def test_walks_are_the_same_for_coalesced_and_shuffled_edges():
     assert all(torch.equal(x, y) for x, y in zip(a, b))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 120), f=st.integers(1, 20), q=st.integers(1, 6), seed=st.integers(0, 10**6),
-       binary=st.booleans(), chunk=st.integers(1, 300))
-def test_batched_knn_selects_what_nearest_selects(n, f, q, seed, binary, chunk):
+       kind=st.sampled_from(["gauss", "binary", "offset", "duplicates"]), block=st.integers(1, 400),
+       sorted_samples=st.booleans(), norms=st.booleans())
+def test_batched_knn_selects_what_nearest_selects(n, f, q, seed, kind, block, sorted_samples, norms):
+    """The GEMM-filtered search selects the rows the elementwise definition selects, in its order: ties (binary and
+    duplicated rows), cancellation (rows far from the origin, close to each other), any query blocking."""
     g = torch.Generator().manual_seed(seed)
-    x = (torch.rand(n, f, generator=g) < 0.3).float() if binary else torch.randn(n, f, generator=g)
-    queries = (torch.rand(q, f, generator=g) < 0.3).float() if binary else torch.randn(q, f, generator=g)
+    if kind == "binary":
+        x, queries = (torch.rand(n, f, generator=g) < 0.3).float(), (torch.rand(q, f, generator=g) < 0.3).float()
+    elif kind == "offset":  # |c|^2 ~ 1e6 f while neighbours are ~1e-2 apart: the estimate alone cannot order them
+        x, queries = 1000.0 + 0.01 * torch.randn(n, f, generator=g), 1000.0 + 0.01 * torch.randn(q, f, generator=g)
+    elif kind == "duplicates":
+        x = torch.randn(max(1, n // 4), f, generator=g)[torch.randint(0, max(1, n // 4), (n,), generator=g)]
+        queries = x[torch.randint(0, n, (q,), generator=g)] + 0.1 * torch.randn(q, f, generator=g)
+    else:
+        x, queries = torch.randn(n, f, generator=g), torch.randn(q, f, generator=g)
     samples = [torch.randperm(n, generator=g)[:int(torch.randint(0, n + 1, (1,), generator=g))] for _ in range(q)]
+    if sorted_samples:  # what poisson_subsample gives
+        samples = [s.sort().values for s in samples]
     k = int(torch.randint(1, n + 1, (1,), generator=g))
-    got = nearest_many(queries, x, samples, k, chunk_rows=chunk)
+    got = nearest_many(queries, x, samples, k, block_entries=block, sq_norms=squared_norms(x) if norms else None)
     for j in range(q):
         ref = nearest(queries[j], x[samples[j]], k, "euclidean") if samples[j].numel() > k \
             else torch.arange(samples[j].numel())
         assert torch.equal(got[j], ref)
+
+
+def test_batched_knn_falls_back_to_the_definition_on_non_finite_features():
+    x = torch.randn(50, 4)
+    x[3, 1] = float("inf")
+    queries = torch.randn(2, 4)
+    samples = [torch.arange(50), torch.arange(0, 50, 2)]
+    got = nearest_many(queries, x, samples, 7)
+    assert all(torch.equal(got[j], nearest(queries[j], x[samples[j]], 7, "euclidean")) for j in range(2))
 
 
 def test_select_many_is_select_per_query():
@@ -124,6 +146,40 @@ def test_vectorised_teacher_batches_equal_the_per_teacher_construction(n, e, siz
     assert torch.equal(batch.x, xb) and torch.equal(batch.y, yb)
     assert torch.equal(batch.adj.to_dense(), adj.to_dense())
     assert torch.equal(batch.mask.sum(1), torch.tensor([int(s.numel()) for s in sets]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 50), e=st.integers(0, 200), m=st.integers(1, 6), seed=st.integers(0, 10**6))
+def test_in_neighbourhood_is_k_hop_subgraph(n, e, m, seed):
+    """The edge lookup's in-neighbourhood is PyG's directed one-hop subgraph (same subset, edges in the same
+    order, same mapping), and a teacher's answers through it equal, bit for bit, its answers through PyG's
+    undirected one-hop subgraph (the former path: its extra edges only reach the neighbours, never ``nodes``)."""
+    from torch_geometric.utils import k_hop_subgraph
+
+    from methods.privgnn.teachers import BatchedSAGE, EdgeLookup, in_neighbourhood, mean_aggregate
+
+    g = torch.Generator().manual_seed(seed)
+    ei = torch.randint(0, n, (2, e), generator=g)
+    nodes = torch.randint(0, n, (m,), generator=g)  # duplicates allowed
+    lookup = EdgeLookup.of(ei, n, "dst")
+    subset, sub_ei, mapping = in_neighbourhood(ei, lookup, nodes)
+    ref = k_hop_subgraph(nodes, 1, ei, relabel_nodes=True, num_nodes=n, flow="source_to_target", directed=True)
+    assert torch.equal(subset, ref[0]) and torch.equal(sub_ei, ref[1]) and torch.equal(mapping, ref[2])
+
+    x = torch.randn(n, 5, generator=g)
+    deg = torch.zeros(n).index_add_(0, ei[1], torch.ones(e))
+    agg_x = mean_aggregate(x, ei[0], ei[1], torch.where(deg > 0, 1.0 / deg.clamp(min=1), torch.zeros_like(deg)))
+    model = BatchedSAGE([torch.Generator().manual_seed(seed + 1)], 5, 4, 3).eval()
+    got = model.predict_graph(0, x, agg_x, ei, nodes, lookup)
+    s, sub, mp, _ = k_hop_subgraph(nodes, 1, ei, relabel_nodes=True, num_nodes=n, flow="source_to_target")
+    w1 = model.w1[0]
+    h = x[s] @ w1[:5] + agg_x[s] @ w1[5:]
+    h = torch.relu((h - model.running_mean[0]) * torch.rsqrt(model.running_var[0] + 1e-5) * model.bn_weight[0]
+                   + model.bn_bias[0])
+    d = torch.zeros(s.numel()).index_add_(0, sub[1], torch.ones(sub.size(1)))
+    agg = mean_aggregate(h @ model.w2_neigh[0], sub[0], sub[1], torch.where(d > 0, 1.0 / d.clamp(min=1),
+                                                                             torch.zeros_like(d)))
+    assert torch.equal(got, (h @ model.w2_root[0] + agg + model.b2[0])[mp])
 
 
 def test_teachers_are_reproducible_for_one_seed():

@@ -78,9 +78,9 @@ MEMORY = {
                 "measured 7.7 GiB at 1M nodes / 25M edges and 18.2 GiB at 2.4M / 61.2M: under 24 GiB",
     "privgnn": "the private-public split keeps several int64 copies of edge_index alive at once (the dataset's, "
                "the task's without private-public edges, split_graphs' private and public subgraphs, the serving "
-               "graph) plus KNN over 32 queries' 0.3 x 1.2M candidates per teacher batch (~0.5 GB), the public "
-               "aggregation in blocks of 2^20 edges: 12.1 GiB at 2.4M nodes / 61.2M edges when its 1-hour limit "
-               "stopped it (time not measured there; memory within 24 GiB)",
+               "graph), the edge lookups of the private and public graphs (int64 edge ids, ~0.25 GB each), the "
+               "KNN's distance estimates for a block of queries against every private node (2^25 floats, 128 MB), "
+               "the public aggregation in blocks of 2^20 edges: measured 13.6 GiB at 2.4M nodes / 61.2M edges",
     "pate-m": "the same private-public copies of edge_index (2 GB each at 2.4M) and 20 teachers on partitions: "
               "measured 3.8 GiB at 1M nodes / 5M edges, 8.8 GiB at 1M / 25M and 20.7 GiB at 2.4M / 61.2M (~0.25 KB "
               "per edge): within 24 GiB, narrowly. The public graph's mean aggregation gathered every edge's "

@@ -30,7 +30,8 @@ from methods import inference as I
 from methods import mechanisms
 from methods.base import ConfigError, FitContext, Task, stable_hash
 from methods.models import Backbone, GraphInput, prepare_graph
-from methods.privgnn.teachers import mean_aggregate
+from methods.privgnn.knn import squared_norms
+from methods.privgnn.teachers import EdgeLookup, mean_aggregate
 from methods.reuse import reuse_allowed
 from methods.streams import RunStreams
 from methods.training import progress_bar, row_normalize
@@ -65,6 +66,21 @@ class Graphs:
     @property
     def num_private(self) -> int:
         return int(self.private_ids.numel())
+
+    @functools.cached_property
+    def private_sq_norms(self) -> Tensor:
+        """Squared norms of the private features (the KNN's distance estimates, :mod:`methods.privgnn.knn`)."""
+        return squared_norms(self.x_private)
+
+    @functools.cached_property
+    def private_lookup(self) -> EdgeLookup:
+        """The private graph's edges by source: every teacher batch's induced subgraphs are read off it."""
+        return EdgeLookup.of(self.edges_private, self.num_private, "src")
+
+    @functools.cached_property
+    def public_in_edges(self) -> EdgeLookup:
+        """The public graph's edges by destination: a query's in-neighbourhood is read off it."""
+        return EdgeLookup.of(self.edges_public, int(self.public_ids.numel()), "dst")
 
 
 def split_graphs(task: Task, features: str = "auto") -> Graphs:

@@ -121,13 +121,15 @@ class PATEMethod(Method):
         votes = torch.zeros(int(queries.numel()), classes)
         x_pub, agg_pub, e_pub = (t.to(device) for t in (graphs.x_public, graphs.agg_x_public, graphs.edges_public))
         qd = queries.to(device)
+        in_edges = graphs.public_in_edges.to(device) if self.teacher_kind == "sage" else None
         bar = progress_bar(c.teachers, f"{self.name} teachers", progress)
         for start in range(0, c.teachers, c.teacher_batch):
             idx = list(range(start, min(c.teachers, start + c.teacher_batch)))
             sets = [parts[t] for t in idx]
             gens = [streams.torch("init", "teacher", t) for t in idx]
             edges = graphs.edges_private if self.teacher_kind == "sage" else None
-            batch = build_batch(graphs.x_private, graphs.y_private, edges, sets).to(device)
+            batch = build_batch(graphs.x_private, graphs.y_private, edges, sets,
+                                graphs.private_lookup if edges is not None else None).to(device)
             if self.teacher_kind == "sage":
                 model = BatchedSAGE(gens, graphs.x_private.size(1), c.hidden, classes, c.dropout).to(device)
             else:
@@ -138,7 +140,7 @@ class PATEMethod(Method):
                 if sets[j].numel() == 0:
                     continue
                 if self.teacher_kind == "sage":
-                    logits = model.predict_graph(j, x_pub, agg_pub, e_pub, qd)
+                    logits = model.predict_graph(j, x_pub, agg_pub, e_pub, qd, in_edges)
                 else:
                     logits = model.predict_features(j, x_pub[qd])
                 votes[torch.arange(votes.size(0)), logits.argmax(1).cpu()] += 1

@@ -54,6 +54,7 @@ from methods.privacy import PrivacyLedger, calibrate_noise
 from methods.privacy import presets as P
 from methods.privgnn.common import (STUDENT_READS, Graphs, NetConfig, cached_rows, choose_queries, noisy_argmax,
                                     serving_input, split_graphs, task_key, train_on_graph)
+from methods.privgnn.knn import nearest, nearest_many
 from methods.privgnn.teachers import BatchedSAGE, build_batch, train_teachers
 from methods.streams import RunStreams
 from methods.training import ModelFitted, progress_bar
@@ -118,50 +119,6 @@ def resolve_lambda(name: str, fixed: float | None, budget: Budget, ledger_for) -
 def poisson_subsample(n: int, rate: float, gen: torch.Generator) -> Tensor:
     """Each of the n private nodes independently with probability ``rate`` (Definition 1)."""
     return (torch.rand(n, generator=gen) < rate).nonzero().view(-1)
-
-
-def nearest(query: Tensor, candidates: Tensor, k: int, metric: str) -> Tensor:
-    """Positions of the k rows of ``candidates`` nearest to ``query`` (ties: lower position first)."""
-    if candidates.size(0) <= k:
-        return torch.arange(candidates.size(0))
-    if metric == "cosine":
-        qn = query / query.norm().clamp(min=1e-12)
-        cn = candidates / candidates.norm(dim=1, keepdim=True).clamp(min=1e-12)
-        d = 1.0 - cn @ qn
-    else:
-        d = ((candidates - query) ** 2).sum(1)
-    return torch.sort(d, stable=True).indices[:k]
-
-
-def nearest_many(queries: Tensor, candidates: Tensor, samples: list[Tensor], k: int, chunk_rows: int = 1 << 15
-                 ) -> list[Tensor]:
-    """:func:`nearest` (Euclidean) for many queries at once: query j's k nearest rows of
-    ``candidates[samples[j]]``, as positions into ``samples[j]``.
-
-    The distances are computed row by row with the same elementwise formula as :func:`nearest`, for all the
-    queries' candidates in a few large operations, and one pair of stable sorts orders every query's candidates
-    by (distance, position): the same selections, bit for bit, as calling :func:`nearest` per query."""
-    out: list[Tensor] = [torch.arange(int(s.numel())) for s in samples]
-    need = [j for j, s in enumerate(samples) if int(s.numel()) > k]
-    if not need:
-        return out
-    sizes = torch.tensor([int(samples[j].numel()) for j in need])
-    rows = torch.cat([samples[j] for j in need])
-    owner = torch.repeat_interleave(torch.arange(len(need)), sizes)
-    query_of = torch.tensor(need)[owner]
-    dist = torch.empty(rows.numel(), dtype=candidates.dtype)
-    for a in range(0, int(rows.numel()), chunk_rows):
-        b = min(int(rows.numel()), a + chunk_rows)
-        dist[a:b] = ((candidates[rows[a:b]] - queries[query_of[a:b]]) ** 2).sum(1)
-    by_dist = torch.sort(dist, stable=True).indices
-    order = by_dist[torch.sort(owner[by_dist], stable=True).indices]  # grouped by query, then (distance, position)
-    starts = torch.cumsum(sizes, 0) - sizes
-    rank = torch.arange(order.numel()) - starts[owner[order]]
-    keep = order[rank < k]
-    local = keep - starts[owner[keep]]
-    for j, part in zip(need, torch.split(local, [min(k, int(n)) for n in sizes.tolist()])):
-        out[j] = part
-    return out
 
 
 def uniform_posterior(count: int, classes: int) -> Tensor:
@@ -259,7 +216,7 @@ class PrivGNN(Method):
             return samples
         if c.distance == "euclidean":
             pos = nearest_many(graphs.x_public[torch.as_tensor(nodes, dtype=torch.long)], graphs.x_private, samples,
-                               c.k)
+                               c.k, sq_norms=graphs.private_sq_norms)
             return [s[p] if s.numel() > c.k else s for s, p in zip(samples, pos)]
         return [s if s.numel() <= c.k else s[nearest(graphs.x_public[v], graphs.x_private[s], c.k, c.distance)]
                 for s, v in zip(samples, nodes)]
@@ -273,6 +230,7 @@ class PrivGNN(Method):
         streams = RunStreams.of(streams)
         classes = graphs.num_classes
         x_pub, agg_pub, e_pub = (t.to(device) for t in (graphs.x_public, graphs.agg_x_public, graphs.edges_public))
+        in_edges = graphs.public_in_edges.to(device)
         q = int(queries.numel())
         out = torch.empty(q, classes)
         sizes = []
@@ -284,7 +242,8 @@ class PrivGNN(Method):
             if sample.numel() == 0:
                 out[:] = uniform_posterior(q, classes).log()
             else:
-                out[:] = F.log_softmax(model.predict_graph(0, x_pub, agg_pub, e_pub, queries.to(device)), -1).cpu()
+                logits = model.predict_graph(0, x_pub, agg_pub, e_pub, queries.to(device), in_edges)
+                out[:] = F.log_softmax(logits, -1).cpu()
         else:
             bar = progress_bar(q, f"{self.name} teachers", progress)
             for start in range(0, q, c.teacher_batch):
@@ -299,7 +258,7 @@ class PrivGNN(Method):
                         out[i] = uniform_posterior(1, classes)[0].log()
                     else:
                         v = queries[i:i + 1].to(device)
-                        out[i] = F.log_softmax(model.predict_graph(j, x_pub, agg_pub, e_pub, v), -1)[0].cpu()
+                        out[i] = F.log_softmax(model.predict_graph(j, x_pub, agg_pub, e_pub, v, in_edges), -1)[0].cpu()
                 bar.update(len(idx))
             bar.close()
         if stats is not None:
@@ -311,7 +270,8 @@ class PrivGNN(Method):
     def _train(self, node_sets: list[Tensor], gens: list[torch.Generator], graphs: Graphs, classes: int,
                device: torch.device) -> BatchedSAGE:
         c = self.config
-        batch = build_batch(graphs.x_private, graphs.y_private, graphs.edges_private, node_sets).to(device)
+        batch = build_batch(graphs.x_private, graphs.y_private, graphs.edges_private, node_sets,
+                            graphs.private_lookup).to(device)
         model = BatchedSAGE(gens, graphs.x_private.size(1), c.hidden, classes, c.dropout).to(device)
         train_teachers(model, batch, gens, epochs=self.teacher_epochs, lr=c.lr, weight_decay=c.weight_decay)
         return model

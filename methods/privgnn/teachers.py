@@ -67,6 +67,38 @@ class TeacherBatch:
         return TeacherBatch(*(getattr(self, f).to(device) for f in ("x", "y", "mask", "adj", "adj_t")))
 
 
+@dataclass(frozen=True)
+class EdgeLookup:
+    """The edges of a graph grouped by one endpoint (a CSR over edge ids): ``ids[ptr[u]:ptr[u + 1]]`` are the edges
+    whose ``by`` endpoint is ``u``, in ``edge_index`` order. Built once per graph (one stable sort), it finds the
+    edges of a few hundred nodes in time proportional to their degrees instead of a pass over every edge."""
+
+    ptr: Tensor  # [n + 1]
+    ids: Tensor  # [E]
+    by: str  # "src" or "dst"
+
+    @classmethod
+    def of(cls, edge_index: Tensor, num_nodes: int, by: str = "src") -> "EdgeLookup":
+        key = edge_index[0 if by == "src" else 1].long()
+        ids = torch.sort(key, stable=True).indices
+        ptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=key.device)
+        ptr[1:] = torch.cumsum(torch.bincount(key, minlength=num_nodes), 0)
+        return cls(ptr, ids, by)
+
+    def edges_of(self, nodes: Tensor) -> tuple[Tensor, Tensor]:
+        """(edge ids of every node of ``nodes``, node by node, each node's in ``edge_index`` order; the position in
+        ``nodes`` each edge came from)."""
+        start = self.ptr[nodes]
+        count = self.ptr[nodes + 1] - start
+        owner = torch.repeat_interleave(torch.arange(nodes.numel(), device=nodes.device), count)
+        first = torch.cumsum(count, 0) - count
+        offset = torch.arange(owner.numel(), device=nodes.device) - first[owner]
+        return self.ids[start[owner] + offset], owner
+
+    def to(self, device: torch.device | str) -> "EdgeLookup":
+        return EdgeLookup(self.ptr.to(device), self.ids.to(device), self.by)
+
+
 def mean_adjacency(src: Tensor, dst: Tensor, n: int, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
     """(A, A^T) as sparse CSR, A[i, j] = 1/in-degree(i) for every edge j -> i (mean aggregation)."""
     deg = torch.zeros(n, dtype=dtype, device=dst.device).index_add_(
@@ -78,14 +110,16 @@ def mean_adjacency(src: Tensor, dst: Tensor, n: int, dtype: torch.dtype = torch.
         return a.to_sparse_csr(), a.t().coalesce().to_sparse_csr()
 
 
-def build_batch(x: Tensor, y: Tensor, edge_index: Tensor | None, node_sets: list[Tensor]) -> TeacherBatch:
+def build_batch(x: Tensor, y: Tensor, edge_index: Tensor | None, node_sets: list[Tensor],
+                lookup: EdgeLookup | None = None) -> TeacherBatch:
     """Pad the graphs induced by ``node_sets`` (indices into ``x``/``y``/the graph ``edge_index``)
     into one :class:`TeacherBatch`. With a graph, ``x`` holds ``[x | mean of in-neighbours' x]``
     ([T, P, 2F], what a GraphSAGE first layer reads); ``edge_index=None`` builds graph-free batches
     (MLP teachers, ``x``: [T, P, F]).
 
-    One vectorised pass for all teachers: node positions in a [T, N] table, the edges kept by each teacher
-    read off it (teacher by teacher, each in ``edge_index`` order: the edges PyG's ``subgraph`` returns)."""
+    Each node set holds distinct nodes. ``lookup``: ``edge_index``'s :class:`EdgeLookup` by source (built here when
+    not given; pass one when the same graph serves many batches). Each teacher's edges are read off its nodes'
+    out-edges, teacher by teacher, each in ``edge_index`` order: the edges PyG's ``subgraph`` returns."""
     t_count = len(node_sets)
     p = max([int(s.numel()) for s in node_sets] + [1])
     n_all, f = x.shape
@@ -100,7 +134,9 @@ def build_batch(x: Tensor, y: Tensor, edge_index: Tensor | None, node_sets: list
     xb = x[safe] * mask.unsqueeze(-1).to(x.dtype)
     yb = torch.where(mask, y.to(dev)[safe], torch.zeros((), dtype=torch.long, device=dev))
     if edge_index is not None and edge_index.numel() and t_count:
-        src, dst = _induced_edges(edge_index.to(dev), idx, mask, n_all, p)
+        if lookup is None or lookup.by != "src":
+            lookup = EdgeLookup.of(edge_index.to(dev), n_all, "src")
+        src, dst = _induced_edges(edge_index.to(dev), lookup.to(dev), idx, mask, n_all)
     else:
         src = dst = torch.zeros(0, dtype=torch.long, device=dev)
     adj, adj_t = mean_adjacency(src, dst, t_count * p, x.dtype)
@@ -111,25 +147,37 @@ def build_batch(x: Tensor, y: Tensor, edge_index: Tensor | None, node_sets: list
     return TeacherBatch(xb, yb, mask, adj, adj_t)
 
 
-def _induced_edges(edge_index: Tensor, idx: Tensor, mask: Tensor, n_all: int, p: int,
-                   max_entries: int = 1 << 24) -> tuple[Tensor, Tensor]:
+def _induced_edges(edge_index: Tensor, lookup: EdgeLookup, idx: Tensor, mask: Tensor, n_all: int
+                   ) -> tuple[Tensor, Tensor]:
     """Edges of every teacher's induced subgraph as flattened ids ``t * P + local`` (src, dst), ordered by
-    teacher, then as in ``edge_index``."""
-    t_count = idx.size(0)
-    row, col = edge_index[0].long(), edge_index[1].long()
-    chunk = max(1, max_entries // max(1, int(row.numel())))
-    srcs, dsts = [], []
-    for a in range(0, t_count, chunk):
-        b = min(t_count, a + chunk)
-        pos = torch.full((b - a, n_all), -1, dtype=torch.long, device=idx.device)
-        teach = torch.arange(a, b, device=idx.device).unsqueeze(1).expand(b - a, p)
-        m = mask[a:b]
-        pos[teach[m] - a, idx[a:b][m]] = torch.arange(p, device=idx.device).expand(b - a, p)[m]
-        pu, pv = pos[:, row], pos[:, col]  # [chunk, E]
-        t, e = ((pu >= 0) & (pv >= 0)).nonzero(as_tuple=True)
-        srcs.append((t + a) * p + pu[t, e])
-        dsts.append((t + a) * p + pv[t, e])
-    return torch.cat(srcs), torch.cat(dsts)
+    teacher, then as in ``edge_index``: each teacher's nodes' out-edges (``lookup``), kept when the other end is
+    one of the teacher's nodes (a binary search over the sorted (teacher, node) keys)."""
+    t_count, p = idx.shape
+    dev = idx.device
+    teacher = torch.arange(t_count, device=dev).unsqueeze(1).expand(t_count, p)[mask]
+    local = torch.arange(p, device=dev).unsqueeze(0).expand(t_count, p)[mask]
+    node = idx[mask]
+    keys, order = torch.sort(teacher * n_all + node)
+    eid, owner = lookup.edges_of(node)
+    t = teacher[owner]
+    want = t * n_all + edge_index[1, eid].long()
+    at = torch.searchsorted(keys, want).clamp(max=max(0, keys.numel() - 1))
+    hit = keys[at] == want
+    t, eid, src_local, dst_local = t[hit], eid[hit], local[owner[hit]], local[order[at[hit]]]
+    by_edge = torch.sort(t * max(1, edge_index.size(1)) + eid).indices
+    return t[by_edge] * p + src_local[by_edge], t[by_edge] * p + dst_local[by_edge]
+
+
+def in_neighbourhood(edge_index: Tensor, in_edges: EdgeLookup, nodes: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """``k_hop_subgraph(nodes, 1, edge_index, relabel_nodes=True, directed=True)``'s (subset, edges, mapping) read
+    off ``in_edges`` (by destination): the edges into ``nodes`` in ``edge_index`` order, relabelled into the sorted
+    union of ``nodes`` and their in-neighbours."""
+    nodes = nodes.view(-1).long()
+    eid, _ = in_edges.edges_of(torch.unique(nodes))
+    eid = torch.sort(eid).values
+    ei = edge_index[:, eid].long()
+    subset, inv = torch.cat([nodes, ei[0]]).unique(return_inverse=True)
+    return subset, torch.searchsorted(subset, ei), inv[:nodes.numel()]
 
 
 class _SpMM(torch.autograd.Function):
@@ -260,18 +308,24 @@ class BatchedSAGE(nn.Module):
         return torch.baddbmm(self.b2.unsqueeze(1), h, self.w2_root) + agg
 
     @torch.no_grad()
-    def predict_graph(self, t: int, x: Tensor, agg_x: Tensor, edge_index: Tensor, nodes: Tensor) -> Tensor:
+    def predict_graph(self, t: int, x: Tensor, agg_x: Tensor, edge_index: Tensor, nodes: Tensor,
+                      in_edges: EdgeLookup | None = None) -> Tensor:
         """Teacher ``t``'s logits (eval mode) for ``nodes`` of a separate graph (inductive inference).
 
         ``x``: the graph's features; ``agg_x``: the mean of each node's neighbours' features over the
         whole graph (precomputed once, it carries the second hop); ``edge_index``: the graph's edges.
-        Only ``nodes`` and their in-neighbours are evaluated.
+        Only ``nodes`` and their in-neighbours are evaluated, over the edges into ``nodes`` (the only messages
+        ``nodes`` receive). ``in_edges``: ``edge_index``'s :class:`EdgeLookup` by destination, which finds those
+        edges without a pass over the whole graph (without it, PyG's ``k_hop_subgraph``: the same edges).
         """
-        from torch_geometric.utils import k_hop_subgraph
+        if in_edges is None:
+            from torch_geometric.utils import k_hop_subgraph
 
+            subset, ei, mapping, _ = k_hop_subgraph(nodes, 1, edge_index, relabel_nodes=True, num_nodes=x.size(0),
+                                                    flow="source_to_target", directed=True)
+        else:
+            subset, ei, mapping = in_neighbourhood(edge_index, in_edges, nodes)
         f = self.in_dim
-        subset, ei, mapping, _ = k_hop_subgraph(nodes, 1, edge_index, relabel_nodes=True, num_nodes=x.size(0),
-                                                flow="source_to_target")
         w1 = self.w1[t]
         h = x[subset] @ w1[:f] + agg_x[subset] @ w1[f:]
         h = (h - self.running_mean[t]) * torch.rsqrt(self.running_var[t] + 1e-5) * self.bn_weight[t] + self.bn_bias[t]
