@@ -287,7 +287,10 @@ def test_perf_all_entries_parse_and_extract_their_ratios():
         args = parser.parse_args(["perf", *[a.replace("{device}", "cpu") for a in e.argv], "--json"])
         assert isinstance(args, argparse.Namespace) and args.json
     rows = _dpsgd({"features": 128, "ratio": {"non-private": 1.0, "bookkeeping": 1.3}})
-    assert rows == [("128 features: bookkeeping / non-private", 1.3, "lower")]
+    assert rows == [("DP step / non-private, benchmark model, 128 features: bookkeeping", 1.3, "lower")]
+    rows = _dpsgd({"features": 16, "model": "gcn", "ratio": {"non-private": 1.0, "bookkeeping": 1.3},
+                   "like_for_like": {"eager": 1.3}})
+    assert rows == [("DP step / non-private, gcn model, 16 features, like for like (eager)", 1.3, "lower")]
     pick = _single("speedup_vs_pyg_loop", "teachers", "higher", reference="one-by-one (PyG)")
     assert [r[0] for r in pick({"speedup_vs_pyg_loop": {"one-by-one (PyG)": 1.0, "batched": 2.0}})] == \
         ["teachers: batched"]
