@@ -227,14 +227,14 @@ def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *
 
     if remote:
         import multiprocessing
+        import pickle
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(min(workers, runs), mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_worker_init) as pool:
-            futures = {pool.submit(_pooled_run, job, r, cs.world(plans[r][0]), canary_columns): r
-                       for r in range(runs)}
+            futures = {pool.submit(_remote_run, job, r, pickle.dumps(cs.world(plans[r][0]))): r for r in range(runs)}
             for f in as_completed(futures):
-                finished(futures[f], *f.result())
+                finished(futures[f], *pickle.loads(f.result()))
     else:
         for r in range(runs):
             finished(r, *_pooled_run(job, r, cs.world(plans[r][0]), canary_columns))
@@ -264,6 +264,17 @@ def _worker_init() -> None:
     import torch
 
     torch.set_num_threads(1)
+
+
+def _remote_run(job: tuple, r: int, world: bytes) -> bytes:
+    """:func:`_pooled_run` in a worker. The world and the result travel as plain pickles (bytes): the queues' own
+    pickler would hand tensors over as shared file descriptors through a Unix socket in the temporary folder, whose
+    path can be too long for one."""
+    import pickle
+
+    from audits.whitebox import canary_columns
+
+    return pickle.dumps(_pooled_run(job, r, pickle.loads(world), canary_columns))
 
 
 def _pooled_run(job: tuple, r: int, world: Task, columns: Callable) -> tuple[Any, float]:

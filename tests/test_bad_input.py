@@ -251,6 +251,9 @@ CASES = [
     case(f"accountants check --corpus {MINI} --record /proc/g.json", "cannot write in /proc", LINUX_PROC),
     # --- bench perf: argument checks only (every case fails before anything is timed) -------------------------
     case("perf dpsgd --batch 0", "--batch must be >= 1"),
+    case("perf whitebox --runs 0", "--runs must be >= 1 and --canaries >= 4"),
+    case("perf whitebox --method nope", "unknown method 'nope'"),
+    case("perf all --only nope", "--only: unknown benchmark nope"),
     case("perf audits --workers 0", "--workers must be >= 1"),
     case("perf audits --mechanism nope", "unknown mechanism 'nope'"),
     case("perf audits --epsilons 0", "epsilon must be a positive finite number"),

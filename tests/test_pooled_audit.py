@@ -260,10 +260,17 @@ def _same_audit(a, b):
 
 
 @pytest.mark.slow  # two spawned worker processes import torch
-def test_pooled_runs_in_worker_processes_give_the_in_process_results():
+def test_pooled_runs_in_worker_processes_give_the_in_process_results(tmp_path, monkeypatch):
     """The runs are independent trials drawn from their own streams, so fitting them in two processes (one torch
-    thread each) changes nothing any run draws: the same scores, shifts and ledgers, hence the same bounds."""
+    thread each) changes nothing any run draws: the same scores, shifts and ledgers, hence the same bounds. Under a
+    temporary folder whose path is too long for a Unix socket (tensors must not travel as shared descriptors)."""
     import functools
+    import tempfile
+
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir()
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
 
     make = functools.partial(get_method("dp-mlp"), epochs=3, batch_size=64)
     _same_audit(_tiny_pooled(make, 2), _tiny_pooled(make, 1))
