@@ -67,6 +67,8 @@ class Page(HTMLParser):
             self._row, self._row_cls = [], a.get("class", "")
         if tag in ("td", "th"):
             self._cell = []
+        if tag == "br" and self._cell is not None:  # a header on two lines reads as one
+            self._cell.append(" ")
 
     def handle_endtag(self, tag):
         if tag == "nav":

@@ -127,7 +127,7 @@ th{background:#f3f3f3}td:first-child{text-align:left}tr:nth-child(even){backgrou
 table.sortable th{cursor:pointer;user-select:none}table.sortable th:hover{background:#e6e6e6}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
 tr.best td{font-weight:600;background:#eaf6ec}
-.sec{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}.sec .main{flex:0 1 auto}.sec figure{flex:1 1 480px;max-width:720px;margin:.6em 0}
+.sec{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}.sec .main{flex:0 1 auto}.sec figure{flex:1 1 420px;max-width:760px;margin:.6em 0}
 .viol{color:#b00020;font-weight:bold}.pass{color:#1b7f3a}img{max-width:100%;border:1px solid #eee}
 .note{color:#555;font-size:.85em}details{margin:.4em 0 1em}summary{cursor:pointer;color:#1a4d8f}
 details table td:nth-child(-n+3){text-align:left}nav ul{columns:2;padding-left:1.2em}nav li{margin:.15em 0}"""
@@ -151,9 +151,20 @@ def _td(c: Cell) -> str:
     return f"<td{f' title={chr(39)}{esc(c.title)}{chr(39)}' if c.title else ''}>{esc(c.text)}</td>"
 
 
-def _html_table(header: list[str], body: list[str], cls: str = "sortable") -> str:
+def _wrap(header: str) -> str:
+    """A compact table's header on two lines (before its bracket, or after ``eps_lb``), so the table leaves room
+    for its plot beside it."""
+    for sep in (" (", " ["):
+        if sep in header:
+            k = header.index(sep)
+            return f"{header[:k]}<br>{header[k + 1:]}"
+    return header.replace("eps_lb ", "eps_lb<br>", 1)
+
+
+def _html_table(header: list[str], body: list[str], cls: str = "sortable", wrap: bool = False) -> str:
     esc = html.escape
-    return (f"<table class='{cls}'><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in header)
+    return (f"<table class='{cls}'><thead><tr>"
+            + "".join(f"<th>{_wrap(esc(h)) if wrap else esc(h)}</th>" for h in header)
             + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
 
 
@@ -194,7 +205,8 @@ def to_html(rows: list[Row], title: str, figures: dict[tuple[str, str], str], in
                     cells = compact_cells(r, unit, multi, id(r) in best)
                     body.append(f"<tr{' class=' + chr(39) + 'best' + chr(39) if id(r) in best else ''}>"
                                 + "".join(_td(c) for c in cells) + "</tr>")
-                parts.append("<div class='main'>" + _html_table(compact_header(unit, multi), body) + "</div>")
+                parts.append("<div class='main'>" + _html_table(compact_header(unit, multi), body, wrap=True)
+                             + "</div>")
             if (ds, unit) in figures:
                 parts.append(f"<figure><img alt='privacy-utility plot, {esc(ds)}, {esc(unit)}-level' "
                              f"src='data:image/png;base64,{figures[(ds, unit)]}'></figure>")
