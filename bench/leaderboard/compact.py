@@ -15,10 +15,9 @@ from bench.leaderboard.tables import _num, whitebox_bounds, whitebox_claim
 
 @dataclass(frozen=True)
 class Cell:
-    """A cell's text, the value a column sorts by (a float, NaN when empty) and a hover text."""
+    """A cell's text (the page sorts a column by the number it starts with) and a hover text."""
 
     text: str
-    sort: float | str = math.nan
     title: str = ""
 
 
@@ -81,10 +80,6 @@ def best_rows(rs: list[Row]) -> set[int]:
     return out
 
 
-def _sortable(x: float) -> float:
-    return math.nan if x is None or math.isnan(x) else (math.inf if x >= 1e307 else x)
-
-
 def compact_cells(r: Row, unit: str, multi_split: bool, best: bool = False) -> list[Cell]:
     """The cells of ``r`` under :func:`compact_header`; numbers formatted as in the full table."""
     from bench.leaderboard.tables import marks
@@ -92,10 +87,9 @@ def compact_cells(r: Row, unit: str, multi_split: bool, best: bool = False) -> l
     b = r.strongest(r.claim_unit)
     ci = "" if r.ci is None else f" [{r.ci[0]:.4f}, {r.ci[1]:.4f}]"
     acc = _num(r.acc_mean) + ci + (f" {BEST_MARK}" if best else "")
-    attack = Cell(_num(b.auc, ".3f") if b.name else "-", _sortable(b.auc) if b.name else math.nan, b.name)
-    cells = [Cell(r.label + marks(r), r.label)] + ([Cell(r.split, r.split)] if multi_split else [])
-    cells += [Cell(_num(r.target_epsilon, "g"), _sortable(r.target_epsilon)),
-              Cell(_num(r.spent_max, ".4g"), _sortable(r.spent_max)), Cell(acc, _sortable(r.acc_mean)), attack]
+    attack = Cell(_num(b.auc, ".3f") if b.name else "-", b.name)
+    cells = [Cell(r.label + marks(r))] + ([Cell(r.split)] if multi_split else [])
+    cells += [Cell(_num(r.target_epsilon, "g")), Cell(_num(r.spent_max, ".4g")), Cell(acc), attack]
     return cells + whitebox_cells(r)
 
 
@@ -109,5 +103,5 @@ def whitebox_cells(r: Row) -> list[Cell]:
     claim, other = whitebox_claim(w)
     mark = (OTHER_RUNS_MARK if other else "") + (PART_MARK if w.get("left_out") else "")
     about = "; ".join(x for x in (other, "of part of the ledger" if w.get("left_out") else "") if x)
-    return [Cell(_num(cp, ".3g") + mark, _sortable(cp), about),
-            Cell(_num(fdp, ".3g") + mark, _sortable(fdp), f"assumes {assumes}" + (f"; {about}" if about else ""))]
+    return [Cell(_num(cp, ".3g") + mark, about),
+            Cell(_num(fdp, ".3g") + mark, f"assumes {assumes}" + (f"; {about}" if about else ""))]
