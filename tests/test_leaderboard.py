@@ -105,7 +105,7 @@ def test_markdown_csv_html_and_the_leaderboard_run(board):
     assert float(dp1["spent_epsilon_max"]) == pytest.approx(0.95) and dp1["verification_verdict"] == "VIOLATION"
     page, _ = build(exp, "html", track=False)
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page
-    assert not re.search(r"(src|href)=['\"](?!data:)", page)  # self-contained: no external resources
+    assert not re.search(r"(src|href)=['\"](?!data:|#)", page)  # self-contained: no external resources (anchors are in-page)
     imgs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)
     # one plot per dataset and unit (node, edge), spent epsilon on the x axis
     assert len(imgs) == 2 and base64.b64decode(imgs[0])[:8] == b"\x89PNG\r\n\x1a\n"
@@ -477,6 +477,7 @@ def test_csv_of_an_export_carries_the_page_cells(tmp_path):
 
     from bench.cli import main
     from bench.leaderboard import WHITEBOX_HEADER, _num, header_for
+    from bench.leaderboard.compact import BEST_MARK, compact_header
 
     site = tmp_path / "site"
     (site / "runs").mkdir(parents=True)
@@ -505,8 +506,18 @@ def test_csv_of_an_export_carries_the_page_cells(tmp_path):
                      str(out[fmt])]) == 0
     (line,) = list(csv.DictReader(io.StringIO(out["csv"].read_text())))
     header = header_for("edge")
-    (md_row,) = [ln for ln in out["md"].read_text().splitlines() if ln.startswith("| gap-edge")]
-    cells = dict(zip(header, [c.strip() for c in md_row.strip("|").split(" | ")]))
+    md_rows = [[c.strip() for c in ln.strip("|").split(" | ")] for ln in out["md"].read_text().splitlines()
+               if ln.startswith("| gap-edge")]
+    (md_row,) = [c for c in md_rows if len(c) == len(header)]  # the full table (details)
+    cells = dict(zip(header, md_row))
+    # the compact main table shows the same numbers as the records, in the full table's formats
+    compact = compact_header("edge", multi_split=False)
+    (short,) = [dict(zip(compact, c)) for c in md_rows if len(c) == len(compact)]
+    assert short["spent eps"] == _num(float(line["spent_epsilon_max"]), ".4g") == cells["spent eps (max)"] == "4"
+    assert short["test acc [95% CI]"] == f"{float(line['test_acc_mean']):.4f} {BEST_MARK}" == "0.7000 ★"
+    assert short["attack AUC (edge membership)"] == f"{float(line['strongest_attack_auc']):.3f}" == "0.731"
+    assert short["eps_lb assumption-free"] == _num(float(line["whitebox_epsilon_lb_assumption_free"]), ".3g") == "1.2"
+    assert short["eps_lb f-DP"] == _num(float(line["whitebox_epsilon_lb_fdp"]), ".3g") == "3.5"
     # the records' values are there at all (empty cells on both sides would compare equal)
     assert line["edge_membership_attack"] == line["strongest_attack"] == "link-stealing.cosine"
     assert float(line["edge_membership_auc"]) == pytest.approx(0.731)

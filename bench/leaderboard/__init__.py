@@ -21,12 +21,15 @@ file, so a published leaderboard rebuilds without the MLflow store. Per dataset 
   largest empirical epsilon lower bound among their checks.
 
 A configuration run twice with the same seed counts once (the newest run). Plots: one per dataset and unit,
-accuracy against SPENT epsilon (log scale), non-private references as dashed lines, delta in the title.
+accuracy against SPENT epsilon (log scale), the non-private references of the plotted splits as lines, delta in the
+title. The page shows per dataset and unit a compact table (:mod:`~bench.leaderboard.compact`) and keeps these
+columns one click away.
 ``--site DIR`` writes ``DIR/index.html`` (self-contained), ``DIR/README.md`` (the same tables) and the plots;
 ``--run CONFIG`` first runs the config's sweep with its export in ``DIR/runs/`` (one file per dataset) when that
 directory exists, else ``DIR/runs.jsonl`` (resumable).
 
-One module per job: :mod:`~bench.leaderboard.rows` (rows from records), :mod:`~bench.leaderboard.tables`
+One module per job: :mod:`~bench.leaderboard.rows` (rows from records), :mod:`~bench.leaderboard.compact` (the
+compact main table), :mod:`~bench.leaderboard.tables`
 (columns, cells, notes, the terminal summary), :mod:`~bench.leaderboard.plots`, :mod:`~bench.leaderboard.export`
 (CSV), :mod:`~bench.leaderboard.page` (the markdown and HTML documents and the published site; its prose is
 :mod:`bench.site`'s) and :mod:`~bench.leaderboard.tracked` (one format, optionally logged as a run). Checking an

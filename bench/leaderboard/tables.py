@@ -164,7 +164,23 @@ def sections(rows: list[Row]) -> dict[tuple[str, str], list[Row]]:
                 out.setdefault((r.dataset, u), []).append(r)
         else:
             out.setdefault((r.dataset, r.unit), []).append(r)
-    return dict(sorted(out.items()))
+    return dict(sorted(out.items(), key=lambda kv: section_order(*kv[0])))
+
+
+#: the order a reader looks for: the Planetoid citation graphs most papers report first, then the co-purchase and
+#: co-author graphs, then the Facebook school graphs; datasets not named here follow alphabetically
+DATASET_ORDER = ("cora", "citeseer", "pubmed", "computers", "photo", "cs", "physics", "facebook-wisconsin87",
+                 "facebook-berkeley13", "facebook-cornell5")
+#: per dataset: edge, node, then feature level (the order the docs list the units in)
+UNIT_ORDER = ("edge", "node", "feature")
+
+
+def section_order(dataset: str, unit: str) -> tuple:
+    """The sort key of a (dataset, unit) section: :data:`DATASET_ORDER`, then :data:`UNIT_ORDER`, unknown names after
+    the known ones, alphabetically."""
+    d = DATASET_ORDER.index(dataset) if dataset in DATASET_ORDER else len(DATASET_ORDER)
+    u = UNIT_ORDER.index(unit) if unit in UNIT_ORDER else len(UNIT_ORDER)
+    return d, dataset, u, unit
 
 
 def footnotes(rows: list[Row]) -> list[str]:

@@ -1,0 +1,239 @@
+"""The leaderboard page a reader skims: a contents list with anchors, the legend before the tables, per dataset and
+unit a compact sortable table with the best row per target epsilon marked and the plot beside it, everything else in
+details; the committed page's compact numbers are those of the committed records; the plots' ticks and lines."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from bench.leaderboard import collect_records, to_html, to_markdown
+from bench.leaderboard.compact import BEST_MARK, compact_header
+from bench.leaderboard.page import anchor
+
+REPO = Path(__file__).resolve().parents[1]
+SITE = REPO / "docs" / "leaderboard"
+
+
+class Page(HTMLParser):
+    """The parts of a page these tests read: element ids in order, in-page links, the contents list's links, the
+    tables (class, header, rows of cell texts, row classes, the heading above them) and where things come."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.ids: list[str] = []
+        self.links: list[str] = []
+        self.nav_links: list[str] = []
+        self.tables: list[dict] = []
+        self.order: list[str] = []  # "h2:<id>", "h3:<id>", "table", "img", "details", "script"
+        self.external: list[str] = []
+        self._nav = self._cell = None
+        self._heading: str | None = None
+        self._details = 0
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.append(a["id"])
+        for k in ("src", "href"):
+            v = a.get(k)
+            if v and not v.startswith(("data:", "#")):
+                self.external.append(v)
+        if tag == "nav":
+            self._nav = True
+        if tag == "a" and a.get("href", "").startswith("#"):
+            self.links.append(a["href"][1:])
+            if self._nav:
+                self.nav_links.append(a["href"][1:])
+        if tag in ("h2", "h3"):
+            self._heading = a.get("id", "")
+            self.order.append(f"{tag}:{self._heading}")
+        if tag == "details":
+            self._details += 1
+            self.order.append("details")
+        if tag in ("img", "script"):
+            self.order.append(tag)
+        if tag == "table":
+            self.tables.append({"cls": a.get("class", ""), "header": [], "rows": [], "row_cls": [],
+                                "under": self._heading, "in_details": self._details > 0})
+            self.order.append("table")
+        if tag == "tr" and self.tables:
+            self._row, self._row_cls = [], a.get("class", "")
+        if tag in ("td", "th"):
+            self._cell = []
+        if tag == "br" and self._cell is not None:  # a header on two lines reads as one
+            self._cell.append(" ")
+
+    def handle_endtag(self, tag):
+        if tag == "nav":
+            self._nav = False
+        if tag == "details":
+            self._details -= 1
+        if tag in ("td", "th") and self._cell is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        if tag == "tr" and self.tables:
+            t = self.tables[-1]
+            if not t["header"]:
+                t["header"] = self._row
+            else:
+                t["rows"].append(self._row)
+                t["row_cls"].append(self._row_cls)
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def rec(method, eps, seed, acc, dataset="cora", unit="edge", split="random-75-10-15"):
+    return {"cell_id": f"{method}{eps}{seed}{dataset}{split}", "run_id": f"r{seed}{method}{eps}", "kind": "run",
+            "status": "FINISHED", "start_time": 1 + seed,
+            "params": {"method": method, "dataset": dataset, "split": split, "seed": seed, "privacy_unit": unit,
+                       "target_epsilon": str(eps), "delta": "1e-04",
+                       "config_hash": f"{method}{eps}{seed}{dataset}{split}"},
+            "metrics": {"test_acc": acc, "epsilon": eps if math.isfinite(eps) else "inf"}}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    recs = []
+    for ds in ("photo", "citeseer", "cora"):  # deliberately not in reading order
+        for e in (1.0, 4.0):
+            for s in (0, 1):
+                recs += [rec("gap-edge", e, s, 0.60 + 0.05 * s + 0.01 * e, ds),
+                         rec("edgerand", e, s, 0.62 + 0.01 * s, ds),
+                         rec("gap-node", e * 2, s, 0.5 + 0.01 * s, ds, unit="node")]
+        recs += [rec("sage", math.inf, s, 0.85, ds, "none") for s in (0, 1)]
+        recs += [rec("gcn", math.inf, s, 0.80, ds, "none", split="public") for s in (0, 1)]
+    return collect_records(recs)
+
+
+def test_the_html_page_has_contents_anchors_legend_first_and_sortable_tables(rows):
+    page = Page(to_html(rows, "T", {}, "<p>how it was built</p>"))
+    assert not page.external  # offline: nothing loaded from elsewhere
+    assert len(page.ids) == len(set(page.ids))  # every anchor names one place
+    assert set(page.links) <= set(page.ids)  # every in-page link lands
+    sections = [f"{ds}-{u}-level" for ds in ("cora", "citeseer", "photo") for u in ("edge", "node")]
+    # the contents list links every dataset and every section, in reading order (Cora, CiteSeer first)
+    assert [x for x in page.nav_links if x.endswith("-level")] == sections
+    assert {"cora", "citeseer", "photo", anchor("How this page was built")} <= set(page.nav_links)
+    assert [x.split(":", 1)[1] for x in page.order if x.startswith("h3:")] == sections
+    # the legend comes before the first table
+    assert page.order.index("h2:how-to-read-the-tables") < page.order.index("table")
+    main = [t for t in page.tables if not t["in_details"]]
+    assert len(main) == len(sections) and all("sortable" in t["cls"] for t in page.tables)
+    assert "table.sortable th" in to_html(rows, "T", {})  # the sorter is inline
+    # the compact table: private rows only, the references are in the details
+    cora_edge = next(t for t in main if t["under"] == "cora-edge-level")
+    assert cora_edge["header"] == compact_header("edge", multi_split=False)
+    assert sorted(r[0] for r in cora_edge["rows"]) == ["edgerand", "edgerand", "gap-edge", "gap-edge"]
+    details = [t for t in page.tables if t["in_details"] and t["under"] == "cora-edge-level"]
+    assert any("sage" in [r[0] for r in t["rows"]] for t in details)
+
+
+def test_the_best_row_per_target_epsilon_is_the_most_accurate_private_row(rows):
+    page = Page(to_html(rows, "T", {}))
+    t = next(t for t in page.tables if t["under"] == "cora-edge-level" and not t["in_details"])
+    i_eps, i_acc = t["header"].index("target eps"), t["header"].index("test acc [95% CI]")
+    for eps in ("1", "4"):
+        at = [(float(r[i_acc].split()[0]), cls == "best", BEST_MARK in r[i_acc])
+              for r, cls in zip(t["rows"], t["row_cls"]) if r[i_eps] == eps]
+        top = max(a for a, _, _ in at)
+        assert [(best, mark) for a, best, mark in at] == [(a == top, a == top) for a, _, _ in at]
+    # gap-edge's means (0.635 at eps 1, 0.665 at 4) beat edgerand's (0.625 at both)
+    rows_best = [r[0] for r, cls in zip(t["rows"], t["row_cls"]) if cls == "best"]
+    assert rows_best == ["gap-edge", "gap-edge"]
+
+
+def test_markdown_has_the_same_contents_anchors_and_plots_beside_their_tables(rows):
+    md = to_markdown(rows, "T", {("cora", "edge"): "plots/cora_edge.png"}, "built so", "## Papers vs ours\n\nx")
+    lines = md.splitlines()
+    assert "* [cora](#cora): [edge](#cora-edge-level) · [node](#cora-node-level)" in lines
+    heads = [ln for ln in lines if ln.startswith("#")]
+    assert heads.index("## cora") < heads.index("## citeseer") < heads.index("## photo")
+    assert heads[-2:] == ["## Papers vs ours", "## How this page was built"]
+    # the plot right under its section's compact table, before the details
+    i = lines.index("### cora: edge-level")
+    j = next(k for k in range(i, len(lines)) if lines[k].startswith("!["))
+    assert "plots/cora_edge.png" in lines[j] and lines.index("## How to read the tables") < i
+    assert not any(ln.startswith("<details>") for ln in lines[i:j])
+
+
+def test_plots_tick_plain_numbers_draw_their_splits_references_and_tell_methods_apart(rows):
+    import matplotlib.pyplot as plt
+
+    from bench.leaderboard.plots import plot_section
+
+    fig = plot_section(rows, "cora", "edge")
+    try:
+        ax = fig.axes[0]
+        fig.canvas.draw()
+        ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        assert ticks == ["1", "2", "4"]  # not 10^0 or 2x10^0
+        labels = ax.get_legend_handles_labels()[1]
+        assert any(lb.startswith("sage") for lb in labels)
+        assert not any(lb.startswith("gcn") for lb in labels)  # a public-split baseline on a random-split plot
+        lines = [ln for ln in ax.get_lines() if ln.get_marker() not in (None, "None", "", "_")]
+        assert len({(ln.get_marker(), ln.get_linestyle()) for ln in lines}) == len(lines) == 2
+        # methods on the same point (edgerand's and gap-edge's eps 1 run) are drawn apart
+        xs = [tuple(ln.get_xdata()) for ln in lines]
+        assert xs[0] != xs[1] and all(abs(math.log(a / b)) < 0.05 for a, b in zip(*xs))
+    finally:
+        plt.close(fig)
+
+
+def test_the_published_pages_compact_numbers_are_the_committed_records():
+    """Cora's compact tables on the committed page, cell by cell, from the raw records: mean test accuracy and the
+    max spent epsilon over each row's runs (the newest run per config_hash), the white-box bounds of its seed-0 run;
+    the attack AUC is the full table's (the held-out choice is :meth:`Row.strongest`'s, tested there)."""
+    from bench.leaderboard.tables import _num
+    from bench.records import spent_epsilon
+
+    page = Page((SITE / "index.html").read_text())
+    assert {"cora", "cora-edge-level", "cora-node-level", "cora-feature-level"} <= set(page.nav_links)
+    assert page.nav_links.index("cora") < page.nav_links.index("citeseer") < page.nav_links.index("photo")
+    newest: dict[str, dict] = {}
+    for line in (SITE / "runs" / "cora.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        p = r.get("params") or {}
+        if r.get("kind", "run") == "run" and r.get("status", "FINISHED") == "FINISHED" and "test_acc" in r["metrics"]:
+            if p["config_hash"] not in newest or r["start_time"] > newest[p["config_hash"]]["start_time"]:
+                newest[p["config_hash"]] = r
+    whitebox = {}
+    for line in (SITE / "attacks" / "whitebox.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        whitebox[r["target_config_hash"]] = r["whitebox"]  # the file is in time order: the newest wins
+    checked = 0
+    for unit in ("edge", "node", "feature"):
+        (t,) = [t for t in page.tables if t["under"] == f"cora-{unit}-level" and not t["in_details"]]
+        full = next(t for t in page.tables if t["under"] == f"cora-{unit}-level" and t["in_details"])
+        h = t["header"]
+        for cells in t["rows"]:
+            c = dict(zip(h, cells))
+            split = c.get("split", "random-75-10-15")
+            runs = [r for r in newest.values() if r["params"]["method"] == c["method"]
+                    and r["params"]["privacy_unit"] == unit and r["params"]["split"] == split
+                    and float(r["params"]["target_epsilon"]) == float(c["target eps"])]
+            assert len(runs) >= 2, c
+            accs = [r["metrics"]["test_acc"] for r in runs]
+            assert c["test acc [95% CI]"].split()[0] == f"{statistics.fmean(accs):.4f}"
+            assert c["spent eps"] == _num(max(spent_epsilon(r) for r in runs), ".4g")
+            seed0 = next(r for r in runs if str(r["params"]["seed"]) == "0")
+            w = whitebox.get(seed0["params"]["config_hash"])
+            lb_cp, lb_fdp = c["eps_lb assumption-free"].rstrip("†‡"), c["eps_lb f-DP"].rstrip("†‡")
+            if w is None:
+                assert lb_cp == lb_fdp == "-"
+            else:
+                assert lb_cp == _num(float(w["epsilon_lb_cp"]), ".3g")
+                assert lb_fdp == _num(float(w.get("epsilon_lb_fdp", w.get("epsilon_lb"))), ".3g")
+            detail = next(d for d in full["rows"] if d[0] == c["method"] and d[2] == split and d[3] == c["target eps"])
+            auc = c[next(k for k in h if k.startswith("attack AUC"))]
+            assert detail[10].split()[0] == auc
+            checked += 1
+    assert checked >= 20
