@@ -237,3 +237,120 @@ def test_the_published_pages_compact_numbers_are_the_committed_records():
             assert detail[10].split()[0] == auc
             checked += 1
     assert checked >= 20
+
+
+def attacked(record: dict, attacks: dict) -> dict:
+    return {**record, "attacks": attacks}
+
+
+@pytest.fixture(scope="module")
+def attacked_rows():
+    """Edge-level rows whose columns all differ: the in-unit attack (link stealing, cosine the strongest on both
+    seeds), its TPR, a stronger node-membership attack and a stronger model-free reference; edgerand attacked at
+    epsilon 1 only; node-level rows not attacked."""
+    recs = []
+    for e in (1.0, 4.0):
+        for s in (0, 1):
+            a = {"link-stealing": {"cosine": {"auc": 0.70 + 0.03 * s + 0.02 * e, "tpr_at_1pct_fpr": 0.11 + 0.01 * s},
+                                   "euclidean": {"auc": 0.65 + 0.01 * s, "tpr_at_1pct_fpr": 0.05},
+                                   "ref-features-cosine": {"auc": 0.95, "tpr_at_1pct_fpr": 0.4}},
+                 "threshold": {"loss": {"auc": 0.88 - 0.01 * e + 0.02 * s, "tpr_at_1pct_fpr": 0.3}}}
+            recs.append(attacked(rec("gap-edge", e, s, 0.60 + 0.01 * e), a))
+            er = rec("edgerand", e, s, 0.62)
+            recs.append(attacked(er, {"linkteller": {"influence": {"auc": 0.61 + 0.05 * s, "tpr_at_1pct_fpr": 0.07}},
+                                      "lira": {"offline": {"auc": 0.93, "tpr_at_1pct_fpr": 0.2}}})
+                        if e == 1.0 else er)
+            recs.append(rec("gap-node", e * 2, s, 0.5, unit="node"))
+    for s in (0, 1):
+        recs.append(attacked(rec("sage", math.inf, s, 0.85, unit="none"),
+                             {"link-stealing": {"cosine": {"auc": 0.99, "tpr_at_1pct_fpr": 0.5}},
+                              "threshold": {"loss": {"auc": 0.999, "tpr_at_1pct_fpr": 0.1}}}))
+        recs.append(attacked(rec("gcn", math.inf, s, 0.80, unit="none", split="public"),
+                             {"link-stealing": {"cosine": {"auc": 0.97, "tpr_at_1pct_fpr": 0.5}}}))
+    return collect_records(recs)
+
+
+def _compact_attack_cells(page: Page, section: str) -> dict[str, list[tuple[float, str]]]:
+    """method -> [(spent eps, attack AUC cell)] of a section's compact table, rows with an attack number only."""
+    (t,) = [t for t in page.tables if t["under"] == section and not t["in_details"]]
+    col = next(h for h in t["header"] if h.startswith("attack AUC"))
+    out: dict[str, list[tuple[float, str]]] = {}
+    for cells in t["rows"]:
+        c = dict(zip(t["header"], cells))
+        if c[col] != "-":
+            out.setdefault(c["method"] + (f" ({c['split']})" if "split" in c else ""), []).append(
+                (float(c["spent eps"]), c[col]))
+    return {m: sorted(v) for m, v in out.items()}
+
+
+def _drawn_methods(drawn: dict[str, list[tuple[float, float]]]) -> dict[str, list[tuple[float, float]]]:
+    """The per-method series of :func:`plotted_leakage`, keyed as the compact table names methods (the plot's unit
+    label suffix dropped); the horizontal lines (references, chance) left out."""
+    return {k.split(" [")[0]: v for k, v in drawn.items()
+            if not k.endswith("non-private)") and not k.startswith("chance")}
+
+
+def test_the_leakage_panel_draws_the_compact_tables_attack_cells(attacked_rows):
+    """The lower panel's points are the compact table's attack AUC cells (not the TPR, the node-membership column,
+    the model-free reference or the strongest attack on any unit: each differs here), at each row's spent epsilon;
+    the references' lines are the details table's in-unit attack on the plotted split; chance is marked."""
+    import matplotlib.pyplot as plt
+
+    from bench.leaderboard.plots import leakage_series, plot_section, plotted_leakage
+    from bench.leaderboard.tables import sections
+
+    cells = _compact_attack_cells(Page(to_html(attacked_rows, "T", {})), "cora-edge-level")
+    assert cells == {"gap-edge": [(1.0, "0.735"), (4.0, "0.795")], "edgerand": [(1.0, "0.635")]}
+    fig = plot_section(attacked_rows, "cora", "edge")
+    try:
+        assert len(fig.axes) == 2
+        drawn = plotted_leakage(fig)
+        methods = _drawn_methods(drawn)
+        assert {m: [f"{y:.3f}" for _, y in pts] for m, pts in methods.items()} == \
+            {m: [auc for _, auc in v] for m, v in cells.items()}
+        # at each row's spent epsilon, dodged by the accuracy panel's constant factor
+        series = leakage_series(sections(attacked_rows)[("cora", "edge")])
+        for (label, _), pts in series.items():
+            xy = methods[label]
+            assert [y for _, y in xy] == [p.auc for p in pts]
+            assert [p.spent for p in pts] == [s for s, _ in cells[label]]
+            assert len({round(x / p.spent, 12) for (x, _), p in zip(xy, pts)}) == 1
+            assert all(p.low <= p.auc <= p.high for p in pts)
+        assert next(p for p in series[("gap-edge", "random-75-10-15")] if p.spent == 1.0).low == pytest.approx(0.72)
+        # the random split's reference (its link-stealing AUC, not its node-membership one), never the public one's
+        assert drawn["sage (non-private)"][0][1] == pytest.approx(0.99)
+        assert not any(k.startswith("gcn") for k in drawn)
+        assert drawn["chance (AUC 0.5)"][0][1] == 0.5
+    finally:
+        plt.close(fig)
+    fig = plot_section(attacked_rows, "cora", "node")  # no attack numbers: the accuracy panel alone
+    try:
+        assert len(fig.axes) == 1 and plotted_leakage(fig) == {}
+    finally:
+        plt.close(fig)
+
+
+def test_the_committed_pages_leakage_panels_draw_its_compact_attack_cells():
+    """Cora's plots, built from the committed records as the page builds them, draw in their leakage panels exactly
+    the attack AUC cells of the committed page's compact tables."""
+    import matplotlib.pyplot as plt
+
+    from bench import records
+    from bench.leaderboard.plots import plot_section, plotted_leakage
+    from bench.leaderboard.rows import config_records
+
+    recs, _, _ = config_records(str(REPO / "configs" / "leaderboard.yaml"), records.load(SITE / "runs" / "cora.jsonl"))
+    rows = collect_records(recs + records.attacks_beside(SITE / "runs"))
+    page = Page((SITE / "index.html").read_text())
+    checked = 0
+    for unit in ("edge", "node", "feature"):
+        cells = _compact_attack_cells(page, f"cora-{unit}-level")
+        fig = plot_section(rows, "cora", unit)
+        try:
+            drawn = _drawn_methods(plotted_leakage(fig))
+        finally:
+            plt.close(fig)
+        assert {m: [f"{y:.3f}" for _, y in pts] for m, pts in drawn.items()} == \
+            {m: [auc for _, auc in v] for m, v in cells.items()}
+        checked += sum(map(len, cells.values()))
+    assert checked >= 20

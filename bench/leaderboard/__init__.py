@@ -22,7 +22,7 @@ file, so a published leaderboard rebuilds without the MLflow store. Per dataset 
 
 A configuration run twice with the same seed counts once (the newest run). Plots: one per dataset and unit,
 accuracy against SPENT epsilon (log scale), the non-private references of the plotted splits as lines, delta in the
-title. The page shows per dataset and unit a compact table (:mod:`~bench.leaderboard.compact`) and keeps these
+title; under it, where the rows were attacked, the compact table's attack AUC against the same axis (chance marked). The page shows per dataset and unit a compact table (:mod:`~bench.leaderboard.compact`) and keeps these
 columns one click away.
 ``--site DIR`` writes ``DIR/index.html`` (self-contained), ``DIR/README.md`` (the same tables) and the plots;
 ``--run CONFIG`` first runs the config's sweep with its export in ``DIR/runs/`` (one file per dataset) when that

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bench.leaderboard.rows import Row
+from bench.leaderboard.rows import Row, Strongest
 from bench.leaderboard.tables import _num, whitebox_bounds, whitebox_claim
 
 
@@ -36,7 +36,8 @@ LEGEND = [
     "test acc [95% CI]: mean over seeds, 95% percentile bootstrap interval.",
     "attack AUC: the strongest attack on what the row's claim protects (edge membership at edge level, a training "
     "node's feature row from the released weights at feature level, node membership at node level), the variant "
-    "chosen on held-out seeds; 0.5 is a guess. An attack on one model bounds no epsilon.",
+    "chosen on held-out seeds; 0.5 is a guess. An attack on one model bounds no epsilon. The plot's lower panel "
+    "draws it against spent epsilon (the bar: its min and max over the attack seeds).",
     "eps_lb assumption-free / f-DP: the white-box audit's empirical lower bounds on epsilon (Clopper-Pearson rates "
     "with no assumption on the mechanism / the f-DP family the mechanism is assumed to follow, e.g. GDP); below the "
     f"spent eps means no violation; '-': not audited. {OTHER_RUNS_MARK}: measured on fresh runs of the "
@@ -84,13 +85,18 @@ def compact_cells(r: Row, unit: str, multi_split: bool, best: bool = False) -> l
     """The cells of ``r`` under :func:`compact_header`; numbers formatted as in the full table."""
     from bench.leaderboard.tables import marks
 
-    b = r.strongest(r.claim_unit)
+    b = compact_attack(r)
     ci = "" if r.ci is None else f" [{r.ci[0]:.4f}, {r.ci[1]:.4f}]"
     acc = _num(r.acc_mean) + ci + (f" {BEST_MARK}" if best else "")
     attack = Cell(_num(b.auc, ".3f") if b.name else "-", b.name)
     cells = [Cell(r.label + marks(r))] + ([Cell(r.split)] if multi_split else [])
     cells += [Cell(_num(r.target_epsilon, "g")), Cell(_num(r.spent_max, ".4g")), Cell(acc), attack]
     return cells + whitebox_cells(r)
+
+
+def compact_attack(r: Row) -> Strongest:
+    """The attack a compact row shows (and the leakage plot draws): the strongest on what its claim protects."""
+    return r.strongest(r.claim_unit)
 
 
 def whitebox_cells(r: Row) -> list[Cell]:

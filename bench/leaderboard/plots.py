@@ -1,13 +1,16 @@
-"""The leaderboard's privacy-utility plots: per dataset and unit, accuracy against the spent epsilon, as small PNGs."""
+"""The leaderboard's privacy-utility plots: per dataset and unit, accuracy against the spent epsilon and, where the
+rows were attacked, the strongest in-unit attack's AUC against the same axis, as small PNGs."""
 
 from __future__ import annotations
 
 import base64
 import io
 import math
+from dataclasses import dataclass
 from typing import Any
 
-from bench.leaderboard.rows import Row
+from bench.leaderboard.compact import compact_attack
+from bench.leaderboard.rows import Row, Strongest, section_attack_unit
 from bench.leaderboard.tables import sections
 
 
@@ -23,7 +26,9 @@ def plot_section(rows: list[Row], dataset: str, unit: str):
     """Accuracy against SPENT epsilon (log x, plain-number ticks) for one dataset and unit: one marker and line
     style per method, each method's points shifted by a small constant factor so that methods on the same point
     stay visible (the x label says by how much); the non-private references of the splits the private rows use as
-    horizontal lines."""
+    horizontal lines. Where the section's rows were attacked, a leakage panel under it on the same x axis
+    (:func:`leakage_series`): the compact table's attack AUC per method in the same styles, the references' AUC
+    as lines, chance (AUC 0.5) marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -31,7 +36,12 @@ def plot_section(rows: list[Row], dataset: str, unit: str):
 
     rs = sections(rows).get((dataset, unit), [])
     private = [r for r in rs if r.unit != "none" and math.isfinite(r.spent_max)]
-    fig, ax = plt.subplots(figsize=(8.5, 4.6))
+    leak = leakage_series(rs)
+    if leak:
+        fig, (ax, lax) = plt.subplots(2, 1, figsize=(8.5, 7.4), height_ratios=(1.15, 1))
+    else:
+        fig, ax = plt.subplots(figsize=(8.5, 4.6))
+        lax = None
     groups: dict[tuple[str, str], list[Row]] = {}
     for r in private:
         groups.setdefault((r.label, r.split), []).append(r)
@@ -45,26 +55,100 @@ def plot_section(rows: list[Row], dataset: str, unit: str):
         err = [[r.acc_mean - (r.ci or (r.acc_mean,) * 2)[0] for r in g],
                [(r.ci or (r.acc_mean,) * 2)[1] - r.acc_mean for r in g]]
         shift = DODGE ** (i - (n - 1) / 2)
-        ax.errorbar([r.spent_max * shift for r in g], [r.acc_mean for r in g], yerr=err, capsize=3, label=label,
-                    color=cmap(i % cmap.N), marker=MARKERS[i % len(MARKERS)],
-                    linestyle=LINESTYLES[(i // len(MARKERS) + i) % len(LINESTYLES)], markersize=5)
-    for j, r in enumerate(section_references(rs)):
-        ax.axhline(r.acc_mean, linestyle=REFERENCE_STYLES[j % len(REFERENCE_STYLES)], linewidth=1.1,
-                   color=plt.get_cmap("Greys")(0.85 - 0.12 * (j % 4)),
-                   label=f"{r.label} ({r.split + ', ' if multi_split else ''}non-private)")
+        style = dict(capsize=3, label=label, color=cmap(i % cmap.N), marker=MARKERS[i % len(MARKERS)],
+                     linestyle=LINESTYLES[(i // len(MARKERS) + i) % len(LINESTYLES)], markersize=5)
+        ax.errorbar([r.spent_max * shift for r in g], [r.acc_mean for r in g], yerr=err, **style)
+        if lax is not None and (method, split) in leak:
+            pts = leak[(method, split)]
+            lax.errorbar([p.spent * shift for p in pts], [p.auc for p in pts],
+                         yerr=[[p.auc - p.low for p in pts], [p.high - p.auc for p in pts]], **style)
+    refs = section_references(rs)
+    for j, r in enumerate(refs):
+        style = dict(linestyle=REFERENCE_STYLES[j % len(REFERENCE_STYLES)], linewidth=1.1,
+                     color=plt.get_cmap("Greys")(0.85 - 0.12 * (j % 4)),
+                     label=f"{r.label} ({r.split + ', ' if multi_split else ''}non-private)")
+        ax.axhline(r.acc_mean, **style)
+        b = leakage_of_reference(r, unit)
+        if lax is not None and b.name:
+            lax.axhline(b.auc, **style)
     dodged = ""
     if private:
         _log_axis(ax, [r.spent_max for r in private])
         if n > 1:
             dodged = f"; methods offset by up to {100 * (DODGE ** ((n - 1) / 2) - 1):.0f}% to stay apart"
     deltas = sorted({f"{r.delta:.0e}" for r in private if not math.isnan(r.delta)})
-    ax.set_xlabel(f"spent epsilon (the ledger's, log scale{dodged})")
+    xlabel = f"spent epsilon (the ledger's, log scale{dodged})"
     ax.set_ylabel("test accuracy (mean, 95% bootstrap CI)")
     ax.set_title(f"{dataset}: {unit}-level" + (f", delta {', '.join(deltas)}" if deltas else ""))
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(fontsize=7, loc="upper left" if lax is not None else "center left",
+              bbox_to_anchor=(1.01, 1.0) if lax is not None else (1.01, 0.5))
+    if lax is None:
+        ax.set_xlabel(xlabel)
+    else:
+        lax.set_label(LEAKAGE_PANEL)
+        lax.axhline(0.5, color="#b00020", linewidth=1.0, linestyle=(0, (1, 1.5)), label="chance (AUC 0.5)")
+        _log_axis(lax, [r.spent_max for r in private])
+        lax.set_xlabel(xlabel)
+        lax.set_ylabel("attack AUC (mean, min-max over seeds)")
+        lax.set_title(f"leakage: strongest attack on {section_attack_unit(unit)}", fontsize=10)
+        lax.grid(True, alpha=0.3)
+        lax.legend(handles=[h for h in lax.get_lines() if h.get_label().startswith("chance")], fontsize=7,
+                   loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
+
+
+#: the label of a figure's leakage panel (:func:`plotted_leakage` finds it by it)
+LEAKAGE_PANEL = "leakage"
+
+
+@dataclass(frozen=True)
+class LeakagePoint:
+    """One private row's point on the leakage panel: its spent epsilon (max over seeds, before the dodge), the
+    compact table's attack AUC (:func:`bench.leaderboard.compact.compact_attack`: the mean over the attack seeds
+    of the held-out strongest attack on what the claim protects) and the min and max of what it averages."""
+
+    row: Row
+    spent: float
+    auc: float
+    low: float
+    high: float
+
+
+def leakage_series(rs: list[Row]) -> dict[tuple[str, str], list[LeakagePoint]]:
+    """Per (method label, split) of a section's private rows with a finite spent epsilon, the leakage points of its
+    attacked rows in order of spent epsilon; empty when no row of the section was attacked (no panel then)."""
+    out: dict[tuple[str, str], list[LeakagePoint]] = {}
+    for r in sorted((r for r in rs if r.unit != "none" and math.isfinite(r.spent_max)), key=lambda r: r.spent_max):
+        b = compact_attack(r)
+        if b.name and not math.isnan(b.auc):
+            aucs = b.aucs or (b.auc,)
+            out.setdefault((r.label, r.split), []).append(LeakagePoint(r, r.spent_max, b.auc, min(aucs), max(aucs)))
+    return out
+
+
+def leakage_of_reference(r: Row, unit: str) -> Strongest:
+    """A non-private reference's attack on the leakage panel of ``unit``: the details table's (the strongest attack
+    on what the section's claims protect)."""
+    return r.strongest(section_attack_unit(unit))
+
+
+def plotted_leakage(fig) -> dict[str, list[tuple[float, float]]]:
+    """What a figure's leakage panel draws, read back from its artists: per method label its (x, AUC) points (x
+    dodged as drawn), and per reference label the AUC of its horizontal line ("chance (AUC 0.5)" included); empty
+    when the figure has no leakage panel."""
+    axes = [a for a in fig.axes if a.get_label() == LEAKAGE_PANEL]
+    if not axes:
+        return {}
+    out: dict[str, list[tuple[float, float]]] = {}
+    for c in axes[0].containers:  # the errorbar of each method
+        line = c.lines[0]
+        out[c.get_label()] = [(float(x), float(y)) for x, y in zip(line.get_xdata(), line.get_ydata())]
+    for line in axes[0].get_lines():  # the horizontal lines (the errorbars' own lines are unlabelled)
+        if not line.get_label().startswith("_"):
+            out[line.get_label()] = [(math.nan, float(line.get_ydata()[0]))]
+    return out
 
 
 def section_references(rs: list[Row]) -> list[Row]:

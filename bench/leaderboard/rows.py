@@ -115,7 +115,8 @@ class Row:
         if len(seeds) < 2:
             best = max(cands, key=lambda v: statistics.fmean(self.attack_auc[v].values()))
             return Strongest(unit or attack_infers(best), best, mean(self.attack_auc[best], seeds),
-                             mean(self.attack_tpr.get(best), seeds), len(cands), False, seen(best, seeds))
+                             mean(self.attack_tpr.get(best), seeds), len(cands), False, seen(best, seeds),
+                             tuple(self.attack_auc[best][s] for s in seeds if s in self.attack_auc[best]))
         aucs, tprs, chosen, models = [], [], [], set()
         for s in seeds:
             others = {v: [a for t, a in self.attack_auc[v].items() if t != s] for v in cands}
@@ -131,7 +132,8 @@ class Row:
         # the most frequent pick; among equals the earliest seed's (a set's order would vary with the hash seed)
         name = max(dict.fromkeys(chosen), key=chosen.count) if chosen else ""
         f = lambda xs: statistics.fmean(xs) if xs else math.nan  # noqa: E731
-        return Strongest(unit or attack_infers(name), name, f(aucs), f(tprs), len(cands), True, tuple(sorted(models)))
+        return Strongest(unit or attack_infers(name), name, f(aucs), f(tprs), len(cands), True, tuple(sorted(models)),
+                         tuple(aucs))
 
     def strongest_attack(self, unit: str | None = None) -> tuple[str, float, float, int, bool]:
         """(name, AUC, TPR at 1% FPR, candidates, held_out) of :meth:`strongest`."""
@@ -174,8 +176,9 @@ class Row:
 class Strongest:
     """A row's strongest attack on one unit: the variant (``attack.variant``), its seed-averaged AUC and TPR at 1% FPR,
     the number of candidates, whether held out, and which models the reported seeds' attacks saw
-    (:func:`attacked_model`). No epsilon: an attack on one trained model is not a game between neighbouring
-    datasets, so its rates bound no epsilon (the audits' columns are those games)."""
+    (:func:`attacked_model`), and the per-seed AUCs that ``auc`` averages (the spread a plot draws). No epsilon: an
+    attack on one trained model is not a game between neighbouring datasets, so its rates bound no epsilon (the
+    audits' columns are those games)."""
 
     unit: str
     name: str = ""
@@ -184,6 +187,7 @@ class Strongest:
     candidates: int = 0
     held_out: bool = False
     models: tuple[str, ...] = ()
+    aucs: tuple[float, ...] = ()
 
 
 #: which model an attack saw (``attacked_model`` of attack records; :mod:`bench.release` names them)
