@@ -356,16 +356,19 @@ class StepInfo:
 
 class _DeviceStepInfo(StepInfo):
     """A :class:`StepInfo` whose batch statistics (mean norm, fraction clipped, mean loss) stay where the step
-    computed them until read: an eager step on a GPU then waits for the device nowhere."""
+    computed them until read: an eager step on a GPU then waits for the device nowhere. ``sums``: the statistics
+    are sums over the batch (a captured step's fixed buffer), divided by the batch size when read."""
 
-    def __init__(self, batch_size: int, noise_std: float, clip: float, stats: Tensor) -> None:
+    def __init__(self, batch_size: int, noise_std: float, clip: float, stats: Tensor, sums: bool = False) -> None:
         self.batch_size, self.noise_std, self.clip, self.count_noise_std = batch_size, noise_std, clip, None
-        self._stats, self._host = stats, None
+        self._stats, self._host, self._sums = stats, None, sums
 
     def _value(self, i: int) -> float:
         if self._host is None:
             self._host = self._stats.tolist()
-        return self._host[i]
+        if not self._sums:
+            return self._host[i]
+        return float(self._host[i]) / self.batch_size if self.batch_size else 0.0
 
     mean_norm = property(lambda self: self._value(0))
     frac_clipped = property(lambda self: self._value(1))

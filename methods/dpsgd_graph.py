@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from methods.base import BenchError
-from methods.dpsgd import _GRADIENT_HOOKS, DPOptimizer, StepInfo
+from methods.dpsgd import _GRADIENT_HOOKS, DPOptimizer, StepInfo, _DeviceStepInfo
 
 #: warm-up runs of the body on a side stream before capture (cuBLAS handles, autograd and allocator state)
 WARMUP = 3
@@ -78,23 +78,6 @@ def make_capturable(optimizer: torch.optim.Optimizer) -> None:
         raise BenchError("make the optimiser capturable before its first step")
     for group in optimizer.param_groups:
         group["capturable"] = True
-
-
-class _Info(StepInfo):
-    """A :class:`StepInfo` whose batch statistics stay on the device until read (no sync per step)."""
-
-    def __init__(self, batch_size: int, noise_std: float, clip: float, stats: Tensor) -> None:
-        self.batch_size, self.noise_std, self.clip, self.count_noise_std = batch_size, noise_std, clip, None
-        self._stats, self._host = stats, None
-
-    def _value(self, i: int) -> float:
-        if self._host is None:
-            self._host = self._stats.tolist()
-        return float(self._host[i]) / self.batch_size if self.batch_size else 0.0
-
-    mean_norm = property(lambda self: self._value(0))
-    frac_clipped = property(lambda self: self._value(1))
-    loss = property(lambda self: self._value(2))
 
 
 @dataclass
@@ -225,4 +208,4 @@ class CapturedStep:
             if observe_noise is not None:
                 observe_noise(self.dp, [z.clone() if self.noise_std > 0 else None for z in self.slot.noise],
                               self.noise_std)
-        return _Info(b, self.noise_std, self.dp.clip, self.slot.stats.clone())
+        return _DeviceStepInfo(b, self.noise_std, self.dp.clip, self.slot.stats.clone(), sums=True)
