@@ -228,13 +228,22 @@ def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *
     if remote:
         import multiprocessing
         import pickle
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-        with ProcessPoolExecutor(min(workers, runs), mp_context=multiprocessing.get_context("spawn"),
+        slots = min(workers, runs)
+        with ProcessPoolExecutor(slots, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_worker_init) as pool:
-            futures = {pool.submit(_remote_run, job, r, pickle.dumps(cs.world(plans[r][0]))): r for r in range(runs)}
-            for f in as_completed(futures):
-                finished(futures[f], *pickle.loads(f.result()))
+            # one world per busy worker at a time: a world is the whole graph, built and sent when a worker is free
+            pending, todo = {}, iter(range(runs))
+            for r in todo:
+                pending[pool.submit(_remote_run, job, r, pickle.dumps(cs.world(plans[r][0])))] = r
+                if len(pending) < slots:
+                    continue
+                done_now, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done_now:
+                    finished(pending.pop(f), *pickle.loads(f.result()))
+            for f in wait(pending).done:
+                finished(pending.pop(f), *pickle.loads(f.result()))
     else:
         for r in range(runs):
             finished(r, *_pooled_run(job, r, cs.world(plans[r][0]), canary_columns))

@@ -245,11 +245,11 @@ def test_dpgnn_canary_sits_in_all_its_anchors_trees_with_the_worst_case_design()
     assert (shifts[:, include] == 3).all() and (shifts[:, ~include] == -2).all()
 
 
-def _tiny_pooled(make, workers):
+def _tiny_pooled(make, workers, runs=2):
     from bench.plan import RunSpec, plan_run
 
     task = plan_run(RunSpec(methods=["dp-mlp"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False)).task(0)
-    return audit(make, task, Budget(4.0, 1e-3), "pooled", trials=2, canaries=50, canary_type="gradient", seed=5,
+    return audit(make, task, Budget(4.0, 1e-3), "pooled", trials=runs, canaries=50, canary_type="gradient", seed=5,
                  workers=workers)
 
 
@@ -273,7 +273,7 @@ def test_pooled_runs_in_worker_processes_give_the_in_process_results(tmp_path, m
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
 
     make = functools.partial(get_method("dp-mlp"), epochs=3, batch_size=64)
-    _same_audit(_tiny_pooled(make, 2), _tiny_pooled(make, 1))
+    _same_audit(_tiny_pooled(make, 2, runs=3), _tiny_pooled(make, 1, runs=3))  # 3 runs: one waits for a worker
 
 
 def test_a_pooled_factory_that_cannot_travel_runs_in_this_process():
