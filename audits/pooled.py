@@ -186,8 +186,8 @@ def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *
 
     ``workers`` > 1 runs the fits in that many processes with one torch thread each (the runs are independent
     trials, so they parallelise without changing what any run draws): on a small model one thread is nearly as
-    fast as several, and it does not stall when other jobs load the cores. A method class, streams or world that
-    cannot travel to a worker (a plugin loaded from a file, secure-noise or child streams) runs in this process."""
+    fast as several, and it does not stall when other jobs load the cores. A method class or streams that cannot
+    travel to a worker (a plugin loaded from a file, secure-noise or child streams) runs in this process."""
     from audits.whitebox import canary_columns
 
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
@@ -234,8 +234,8 @@ def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *
         with ProcessPoolExecutor(slots, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_worker_init) as pool:
             # one world per busy worker at a time: a world is the whole graph, built and sent when a worker is free
-            pending, todo = {}, iter(range(runs))
-            for r in todo:
+            pending: dict = {}
+            for r in range(runs):
                 pending[pool.submit(_remote_run, job, r, pickle.dumps(cs.world(plans[r][0])))] = r
                 if len(pending) < slots:
                     continue
