@@ -301,7 +301,7 @@ def check_accountants(accountants: str | Iterable[str] | None = None, *, cases: 
                       record: str | os.PathLike | None = None, junit: str | os.PathLike | None = None,
                       progress: bool = False):
     """Run accountants over the conformance corpus (:mod:`bench.conformance`; ``bench accountants check``):
-    each ``accountants`` name (default ``ours-rdp`` and ``ours-pld``; ``"all"``: every registered one, plugins
+    each ``accountants`` name (default ``ours-tight``, ``ours-rdp`` and ``ours-pld``; ``"all"``: every registered one, plugins
     included) on each case of the ``corpus`` files (default: the shipped corpus) whose id matches the glob
     ``cases`` and that carries any of ``tags``. Each result is TIGHT, LOOSE, UNSOUND, UNSUPPORTED or ERROR.
     ``against``: a golden file to compare with (values moved beyond ``rtol``, relative, or support changed);

@@ -77,9 +77,9 @@ def ledger_of(record: dict[str, Any]):
 def accountant_of(record: dict[str, Any]) -> str:
     """The accountant that computed the record's epsilon: its ``accountant`` parameter, else the default that every
     run used before runs logged it (``rdp/improved``)."""
-    from methods.privacy.accountant import DEFAULT_ACCOUNTANT
+    from methods.privacy.accountant import LEGACY_ACCOUNTANT
 
-    return (record.get("params") or {}).get("accountant") or DEFAULT_ACCOUNTANT
+    return (record.get("params") or {}).get("accountant") or LEGACY_ACCOUNTANT
 
 
 @functools.lru_cache(maxsize=4096)

@@ -27,6 +27,7 @@ from methods.dpsgd import DPOptimizer, FixedSizeSampler, PoissonSampler
 from methods.dpsgd_graph import CapturedStep, captured_step_reason, make_capturable, poisson_capacity
 from methods.models import GraphInput, SparseFeatures, SparseRows, linear_mlp
 from methods.privacy import PrivacyLedger, calibrate_noise, presets
+from methods.privacy.accountant import checkpoint_epochs
 from methods.training import FeatureQueryFitted, ModelFitted, feature_map, row_normalize
 
 
@@ -113,6 +114,7 @@ class DPMLP(Method):
         history = []
         done = 0
         bar = ctx.bar(steps, self.name)
+        marks = checkpoint_epochs(c.epochs)
         for epoch in range(1, c.epochs + 1):
             infos = []
             for _ in range(steps_per_epoch):
@@ -130,12 +132,14 @@ class DPMLP(Method):
                 with torch.no_grad():
                     pred = net(x_all[val_idx].to(dev)).argmax(1).cpu()
                 row["val_acc"] = float((pred == task.data.y[val_idx]).float().mean())
-            if z > 0:
+            if z > 0 and epoch in marks:
                 row["epsilon"] = ledger_for(z, done).epsilon(budget.delta)
             history.append(row)
         bar.close()
         if z > 0:
             ledger = ledger_for(z, done)
+            if history:  # the history ends on the run's final value
+                history[-1]["epsilon"] = ledger.epsilon(budget.delta)
         else:
             ledger = PrivacyLedger.non_private(f"{self.name} trained without noise (epsilon=inf requested)")
         info = {"noise_multiplier": z, "sampling_rate": sampler.expected_size / n, "steps": done}

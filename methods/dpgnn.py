@@ -74,6 +74,7 @@ from methods.base import Budget, BudgetError, ConfigError, FitContext, Method, T
 from methods.dpsgd import DPOptimizer, FixedSizeSampler, QuantileClipping
 from methods.models import GraphInput, SparseFeatures, SparseRows
 from methods.privacy import PrivacyLedger, calibrate_noise, calibrate_steps, presets
+from methods.privacy.accountant import checkpoint_epochs
 from methods.samplers.dpgnn import TreeSubgraphs, occurrence_bound, sample_subgraphs
 from methods.training import ModelFitted, row_normalize
 
@@ -428,6 +429,7 @@ class DPGNN(Method):
         history: list[dict[str, float]] = []
         bar = ctx.bar(steps, self.name)
         done = 0
+        marks = checkpoint_epochs(math.ceil(steps / steps_per_epoch)) if steps else frozenset()
         while done < steps:
             infos = []
             for _ in range(min(steps_per_epoch, steps - done)):
@@ -443,7 +445,7 @@ class DPGNN(Method):
                 with torch.no_grad():
                     pred = model.full_graph(eval_x, eval_graph.edge_index)[val_idx.to(dev)].argmax(1).cpu()
                 row["val_acc"] = float((pred == task.data.y[val_idx]).float().mean())
-            if private:
+            if private and (row["epoch"] in marks or done >= steps):
                 row["epsilon"] = ledger(lam, done).epsilon(budget.delta)
             history.append(row)
             bar.set_postfix(loss=f"{row['train_loss']:.3f}", val=f"{row.get('val_acc', float('nan')):.3f}")

@@ -19,7 +19,7 @@ from typing import Any
 
 DEFAULT_OUT = "docs/accountants/conformance.md"
 DEFAULT_GOLDEN = "docs/accountants/golden.json"
-OURS = ("ours-rdp", "ours-pld")
+OURS = ("ours-tight", "ours-rdp", "ours-pld")
 REGIMES = ("tiny-q", "large-sigma", "small-sigma", "tiny-delta", "eps-small", "eps-large", "low-orders",
            "source:leaderboard")
 VERDICT_COLUMNS = ("tight", "loose", "unsupported", "unsound", "error")

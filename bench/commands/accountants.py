@@ -36,7 +36,7 @@ def _accountants_parser(sub) -> argparse.ArgumentParser:
     c = actions.add_parser("check", help="run accountants over the corpus: a verdict per case and accountant",
                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     list_arg(c, "--accountant", "-a", dest="accountants", metavar="NAME",
-                   help="accountant name(s), repeated or comma-separated, or 'all' (default: ours-rdp ours-pld; "
+                   help="accountant name(s), repeated or comma-separated, or 'all' (default: ours-tight ours-rdp ours-pld; "
                         "see `bench accountants list`)")
     c.add_argument("--cases", metavar="GLOB", help="only the cases whose id matches this glob (e.g. 'gaussian-*')")
     list_arg(c, "--tag", dest="tags", default=[], metavar="TAG",

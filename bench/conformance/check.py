@@ -392,7 +392,7 @@ def write_junit(report: Report, path: str | os.PathLike, differences: Iterable[D
 # the job (bench accountants check, bench.api.check_accountants)
 # --------------------------------------------------------------------------------------------------------------
 
-DEFAULT_ACCOUNTANTS = ("ours-rdp", "ours-pld")
+DEFAULT_ACCOUNTANTS = ("ours-tight", "ours-rdp", "ours-pld")
 
 
 @dataclass

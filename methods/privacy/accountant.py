@@ -8,7 +8,18 @@ composition bound sum(eps_i); the smaller of the two is reported (both are valid
 ``pld``: dp-accounting's privacy-loss distributions (pessimistic discretisation, an upper bound),
 for events it supports (Gaussian, Laplace, Poisson-subsampled Gaussian/Laplace, randomized response).
 
-Both round outward: each bound is an upper bound in exact arithmetic, its floating-point evaluation is not, and
+``tight`` (the default since version 1.0.0): the smallest of the sound bounds the suite has for the ledger, at the
+same delta (each is an upper bound on the same hockey-stick divergence, so their minimum is one):
+
+* the RDP bound with each event's :meth:`~methods.privacy.events.Event.tight_rdp` curve (per order, the minimum of
+  its bounds: Theorem 27 or DP-GNN's Theorem 1 and the same Gaussian without subsampling), improved conversion;
+* where every event's PLD is a proven dominating pair (``Event.pld_dominates``: Gaussian, Poisson-subsampled
+  Gaussian, fixed-size steps as the unsubsampled Gaussian, DP-GNN's steps with the occurrence count revealed,
+  randomized response, Laplace and Poisson-subsampled Laplace, whose scalar pair dominates a vector query's L1
+  shift: :func:`methods.privacy.events.laplace_pair_dominates`), the composed PLD; a ledger whose pairs are all
+  Gaussian (mu-GDP) is converted in closed form instead (:func:`gdp_epsilon`).
+
+All round outward: each bound is an upper bound in exact arithmetic, its floating-point evaluation is not, and
 where a bound is tight (a PLD of a composed Gaussian sits within 1e-8 of the exact epsilon) rounding alone can land
 below the true epsilon, by an amount that differs from CPU to CPU (FFT and vector-math code paths).
 
@@ -25,6 +36,7 @@ below the true epsilon, by an amount that differs from CPU to CPU (FFT and vecto
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Iterable
 
@@ -33,7 +45,7 @@ import numpy as np
 from methods.privacy import rdp as R
 from methods.privacy.events import Event, LedgerError
 
-ACCOUNTANTS = ("rdp", "pld")
+ACCOUNTANTS = ("rdp", "pld", "tight")
 #: the noise floor of an FFT-composed PLD is at least this many times its largest negative mass (:func:`noise_floored`)
 FFT_NOISE_FACTOR = 2.0
 #: (relative, absolute) outward rounding of a PLD epsilon after the noise floor: the rounding left (the sequential
@@ -46,15 +58,35 @@ PLD_MARGIN = (1e-8, 1e-12)
 #: allow 1e-9 relative over the target (a pure-DP split spends its target exactly), so the absolute term stays
 #: far below that even at epsilon 1e-3
 RDP_MARGIN = (1e-10, 1e-15)
-#: what ``Fitted.epsilon`` (every run's reported epsilon) uses; runs log it as the parameter ``accountant``
-DEFAULT_ACCOUNTANT = "rdp/improved"
+#: (relative, absolute) outward rounding of a closed-form mu-GDP epsilon (:func:`gdp_epsilon`): its root is checked
+#: on the feasible side, and the normal tails are evaluated in log space to ~1e-15 relative
+GDP_MARGIN = (1e-9, 1e-12)
+#: what ``Fitted.epsilon`` (every run's reported epsilon) and the calibrations use; runs log it as the parameter
+#: ``accountant``
+DEFAULT_ACCOUNTANT = "tight"
+#: the accountant of records that name none: every run before ``tight`` became the default
+LEGACY_ACCOUNTANT = "rdp/improved"
+
+
+#: about how many epochs of a run's history log the running epsilon (:func:`checkpoint_epochs`)
+HISTORY_POINTS = 16
+
+
+def checkpoint_epochs(epochs: int, points: int = HISTORY_POINTS) -> frozenset[int]:
+    """The 1-based epochs of ``epochs`` at which a fit's history logs the running epsilon: ``points`` evenly spaced,
+    the last always. The default accountant's PLDs cost up to a second a value; a per-epoch curve of a 100-epoch
+    run would cost more than the fit."""
+    if epochs <= points:
+        return frozenset(range(1, epochs + 1))
+    return frozenset(int(round(epochs * (i + 1) / points)) for i in range(points)) | {epochs}
 
 
 def parse_accountant(name: str) -> tuple[str, str]:
-    """``"rdp/improved"`` -> ``("rdp", "improved")``; ``"pld"`` -> ``("pld", "improved")`` (no conversion)."""
+    """``"rdp/improved"`` -> ``("rdp", "improved")``; ``"pld"`` -> ``("pld", "improved")`` (no conversion);
+    ``"tight"`` -> ``("tight", "improved")``."""
     acc, _, conv = str(name).partition("/")
-    if acc not in ACCOUNTANTS or (conv and conv not in R.CONVERSIONS):
-        raise LedgerError(f"unknown accountant {name!r} (known: rdp/improved, rdp/standard, pld)")
+    if acc not in ACCOUNTANTS or (conv and (conv not in R.CONVERSIONS or acc != "rdp")):
+        raise LedgerError(f"unknown accountant {name!r} (known: tight, rdp/improved, rdp/standard, pld)")
     return acc, conv or "improved"
 
 
@@ -70,26 +102,28 @@ def round_outward(epsilon: float, margin: tuple[float, float]) -> float:
     return math.nextafter(epsilon * (1.0 + rel) + absolute, math.inf)
 
 
-def rdp_curve(events: Iterable[Event], orders: np.ndarray | None = None) -> np.ndarray:
+def rdp_curve(events: Iterable[Event], orders: np.ndarray | None = None, tight: bool = False) -> np.ndarray:
+    """The composed RDP curve: each event's :meth:`~Event.rdp` (``tight``: :meth:`~Event.tight_rdp`) x its count."""
     grid = R.ORDERS if orders is None else np.asarray(orders, dtype=float)
     total = np.zeros(len(grid))
     for e in events:
         if e.count:
-            total = total + e.count * e.rdp(None if orders is None else grid)
+            g = None if orders is None else grid
+            total = total + e.count * (e.tight_rdp(g) if tight else e.rdp(g))
     return total
 
 
 def rdp_epsilon(events: list[Event], delta: float, conversion: str = "improved",
-                orders: np.ndarray | None = None) -> tuple[float, float]:
+                orders: np.ndarray | None = None, tight: bool = False) -> tuple[float, float]:
     """(epsilon, optimal order); the order is inf when the pure-DP composition bound is the smaller. Rounded
-    outward by :data:`RDP_MARGIN`."""
+    outward by :data:`RDP_MARGIN`. ``tight``: the events' :meth:`~Event.tight_rdp` curves."""
     if conversion not in R.CONVERSIONS:
         raise LedgerError(f"unknown conversion {conversion!r}; use improved or standard")
     events = [e for e in events if e.count]
     if not events:
         return 0.0, float("nan")
     grid = R.ORDERS if orders is None else np.asarray(orders, dtype=float)
-    eps, order = R.CONVERSIONS[conversion](grid, rdp_curve(events, orders), delta)
+    eps, order = R.CONVERSIONS[conversion](grid, rdp_curve(events, orders, tight), delta)
     pures = [e.pure_epsilon() for e in events]
     if all(p is not None for p in pures):
         pure = math.fsum(e.count * p for e, p in zip(events, pures))
@@ -131,6 +165,13 @@ def noise_floored(pld, compositions: int):
     return PLD.PrivacyLossDistribution(remove, None if pld._symmetric else floor(pld._pmf_add))  # noqa: SLF001
 
 
+@functools.lru_cache(maxsize=16)
+def _one_pld(event: Event):
+    """One application's PLD, cached per event (building a PLD's distribution is most of its cost: a calibration's
+    last check and the run's report account the same steps, and a run's history the same step at every epoch)."""
+    return event.pld()
+
+
 def pld_epsilon(events: list[Event], delta: float) -> float:
     """The composed events' PLD epsilon at ``delta`` (pessimistic), each bucket's mass bounded past the FFT's
     rounding (:func:`noise_floored`), the epsilon rounded outward by :data:`PLD_MARGIN`."""
@@ -141,7 +182,7 @@ def pld_epsilon(events: list[Event], delta: float) -> float:
         raise LedgerError("the PLD accountant needs delta > 0")
     pld = None
     for e in events:
-        p = e.pld()
+        p = _one_pld(e.key())
         if e.count > 1:
             p = p.self_compose(e.count)
         pld = p if pld is None else pld.compose(p)
@@ -149,9 +190,59 @@ def pld_epsilon(events: list[Event], delta: float) -> float:
     return round_outward(max(0.0, float(floored.get_epsilon_for_delta(delta))), PLD_MARGIN)
 
 
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """The epsilon at ``delta`` of N(0, 1) against N(mu, 1), i.e. of mu-GDP (Balle & Wang 2018, Theorem 8:
+    delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)), the root checked on the feasible side and
+    rounded outward by :data:`GDP_MARGIN`. Exact, where a PLD of the same pair is discretised."""
+    from scipy.optimize import brentq
+    from scipy.special import log_ndtr
+
+    if not mu > 0:
+        return 0.0
+    if not 0 < delta < 1:
+        raise LedgerError("the mu-GDP conversion needs 0 < delta < 1")
+
+    def excess(eps: float) -> float:
+        return math.exp(log_ndtr(-eps / mu + mu / 2)) - math.exp(eps + log_ndtr(-eps / mu - mu / 2)) - delta
+
+    if excess(0.0) <= 0:
+        return 0.0
+    hi = 1.0
+    while excess(hi) > 0:
+        hi *= 2.0
+    eps = float(brentq(excess, 0.0, hi, xtol=1e-14, rtol=1e-14))
+    while excess(eps) > 0:  # the root's estimate may sit a hair on the infeasible side
+        eps = math.nextafter(eps * (1 + 1e-12), math.inf)
+    return round_outward(eps, GDP_MARGIN)
+
+
+def tight_epsilon(events: list[Event], delta: float) -> tuple[float, float]:
+    """(epsilon, optimal order or nan): the smallest of the sound bounds the suite has for these events (see the
+    module docstring). The order is the RDP bound's when it is the smallest, nan when a PLD or the closed form is."""
+    return _tight_epsilon(tuple(e for e in events if e.count), float(delta))
+
+
+@functools.lru_cache(maxsize=256)
+def _tight_epsilon(events: tuple[Event, ...], delta: float) -> tuple[float, float]:
+    if not events:
+        return 0.0, float("nan")
+    eps, order = rdp_epsilon(events, delta, "improved", tight=True)
+    if delta > 0 and all(e.pld_dominates for e in events):
+        mus = [getattr(e, "gdp_mu", None) for e in events]
+        if all(m is not None for m in mus):
+            other = gdp_epsilon(math.sqrt(math.fsum(e.count * m ** 2 for e, m in zip(events, mus))), delta)
+        else:
+            other = pld_epsilon(events, delta)
+        if other < eps:
+            eps, order = other, float("nan")
+    return eps, order
+
+
 def epsilon(events: list[Event], delta: float, accountant: str = "rdp", conversion: str = "improved") -> tuple[float, float]:
     if accountant == "rdp":
         return rdp_epsilon(events, delta, conversion)
     if accountant == "pld":
         return pld_epsilon(events, delta), float("nan")
-    raise LedgerError(f"unknown accountant {accountant!r}; use rdp or pld")
+    if accountant == "tight":
+        return tight_epsilon(events, delta)
+    raise LedgerError(f"unknown accountant {accountant!r}; use tight, rdp or pld")

@@ -1,7 +1,9 @@
 """Calibration: the smallest noise, or the largest number of steps, that meets a target (epsilon, delta).
 
 Both search the accountant itself, so the returned value is always on the feasible side: the
-ledger it produces has epsilon <= target under the same accountant and conversion.
+ledger it produces has epsilon <= target under the same accountant and conversion. ``accountant`` None: the
+default that runs report (:data:`methods.privacy.accountant.DEFAULT_ACCOUNTANT`), so a target buys the noise that
+the published epsilon accounts.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from methods.privacy.ledger import PrivacyLedger
 
 
 def calibrate_noise(make_ledger: Callable[[float], PrivacyLedger], epsilon: float, delta: float, *,
-                    accountant: str = "rdp", conversion: str = "improved", rtol: float = 1e-3,
+                    accountant: str | None = None, conversion: str | None = None, rtol: float = 1e-3,
                     lowest: float = 1e-3, highest: float = 1e5) -> float:
     """Smallest noise multiplier z (to relative ``rtol``) with eps(make_ledger(z)) <= epsilon.
 
@@ -55,7 +57,7 @@ def calibrate_noise(make_ledger: Callable[[float], PrivacyLedger], epsilon: floa
 
 
 def calibrate_steps(make_ledger: Callable[[int], PrivacyLedger], epsilon: float, delta: float, *,
-                    max_steps: int, accountant: str = "rdp", conversion: str = "improved") -> int:
+                    max_steps: int, accountant: str | None = None, conversion: str | None = None) -> int:
     """Largest T <= max_steps with eps(make_ledger(T)) <= epsilon (0 if even one step is too many)."""
     def ok(t: int) -> bool:
         return make_ledger(t).epsilon(delta, accountant, conversion) <= epsilon

@@ -171,15 +171,21 @@ class PrivacyLedger:
                    and all(math.isclose(x, y, rel_tol=rtol, abs_tol=0.0) for x, y in zip(a[1], b[1]))
                    for a, b in zip(mine, theirs))
 
-    def epsilon_and_order(self, delta: float, accountant: str = "rdp",
-                          conversion: str = "improved") -> tuple[float, float]:
+    def epsilon_and_order(self, delta: float, accountant: str | None = None,
+                          conversion: str | None = None) -> tuple[float, float]:
+        """(epsilon, optimal RDP order or nan) at ``delta``. ``accountant`` None: the default every run reports
+        (:data:`methods.privacy.accountant.DEFAULT_ACCOUNTANT`), or ``rdp`` when a ``conversion`` is named (only
+        the RDP accountant converts)."""
+        if accountant is None:
+            accountant = "rdp" if conversion is not None else A.parse_accountant(A.DEFAULT_ACCOUNTANT)[0]
+        conversion = conversion or "improved"
         if not 0.0 <= delta < 1.0:
             raise LedgerError(f"delta must be in [0, 1) (got {delta})")
         if self.non_private_use is not None:
             return math.inf, float("nan")
         return A.epsilon(list(self.events), delta, accountant, conversion)
 
-    def epsilon(self, delta: float, accountant: str = "rdp", conversion: str = "improved") -> float:
+    def epsilon(self, delta: float, accountant: str | None = None, conversion: str | None = None) -> float:
         return self.epsilon_and_order(delta, accountant, conversion)[0]
 
     def rdp(self, orders: np.ndarray | None = None) -> np.ndarray:

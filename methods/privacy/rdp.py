@@ -343,7 +343,7 @@ def wor_gaussian_rdp(orders: np.ndarray, q: float, sigma: float) -> np.ndarray:
     if q <= 0:
         return np.zeros_like(orders)
     if q >= 1.0:
-        return orders / (2 * sigma ** 2)
+        return gaussian_rdp(orders, sigma)
     lo, hi = np.floor(orders), np.ceil(orders)
     ints = np.unique(np.concatenate([lo, hi])).astype(np.int64)
     log_a = wor_gaussian_log_a(q, sigma, ints)
@@ -351,6 +351,11 @@ def wor_gaussian_rdp(orders: np.ndarray, q: float, sigma: float) -> np.ndarray:
     x = log_a[np.searchsorted(ints, lo)]
     y = log_a[np.searchsorted(ints, hi)]
     return ((1 - t) * x + t * y) / (orders - 1)
+
+
+def gaussian_rdp(orders: np.ndarray, sigma: float) -> np.ndarray:
+    """RDP of the Gaussian mechanism with noise multiplier ``sigma``: alpha / (2 sigma^2) (Mironov 2017, Prop. 7)."""
+    return np.asarray(orders, dtype=float) / (2 * sigma ** 2)
 
 
 def laplace_rdp(alpha: float, scale_over_sensitivity: float) -> float:
