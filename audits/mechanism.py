@@ -281,7 +281,7 @@ def audit_mechanism(name: str, epsilon: float, *, delta: float = DEFAULT_DELTA, 
     ``epsilon`` at ``delta``; ``trials`` per world in each of the selection and evaluation halves (default: the
     mechanism's own, :attr:`Mechanism.trials`). ``mechanism``: a variant of the registry's ``name`` to run instead
     (e.g. :func:`privgnn_posterior` at a ledger's own rate)."""
-    from methods.privacy.accountant import DEFAULT_ACCOUNTANT, epsilon as account, parse_accountant
+    from methods.privacy.accountant import active_accountant, epsilon as account, parse_accountant
 
     mutation = mutation or Mutation()
     if mechanism is not None and mechanism.name != name:
@@ -295,7 +295,7 @@ def audit_mechanism(name: str, epsilon: float, *, delta: float = DEFAULT_DELTA, 
     s_claim = mech.strength_for_epsilon(epsilon, delta)
     claim = mech.claim(s_claim, delta)
     event = mech.event(s_claim)
-    acc, conv = parse_accountant(DEFAULT_ACCOUNTANT)
+    acc, conv = parse_accountant(active_accountant())
     accounted = account([event], delta, acc, conv)[0]
     root = RunStreams(seed)
     scores = {(half, world): mech.sample(s_claim, world, trials, root.child("trial", half, int(world)), mutation)

@@ -57,10 +57,10 @@ def _common(p: argparse.ArgumentParser, noise_flag: str | None, noise_help: str)
 
 
 def _output(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--conversion", choices=["improved", "standard"], default="improved",
-                   help="--accountant rdp's RDP -> DP conversion (default: improved; standard = Mironov Prop. 3, "
-                        "as papers report)")
-    p.add_argument("--accountant", choices=["tight", "rdp", "pld"], default="tight",
+    p.add_argument("--conversion", choices=["improved", "standard"],
+                   help="the RDP -> DP conversion of --accountant rdp (implied by this option; default improved; "
+                        "standard = Mironov Prop. 3, as papers report)")
+    p.add_argument("--accountant", choices=["tight", "rdp", "pld"],
                    help="tight (default, what runs report and calibrate with): the smallest sound bound the suite "
                         "has; rdp: the RDP bound (the papers'); pld: privacy-loss distributions")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -69,6 +69,18 @@ def _output(p: argparse.ArgumentParser) -> None:
 def _convention(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--convention", choices=["sound", "paper"], default="sound",
                    help=f"sound (default) or the paper's {what}")
+
+
+def _resolve_accountant(args: argparse.Namespace) -> None:
+    """``--conversion`` names an RDP conversion, so alone it means ``--accountant rdp``; with another accountant it
+    is refused (no other accountant converts)."""
+    if not hasattr(args, "conversion"):
+        return
+    if args.accountant is None:
+        args.accountant = "rdp" if args.conversion else "tight"
+    elif args.conversion and args.accountant != "rdp":
+        raise BenchError(f"--conversion applies to --accountant rdp only (got --accountant {args.accountant})")
+    args.conversion = args.conversion or "improved"
 
 
 def _label(args: argparse.Namespace) -> str:
@@ -283,6 +295,7 @@ def _builder(args) -> tuple[Callable[[float], Any], str, dict]:
 
 def cmd_account(args: argparse.Namespace) -> int:
     check_numbers(args)
+    _resolve_accountant(args)
     if args.mechanism == "run":
         return _account_run(args)
     if args.mechanism == "edgerand":

@@ -21,6 +21,7 @@ from bench.run import RunResult
 from bench.splits import make_task
 from methods.base import Budget, ConfigError, Method, Task, get_method
 from methods.device import resolve_device
+from methods.privacy.accountant import LEGACY_ACCOUNTANT, using_accountant
 from methods.streams import RunStreams
 
 
@@ -33,6 +34,9 @@ class Recorded:
     method: Method
     budget: Budget
     seed: int
+    #: the accountant it calibrated and reported with: a re-execution or a reference fit for an attack on it runs
+    #: under it (``methods.privacy.accountant.using_accountant``), so it spends the recorded ledger
+    accountant: str = LEGACY_ACCOUNTANT
 
 
 def recorded_setting(params: dict[str, Any], data_root: str | None = None, datasets: dict | None = None) -> Recorded:
@@ -57,7 +61,7 @@ def recorded_setting(params: dict[str, Any], data_root: str | None = None, datas
     eps = float(params["target_epsilon"])
     delta = float(params.get("delta") or 0.0)
     budget = Budget(eps, delta) if method.is_private else Budget(math.inf, 0.0)
-    return Recorded(task, method, budget, seed)
+    return Recorded(task, method, budget, seed, str(params.get("accountant") or LEGACY_ACCOUNTANT))
 
 
 def attack_recorded(plan: AttackPlan, run_ids: list[str], *, experiment: str, track: bool = True,
@@ -83,9 +87,10 @@ def attack_recorded(plan: AttackPlan, run_ids: list[str], *, experiment: str, tr
         method, task = setting.method, setting.task
         target = Target(task, method, setting.budget, fitted, RunStreams(setting.seed), dev)
         parent = tracking.TrackedRun(run.info.run_id if track else None)
-        reports = attack_one(plan, target, parent, experiment=experiment, track=track, progress=progress,
-                             run_name=run.info.run_name or run.info.run_id,
-                             tags={"attacked_model": release.SOURCE_RECORDED})
+        with using_accountant(setting.accountant):  # reference and shadow models train as the target did
+            reports = attack_one(plan, target, parent, experiment=experiment, track=track, progress=progress,
+                                 run_name=run.info.run_name or run.info.run_id,
+                                 tags={"attacked_model": release.SOURCE_RECORDED})
         for r in reports:
             r["attacked_model"] = release.SOURCE_RECORDED
         spent = float(run.data.metrics.get("epsilon", math.inf))

@@ -26,7 +26,7 @@ from bench.plan import MethodPlan, RunPlan, RunSpec, plan_run, privacy_units, re
 from bench.provenance import host_description, predictions_hash  # noqa: F401  (re-exported)
 from bench.splits import make_task  # noqa: F401  (re-exported)
 from methods.base import ConfigError, ContractViolation, Task, check_fitted, fit_method, get_method, stable_hash
-from methods.privacy.accountant import DEFAULT_ACCOUNTANT
+from methods.privacy.accountant import active_accountant
 from methods.streams import RunStreams
 
 DEFAULT_EXPERIMENT = "dp-gnn-bench"
@@ -147,7 +147,7 @@ def run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun |
               "split_hash": task.split_hash(), "config_hash": stable_hash(identity),
               "dataset_source": p.dataset.source, "secure_noise": p.secure_noise,
               "random_streams": streams.describe()["streams"], "hp_source": mp.hp_source,
-              "accountant": DEFAULT_ACCOUNTANT, "privacy_units": privacy_units(task, cls.privacy_unit),
+              "accountant": active_accountant(), "privacy_units": privacy_units(task, cls.privacy_unit),
               "host": host_description(p.device), "threads": torch.get_num_threads(),
               **{f"hp.{k}": v for k, v in hparams.items()}}
     tags = {**trk.tags, "method": cls.name, "dataset": p.dataset.name, "split": p.split,

@@ -97,7 +97,12 @@ def refit(record: dict[str, Any], device: str, commit: str, datasets: dict) -> d
         torch.cuda.synchronize(dev)
         torch.cuda.reset_peak_memory_stats(dev)
     t0 = time.perf_counter()
-    fitted = fit_method(method, task, budget, RunStreams(seed), device=dev, progress=False)
+    from bench.records import accountant_of
+    from methods.privacy.accountant import parse_accountant, using_accountant
+
+    accounted = parse_accountant(accountant_of(record))
+    with using_accountant(accountant_of(record)):  # the refit calibrates as the record did
+        fitted = fit_method(method, task, budget, RunStreams(seed), device=dev, progress=False)
     proba = fitted.predict_proba()
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
@@ -119,7 +124,8 @@ def refit(record: dict[str, Any], device: str, commit: str, datasets: dict) -> d
             "cpu_threads": int(p.get("threads", 1)), "cpu_host": p.get("host"),
             "peak_device_bytes": int(torch.cuda.max_memory_allocated(dev)) if dev.type == "cuda" else None,
             "test_acc": acc, "cpu_test_acc": float(record["metrics"]["test_acc"]),
-            "ledger_equal": same, "epsilon": float(fitted.ledger.epsilon(delta)) if method.is_private else None,
+            "ledger_equal": same,
+            "epsilon": float(fitted.ledger.epsilon(delta, *accounted)) if method.is_private else None,
             "cpu_epsilon": spent_epsilon(record) if method.is_private else None}
 
 

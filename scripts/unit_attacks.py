@@ -83,17 +83,25 @@ def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: 
                level: str = "edge", refit: bool = False) -> dict:
     """Play the ``level`` game of each attack of ``options`` against the released model ``run`` logged (a refit,
     labelled so, when ``refit`` and the store holds none); the compact record."""
+    from bench.recorded import recorded_setting
+    from methods.privacy.accountant import using_accountant
+
+    setting = recorded_setting(run["params"], datasets=datasets)
+    with using_accountant(setting.accountant):  # a refit and the attacks' own fits spend as the record did
+        return _attack_setting(run, setting, level, options, refit, commit)
+
+
+def _attack_setting(run: dict[str, Any], setting: Any, level: str, options: dict[str, Any], refit: bool,
+                    commit: str) -> dict[str, Any]:
     import torch
 
     from attacks import Target, get_attack, run_attack
     from attacks import metrics as M
     from bench import release
     from bench.provenance import host_description, predictions_hash
-    from bench.recorded import recorded_setting
     from methods.base import fit_method
     from methods.streams import RunStreams
 
-    setting = recorded_setting(run["params"], datasets=datasets)
     task, method, budget, seed = setting.task, setting.method, setting.budget, setting.seed
     t0 = time.perf_counter()
     try:

@@ -77,13 +77,15 @@ def test_the_issue_example_against_dp_accounting(capsys):
     from dp_accounting.rdp import RdpAccountant
 
     args = FORMS["dpsgd-poisson"][0]
-    improved = json.loads(run(capsys, args + " --json")[1])
+    improved = json.loads(run(capsys, args + " --accountant rdp --json")[1])
     standard = json.loads(run(capsys, args + " --conversion standard --json")[1])
     pld = json.loads(run(capsys, args + " --accountant pld --json")[1])
+    tight = json.loads(run(capsys, args + " --json")[1])  # the default: what runs report
     ref = RdpAccountant().compose(SelfComposedDpEvent(PoissonSampledDpEvent(0.01, GaussianDpEvent(1.0)), 1000))
     assert improved["epsilon"] == pytest.approx(ref.get_epsilon(1e-5), rel=1e-3)  # dp-accounting's coarser grid
     assert improved["epsilon"] < standard["epsilon"]
     assert pld["epsilon"] < improved["epsilon"]
+    assert tight["accountant"] == "tight" and tight["epsilon"] == min(pld["epsilon"], improved["epsilon"])
 
 
 @pytest.mark.parametrize("args,key", [
@@ -118,7 +120,7 @@ def test_epsilon_instead_of_noise_calibrates(args, key, capsys):
     ("dpgnn --num-train 10 --batch-size 20 --max-degree 3 --layers 1 --noise-multiplier 1 --steps 5 --delta 1e-5",
      "batch_size"),
     ("dpsgd --sampling fixed --population 10 --batch-size 2 --noise-multiplier 1 --steps 10 --delta 1e-5 "
-     "--accountant pld", "PLD"),
+     "--accountant pld --conversion standard", "--accountant rdp only"),
 ])
 def test_bad_input_is_one_clear_line(args, message, capsys):
     code, out, err = run(capsys, args)
@@ -146,11 +148,12 @@ def test_perf_benchmark_runs(capsys):
 def test_account_agrees_with_a_gap_edge_run_it_reaccounts(capsys):
     """The review's case: a gap-edge run (Cora, K=2, delta 1e-4) logged sigma 7.0189 and reported 0.9997; the
     account tool used sensitivity 1 and printed 0.680, and --epsilon 1 returned a sigma guaranteeing 1.474."""
-    code, out, _ = run(capsys, "gap --level edge --depth 2 --sigma 7.0189 --delta 1e-4 --json")
+    code, out, _ = run(capsys, "gap --level edge --depth 2 --sigma 7.0189 --delta 1e-4 --accountant rdp --json")
     assert code == 0 and json.loads(out)["epsilon"] == pytest.approx(0.9997, abs=2e-4)
     code, out, _ = run(capsys, "progap --level edge --depth 2 --epsilon 1 --delta 1e-4 --json")
     sigma = json.loads(out)["sigma"]
     assert P.aggregation_edge(2, sigma).epsilon(1e-4) <= 1.0  # the sigma it returns meets the target soundly
-    code, out, _ = run(capsys, "gap --level edge --depth 2 --sigma 7.0189 --delta 1e-4 --convention paper --json")
+    code, out, _ = run(capsys, "gap --level edge --depth 2 --sigma 7.0189 --delta 1e-4 --convention paper --accountant rdp "
+                              "--json")
     d = json.loads(out)
     assert d["epsilon"] == pytest.approx(0.680, abs=2e-3) and "not a sound bound" in d["note"]

@@ -95,16 +95,24 @@ def test_verdict_boundaries():
 def test_our_accountants_are_sound_on_the_mini_corpus(capsys):
     code, doc = check_json(capsys)
     assert code == 0 and doc["ok"]
-    assert {r["accountant"] for r in doc["results"]} == {"ours-rdp", "ours-pld"}
-    assert len(doc["results"]) == 16
-    assert all(r["verdict"] in ("TIGHT", "LOOSE", "UNSUPPORTED") for r in doc["results"])
+    assert {r["accountant"] for r in doc["results"]} == {"ours-tight", "ours-rdp", "ours-pld"}
+    assert len(doc["results"]) == 24
+    assert all(r["verdict"] in ("TIGHT", "LOOSE") for r in doc["results"])
     # the PLD is tight on the exact Gaussian compositions; the RDP conversion is not
     assert result(doc, "mini-gaussian-1x1", "ours-pld")["verdict"] == "TIGHT"
     rdp = result(doc, "mini-gaussian-1x1", "ours-rdp")
     assert rdp["verdict"] == "LOOSE" and rdp["ratio"] == pytest.approx(rdp["value"] / rdp["reference"])
-    assert result(doc, "mini-wor-gaussian", "ours-pld")["verdict"] == "UNSUPPORTED"
+    # fixed-size steps: the PLD is the Gaussian without subsampling (sound, loose at a small fraction), Theorem 27
+    # the tight one, and the tight accountant takes it
+    wor = {a: result(doc, "mini-wor-gaussian", a) for a in ("ours-tight", "ours-rdp", "ours-pld")}
+    assert wor["ours-pld"]["verdict"] == "LOOSE" and wor["ours-tight"]["value"] == wor["ours-rdp"]["value"]
     s = doc["summary"]["ours-pld"]
-    assert (s["cases"], s["sound"], s["tight"], s["unsupported"], s["unsound"]) == (8, 7, 6, 1, 0)
+    assert (s["cases"], s["sound"], s["tight"], s["unsupported"], s["unsound"]) == (8, 8, 6, 0, 0)
+    t = doc["summary"]["ours-tight"]
+    assert (t["cases"], t["sound"], t["tight"], t["unsupported"], t["unsound"]) == (8, 8, 7, 0, 0)
+    for case in {r["case"] for r in doc["results"]}:  # never above either of the two it takes the smaller of
+        tight = result(doc, case, "ours-tight")["value"]
+        assert tight <= min(result(doc, case, a)["value"] for a in ("ours-rdp", "ours-pld")) * (1 + 1e-9)
     # DP-GNN: the PLD of Theorem 1's pair, below Theorem 1's RDP (the mini case has no reference: LOOSE to its limit)
     assert result(doc, "mini-hypergeometric", "ours-pld")["value"] < result(doc, "mini-hypergeometric", "ours-rdp")["value"]
 

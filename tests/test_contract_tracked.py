@@ -41,7 +41,7 @@ def test_returned_logged_exported_and_ledger_epsilon_agree(name):
     history = tracking.client().get_metric_history(res.run_id, "epsilon")
     last = max(history, key=lambda m: (m.step, m.timestamp))
     assert last.value == pytest.approx(eps, rel=1e-12)
-    assert rec["params"]["accountant"] == records.accountant_of(rec) == "rdp/improved"
+    assert rec["params"]["accountant"] == records.accountant_of(rec) == "tight"
     assert int(rec["params"]["privacy_units"]) >= 1 and rec["tags"]["predictions_hash"]
     # the population / rate the run reports (info.json, what it releases) is the ledger's
     info = json.loads(tracking.client_download_text(res.run_id, "info.json"))

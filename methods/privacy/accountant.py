@@ -36,9 +36,11 @@ below the true epsilon, by an amount that differs from CPU to CPU (FFT and vecto
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -66,6 +68,27 @@ GDP_MARGIN = (1e-9, 1e-12)
 DEFAULT_ACCOUNTANT = "tight"
 #: the accountant of records that name none: every run before ``tight`` became the default
 LEGACY_ACCOUNTANT = "rdp/improved"
+
+_ACTIVE: contextvars.ContextVar[str | None] = contextvars.ContextVar("accountant", default=None)
+
+
+def active_accountant() -> str:
+    """The accountant that calibrations and reported epsilons use here: :data:`DEFAULT_ACCOUNTANT`, or the one a
+    :func:`using_accountant` block names."""
+    return _ACTIVE.get() or DEFAULT_ACCOUNTANT
+
+
+@contextlib.contextmanager
+def using_accountant(name: str) -> Iterator[str]:
+    """Calibrate and report with ``name`` inside the block (this thread or task): a re-execution of a recorded run
+    uses the accountant the record names, so it spends the same ledger (records before version 1.0.0:
+    :data:`LEGACY_ACCOUNTANT`)."""
+    parse_accountant(name)
+    token = _ACTIVE.set(name)
+    try:
+        yield name
+    finally:
+        _ACTIVE.reset(token)
 
 
 #: about how many epochs of a run's history log the running epsilon (:func:`checkpoint_epochs`)

@@ -2,8 +2,8 @@
 
 Both search the accountant itself, so the returned value is always on the feasible side: the
 ledger it produces has epsilon <= target under the same accountant and conversion. ``accountant`` None: the
-default that runs report (:data:`methods.privacy.accountant.DEFAULT_ACCOUNTANT`), so a target buys the noise that
-the published epsilon accounts.
+accountant runs report (:func:`methods.privacy.accountant.active_accountant`), so a target buys the noise that the
+published epsilon accounts.
 """
 
 from __future__ import annotations

@@ -173,11 +173,13 @@ class PrivacyLedger:
 
     def epsilon_and_order(self, delta: float, accountant: str | None = None,
                           conversion: str | None = None) -> tuple[float, float]:
-        """(epsilon, optimal RDP order or nan) at ``delta``. ``accountant`` None: the default every run reports
-        (:data:`methods.privacy.accountant.DEFAULT_ACCOUNTANT`), or ``rdp`` when a ``conversion`` is named (only
-        the RDP accountant converts)."""
-        if accountant is None:
-            accountant = "rdp" if conversion is not None else A.parse_accountant(A.DEFAULT_ACCOUNTANT)[0]
+        """(epsilon, optimal RDP order or nan) at ``delta``. ``accountant`` None: the one runs report here
+        (:func:`methods.privacy.accountant.active_accountant`), or ``rdp`` when a ``conversion`` is named (only the
+        RDP accountant converts)."""
+        if accountant is None and conversion is not None:
+            accountant = "rdp"
+        elif accountant is None:
+            accountant, conversion = A.parse_accountant(A.active_accountant())
         conversion = conversion or "improved"
         if not 0.0 <= delta < 1.0:
             raise LedgerError(f"delta must be in [0, 1) (got {delta})")
