@@ -49,9 +49,9 @@ def record_args(p: argparse.ArgumentParser, runs_help: str, out_help: str, defau
     p.add_argument("--datasets", nargs="*", help="only these datasets, in this order (default: every one)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--dry-run", action="store_true", help="list what would run and what is done, then stop")
-    p.add_argument("--superseded", default="docs/leaderboard/superseded.jsonl",
-                   help="where records no current run names go once every run has its new record (default: "
-                        "%(default)s)")
+    p.add_argument("--superseded", default="docs/leaderboard/superseded/",
+                   help="where records no current run names go once every run has its new record: a directory, one "
+                        "file per dataset (default: %(default)s), or a single FILE.jsonl")
 
 
 def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[dict[str, Any]], str],
@@ -61,7 +61,7 @@ def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[di
     """The resumable loop of the scripts that add records about published runs (``scripts.unit_attacks``,
     ``scripts.whitebox_audits``): skip the runs whose record ``out`` holds, refuse a dirty tree, then one record
     per run, appended as it finishes (``work(run, commit)``), with a progress line (``line(record)``). Once every
-    run of ``todo`` has its record, ``superseded`` (a file) receives the records of ``out`` about the same datasets
+    run of ``todo`` has its record, ``superseded`` (:mod:`bench.superseded`) receives the records of ``out`` about the same datasets
     that no run of ``todo`` names any more (an older format's, a retuned setting's), so the page reads one
     generation."""
     from bench import records
@@ -103,8 +103,9 @@ def retire(out: str, current: set[str], datasets: set[str], superseded: str) -> 
         old = (rec.get("params") or {}).get("dataset") in datasets and rec.get("cell_id") not in current
         (gone if old else stay).append(line)
     if gone:
-        with open(superseded, "a") as fh:
-            fh.write("\n".join(gone) + "\n")
+        from bench.superseded import append_lines
+
+        append_lines(superseded, gone)
         write_text_atomic(path, "\n".join(stay) + "\n" if stay else "")
     return len(gone)
 

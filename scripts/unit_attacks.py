@@ -18,7 +18,7 @@ no epsilon: an attack on one model is not a game between neighbouring datasets -
 model it saw.
 
 A run whose artefact the store does not hold (a record from before runs logged their model, or a store on another
-machine) is an error, unless ``--rerun-missing`` (move such records to ``docs/leaderboard/superseded.jsonl``, so that
+machine) is an error, unless ``--rerun-missing`` (move such records to ``docs/leaderboard/superseded/``, so that
 ``python -m scripts.build_leaderboard --datasets D --no-tune`` re-runs their cells, node attacks included, and logs
 their models; then run this script again) or ``--refit`` (attack a refit, labelled ``refit (not the recorded run)``
 in the record and on the page). Resumable: a run already in ``--out`` with the same attack options is skipped. The
@@ -142,8 +142,10 @@ def attack_run(run: dict[str, Any], options: dict[str, dict[str, Any]], commit: 
 
 def rerun_missing(todo: list[dict[str, Any]], runs: str, superseded: str) -> int:
     """Move the records of ``todo`` whose released model the tracking store does not hold from the ``runs`` export to
-    ``superseded`` (each marked with why), so that the sweep re-runs their cells and logs their models; how many."""
+    ``superseded`` (:mod:`bench.superseded`; each marked with why), so that the sweep re-runs their cells and logs
+    their models; how many."""
     from bench import release, tracking
+    from bench.superseded import append_lines
     from bench.io import write_text_atomic
 
     missing = {r["cell_id"] for r in todo if not tracking.has_artifacts(r["run_id"], release.ARTIFACT_DIR)}
@@ -159,9 +161,8 @@ def rerun_missing(todo: list[dict[str, Any]], runs: str, superseded: str) -> int
             (gone if rec.get("cell_id") in missing and rec.get("kind", "run") == "run" else stay).append(line)
         if gone:
             why = "re-run so that its released model is logged and the unit attacks hit it (not a refit)"
-            with open(superseded, "a") as fh:
-                fh.write("".join(json.dumps({**json.loads(x), "superseded_because": why}, sort_keys=True,
-                                            separators=(",", ":")) + "\n" for x in gone))
+            append_lines(superseded, (json.dumps({**json.loads(x), "superseded_because": why}, sort_keys=True,
+                                                 separators=(",", ":")) for x in gone))
             write_text_atomic(f, "\n".join(stay) + "\n" if stay else "")
             moved += len(gone)
     return moved
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                         "run: each reference is a full fit of the target's method)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--rerun-missing", action="store_true",
-                     help="move the records of runs whose released model the store lacks to superseded.jsonl (the "
+                     help="move the records of runs whose released model the store lacks to --superseded (the "
                           "sweep then re-runs their cells) and stop")
     how.add_argument("--refit", action="store_true",
                      help="attack a refit, labelled as such, where the store holds no released model")
