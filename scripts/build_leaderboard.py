@@ -2,7 +2,7 @@
 
     python -m scripts.build_leaderboard [--datasets D ...] [--methods M ... | --skip-methods M ...] [--seeds S ...]
                                         [--no-verify] [--teacher-cache DIR] [--workers 2] [--threads 1]
-                                        [--no-tune] [--dry-run] [--executor ray --address HOST:PORT --gpus-per-cell 1]
+                                        [--no-tune] [--no-site] [--dry-run] [--executor ray --address HOST:PORT --gpus-per-cell 1]
 
 For each dataset, in the config's order: tune its methods on validation accuracy (``scripts.tune``: resumes from
 docs/leaderboard/tuning.jsonl, rewrites configs/hparams_tuned.yaml), then run the config's cells on that dataset
@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch/numba threads per cell (default 1)")
     p.add_argument("--no-tune", action="store_true", help="run the cells with the hyperparameters checked in now")
     p.add_argument("--dry-run", action="store_true", help="list what each dataset still needs and stop")
+    p.add_argument("--no-site", action="store_true",
+                   help="do not rebuild the site after each dataset (scripts.regenerate rebuilds it once per dataset)")
     p.add_argument("--no-verify", action="store_true",
                    help="run the cells but not their verifications (a later run without it adds them)")
     p.add_argument("--teacher-cache", metavar="DIR",
@@ -199,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         moved = prune_superseded(export, [c for c in api.cells(raw) if not c.skip], old)
         if moved:
             print(f"# moved {moved} records of superseded cells to {old}/", file=sys.stderr)
-        from bench.cli import main as bench
+        if not args.no_site:
+            from bench.cli import main as bench
 
-        bench(["leaderboard", "--config", args.config, "--site", str(site), "--no-track"])
+            bench(["leaderboard", "--config", args.config, "--site", str(site), "--no-track"])
         print(f"=== {d}: done in {(time.perf_counter() - t0) / 60:.1f} min", file=sys.stderr, flush=True)
     return 0
 

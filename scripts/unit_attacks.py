@@ -220,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         best = {a: max(v["auc"] for k, v in vs.items() if not k.startswith("ref-")) for a, vs in rec["attacks"].items()}
         return json.dumps({a: round(x, 3) for a, x in best.items()}) + f" ({rec['attacked_model']})"
 
-    todo = targets(args.config, args.runs, args.datasets, args.level)
+    todo = [r for r in targets(args.config, args.runs, args.datasets, args.level)
+            if not args.methods or r["params"]["method"] in args.methods]
     if args.rerun_missing:
         done = {r["cell_id"] for r in records.load(args.out)} if Path(args.out).exists() else set()
         todo = [r for r in todo if record_id(r, options) not in done]
@@ -230,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     return append_records(todo, args.out, lambda r: record_id(r, options),
                           lambda r, commit: attack_run(r, options, commit, cache, args.level, args.refit),
-                          line, f"runs need {args.level} attacks", args.dry_run, _preload, args.superseded)
+                          line, f"runs need {args.level} attacks", args.dry_run, _preload, args.superseded,
+                          args.methods)
 
 
 if __name__ == "__main__":
