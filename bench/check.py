@@ -18,7 +18,10 @@ Each line of an export (a file or a directory of per-dataset files, :mod:`bench.
   FPR, and no epsilon (an attack on one model is not a game between neighbouring datasets);
 * commit: the record names a commit of this repository's history (an ancestor of HEAD) without ``-dirty``.
   Records started before :data:`DIRTY_CUTOFF` that name a dirty commit are counted, not failed: they are
-  regenerated when the whole leaderboard is next rebuilt. A newer one fails.
+  regenerated when the whole leaderboard is next rebuilt. A newer one fails. ``strict`` drops that exemption (and
+  needs the history: a shallow clone or no git is bad input rather than a note); ``release=TAG`` (strict too)
+  requires every record to name exactly the commit the git tag ``TAG`` points to: an export regenerated from a
+  release (``scripts.regenerate``) carries no other.
 
 :func:`check_export` returns a :class:`CheckReport`; the command prints one line per failing record and a summary
 and exits 1 when any record fails.
@@ -38,6 +41,8 @@ from methods.errors import BenchError
 
 #: records started from this instant on (ms since the epoch; 2026-11-25 00:00 UTC) must name a clean commit
 DIRTY_CUTOFF = 1795564800000
+#: the repository whose history the commits are looked up in (this package's checkout)
+REPO = Path(__file__).resolve().parents[1]
 REQUIRED = ("cell_id", "kind", "run_id", "status", "name", "git_commit", "start_time", "params")
 RUN_PARAMS = ("method", "dataset", "split", "seed", "privacy_unit", "target_epsilon", "delta")
 RTOL = 1e-9
@@ -50,6 +55,8 @@ class CheckReport:
     epsilons: int = 0  # runs whose epsilon was recomputed from their ledger
     failures: list[tuple[str, list[str]]] = field(default_factory=list)  # (where, problems)
     legacy_dirty: int = 0
+    strict: bool = False
+    release: str | None = None  # "TAG (sha)" when every record must name that commit
     delta_unchecked: dict[str, int] = field(default_factory=dict)  # dataset -> runs whose unit count is unknown
     commits_checked: bool = True
     notes: list[str] = field(default_factory=list)
@@ -61,6 +68,10 @@ class CheckReport:
     def summary(self) -> str:
         lines = [f"# checked {self.checked} records ({self.runs} runs): {len(self.failures)} failing; epsilon "
                  f"recomputed from the ledger for {self.epsilons} runs"]
+        if self.release:
+            lines.append(f"# release {self.release}: every record must name this commit, clean")
+        elif self.strict:
+            lines.append("# strict: every record must name a clean commit of this history (no legacy exemption)")
         if self.legacy_dirty:
             lines.append(f"# {self.legacy_dirty} records from before the clean-commit rule name a -dirty commit; "
                          "they are regenerated when the leaderboard is next rebuilt")
@@ -141,8 +152,10 @@ class _Units:
 
 
 def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _Units | None = None,
-                 report: CheckReport | None = None) -> list[str]:
-    """The problems of one record (empty: it checks out)."""
+                 report: CheckReport | None = None, strict: bool = False,
+                 release: tuple[str, str] | None = None) -> list[str]:
+    """The problems of one record (empty: it checks out); ``strict`` and ``release`` (tag, sha): the commit rule
+    of :func:`check_export`."""
     from bench.records import KINDS
 
     problems = [f"no {k}" for k in REQUIRED if rec.get(k) in (None, "")]
@@ -181,7 +194,7 @@ def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _U
     elif kind == "audit":
         m = rec.get("metrics") or {}
         problems += _check_bounds("audit", m.get("epsilon_lb"), None)
-    problems += _check_commit(rec, commits, report)
+    problems += _check_commit(rec, commits, report, strict, release)
     return problems
 
 
@@ -314,7 +327,10 @@ def _check_bounds(what: str, lb: Any, alpha: Any) -> list[str]:
     return out
 
 
-def _check_commit(rec: dict, commits: _Commits | None, report: CheckReport | None) -> list[str]:
+def _check_commit(rec: dict, commits: _Commits | None, report: CheckReport | None, strict: bool = False,
+                  release: tuple[str, str] | None = None) -> list[str]:
+    """The commit rule; ``strict``: no legacy exemption for dirty records; ``release`` (tag, sha): the record names
+    exactly that commit."""
     commit = str(rec.get("git_commit") or "")
     if not commit:
         return []  # reported as a missing field
@@ -322,14 +338,31 @@ def _check_commit(rec: dict, commits: _Commits | None, report: CheckReport | Non
     problems = []
     if sha == "unknown" or len(sha) != 40 or any(c not in "0123456789abcdef" for c in sha):
         problems.append(f"git_commit {commit!r} is not a commit id")
+    elif release is not None and sha != release[1]:
+        problems.append(f"commit {sha[:12]} is not the release {release[0]}'s commit {release[1][:12]}")
     elif commits is not None and commits.available and not commits.in_history(sha):
         problems.append(f"commit {sha[:12]} is not in this repository's history")
     if dirty:
-        if (rec.get("start_time") or 0) >= DIRTY_CUTOFF:
+        if strict or release is not None or (rec.get("start_time") or 0) >= DIRTY_CUTOFF:
             problems.append(f"commit {sha[:12]} is -dirty: the code that ran cannot be checked out")
         elif report is not None:
             report.legacy_dirty += 1
     return problems
+
+
+def release_commit(tag: str, repo: str | Path | None = None) -> str:
+    """The commit the git tag ``tag`` points to (peeled: an annotated tag's commit); BenchError when ``repo`` has no
+    such tag."""
+    repo = Path(repo) if repo is not None else REPO
+    try:
+        out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}"], cwd=repo,
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise BenchError(f"--release {tag}: git cannot be asked in {repo} ({e})") from None
+    sha = out.stdout.strip()
+    if out.returncode != 0 or len(sha) != 40:
+        raise BenchError(f"--release {tag}: no git tag {tag!r} in {repo} (git tag {tag} <commit>, or git fetch --tags)")
+    return sha
 
 
 def lines_of(export: str | Path) -> Iterable[tuple[str, dict[str, Any] | None, str | None]]:
@@ -349,24 +382,41 @@ def lines_of(export: str | Path) -> Iterable[tuple[str, dict[str, Any] | None, s
                 None if isinstance(rec, dict) else "not a JSON object"
 
 
-def check_export(export: str | Path, repo: str | Path | None = None, count_units: bool = True) -> CheckReport:
+def check_export(export: str | Path, repo: str | Path | None = None, count_units: bool = True,
+                 strict: bool = False, release: str | None = None) -> CheckReport:
     """Check every record of ``export`` (a file or a directory of ``*.jsonl``). ``repo``: the git checkout whose
     history the commits must be in (default: this package's). ``count_units``: load datasets for the delta rule
-    of records without a ``privacy_units`` parameter."""
+    of records without a ``privacy_units`` parameter. ``strict``: a dirty, missing or unknown commit fails whenever
+    the record started (no legacy exemption); ``release``: a git tag every record must name the commit of (implies
+    ``strict``). Bad input (no export, no such tag, no history to check against under ``strict``): BenchError."""
     p = Path(export)
     if not p.exists():
         raise BenchError(f"export {export} not found")
     if p.is_dir() and not any(p.glob("*.jsonl")):
         raise BenchError(f"export {export} holds no *.jsonl file")
-    repo = Path(repo) if repo is not None else Path(__file__).resolve().parents[1]
+    repo = Path(repo) if repo is not None else REPO
+    strict = strict or release is not None
     commits, units = _Commits(repo), _Units() if count_units else None
-    report = CheckReport(commits_checked=commits.available)
+    report = CheckReport(commits_checked=commits.available, strict=strict)
     if not commits.available:
-        report.notes.append(f"commits not checked against a history: {repo} is not a git work tree")
+        no_history = f"{repo} is not a git work tree"
     elif commits.shallow:
+        no_history = f"{repo} is a shallow clone (git fetch --unshallow)"
         commits.available = False
         report.commits_checked = False
-        report.notes.append(f"commits not checked against a history: {repo} is a shallow clone (git fetch --unshallow)")
+    else:
+        no_history = None
+    if no_history and strict:
+        raise BenchError(f"{'--release' if release else '--strict'} checks every commit against the history, but "
+                         f"{no_history}")
+    if no_history:
+        report.notes.append(f"commits not checked against a history: {no_history}")
+    tagged = None
+    if release is not None:
+        tagged = (release, release_commit(release, repo))
+        report.release = f"{release} ({tagged[1][:12]})"
+        if not commits.in_history(tagged[1]):
+            raise BenchError(f"--release {release}: its commit {tagged[1][:12]} is not in this checkout's history")
     for where, rec, why in lines_of(p):
         report.checked += 1
         if rec is None:
@@ -374,10 +424,10 @@ def check_export(export: str | Path, repo: str | Path | None = None, count_units
             continue
         if rec.get("kind") == "run":
             report.runs += 1
-        problems = check_record(rec, commits, units, report)
+        problems = check_record(rec, commits, units, report, strict, tagged)
         if problems:
             report.failures.append((f"{where} {rec.get('name') or rec.get('cell_id') or ''}".strip(), problems))
     return report
 
 
-__all__ = ["CheckReport", "DIRTY_CUTOFF", "check_export", "check_record"]
+__all__ = ["CheckReport", "DIRTY_CUTOFF", "check_export", "check_record", "release_commit"]

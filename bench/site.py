@@ -290,12 +290,18 @@ def _disjoint_text(tuning: list[int], runs: list[dict[str, Any]]) -> str:
 def site_texts(rows: list[Any], export: str | None, config: str | None = None,
                records: list[dict[str, Any]] | None = None, planned: int | None = None,
                done: int | None = None) -> tuple[str, str, str]:
-    """(title, intro markdown, "Papers vs ours" markdown) of the published leaderboard."""
+    """(title, intro markdown, closing markdown) of the published leaderboard: the closing sections are "Papers vs
+    ours" and, when the site holds a regeneration's progress file beside its export, "Cost of this leaderboard"
+    (:mod:`bench.leaderboard.cost`)."""
+    from bench.leaderboard.cost import site_cost_md
+
     if records is None:
         from bench import records as rec
 
         records = rec.load(export) if export and Path(export).exists() else []
-    return TITLE, provenance_md(records, export, config, planned, done), papers_md(rows)
+    cost = site_cost_md(Path(str(export).rstrip("/")).parent) if export else ""
+    closing = "\n".join(x.rstrip("\n") for x in (papers_md(rows), cost) if x.strip())
+    return TITLE, provenance_md(records, export, config, planned, done), closing
 
 
 __all__ = ["SiteError", "load_papers", "papers_md", "provenance_md", "site_texts"]

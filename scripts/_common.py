@@ -30,9 +30,15 @@ def sweep(config: dict[str, Any], args: argparse.Namespace) -> bool:
 
 
 def clean_commit() -> str:
-    """HEAD, refusing a work tree whose tracked files differ from it (published numbers name a clean commit)."""
+    """HEAD, refusing a work tree whose tracked files that code can read differ from it (published numbers name a
+    clean commit). Results and documentation (``bench.tracking.NOT_CODE``: ``docs/``) may differ: the records
+    these scripts append go there, as the sweep's do, so a pipeline that runs them one after another from one
+    commit (scripts.regenerate) names that commit throughout."""
+    from bench.tracking import NOT_CODE
+
     root = Path(__file__).resolve().parents[1]
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            *(f":(exclude){p}" for p in NOT_CODE)], cwd=root, capture_output=True,
                            text=True, check=True).stdout.strip()
     if dirty:
         raise SystemExit(f"error: the work tree has uncommitted changes; commit first (published numbers name a clean "
@@ -47,23 +53,25 @@ def record_args(p: argparse.ArgumentParser, runs_help: str, out_help: str, defau
     p.add_argument("--runs", default="docs/leaderboard/runs/", help=runs_help)
     p.add_argument("--out", default=default_out, help=f"{out_help} (appended; default %(default)s)")
     p.add_argument("--datasets", nargs="*", help="only these datasets, in this order (default: every one)")
+    p.add_argument("--methods", nargs="*",
+                   help="only the runs of these methods (default: every one); only their old records are retired")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--dry-run", action="store_true", help="list what would run and what is done, then stop")
-    p.add_argument("--superseded", default="docs/leaderboard/superseded.jsonl",
-                   help="where records no current run names go once every run has its new record (default: "
-                        "%(default)s)")
+    p.add_argument("--superseded", default="docs/leaderboard/superseded/",
+                   help="where records no current run names go once every run has its new record: a directory, one "
+                        "file per dataset (default: %(default)s), or a single FILE.jsonl")
 
 
 def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[dict[str, Any]], str],
                    work: Callable[[dict[str, Any], str], dict[str, Any]], line: Callable[[dict[str, Any]], str],
                    what: str, dry_run: bool = False, preload: Callable[[], None] = lambda: None,
-                   superseded: str | None = None) -> int:
+                   superseded: str | None = None, methods: list[str] | None = None) -> int:
     """The resumable loop of the scripts that add records about published runs (``scripts.unit_attacks``,
     ``scripts.whitebox_audits``): skip the runs whose record ``out`` holds, refuse a dirty tree, then one record
     per run, appended as it finishes (``work(run, commit)``), with a progress line (``line(record)``). Once every
-    run of ``todo`` has its record, ``superseded`` (a file) receives the records of ``out`` about the same datasets
+    run of ``todo`` has its record, ``superseded`` (:mod:`bench.superseded`) receives the records of ``out`` about the same datasets
     that no run of ``todo`` names any more (an older format's, a retuned setting's), so the page reads one
-    generation."""
+    generation; with ``methods`` (``todo`` restricted to them), only those methods' records."""
     from bench import records
 
     done = {r["cell_id"] for r in records.load(out)} if Path(out).exists() else set()
@@ -84,14 +92,17 @@ def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[di
               file=sys.stderr, flush=True)
     print(f"# done in {time.perf_counter() - t_all:.0f}s", file=sys.stderr)
     if superseded:
-        moved = retire(out, {record_id(r) for r in todo}, {r["params"]["dataset"] for r in todo}, superseded)
+        moved = retire(out, {record_id(r) for r in todo}, {r["params"]["dataset"] for r in todo}, superseded,
+                       methods)
         if moved:
             print(f"# moved {moved} records no current run names from {out} to {superseded}", file=sys.stderr)
     return 0
 
 
-def retire(out: str, current: set[str], datasets: set[str], superseded: str) -> int:
-    """Move the records of ``out`` about ``datasets`` whose id is not in ``current`` to ``superseded``; how many."""
+def retire(out: str, current: set[str], datasets: set[str], superseded: str,
+           methods: list[str] | None = None) -> int:
+    """Move the records of ``out`` about ``datasets`` (and ``methods``, when given) whose id is not in ``current``
+    to ``superseded``; how many."""
     import json
 
     path = Path(out)
@@ -100,11 +111,14 @@ def retire(out: str, current: set[str], datasets: set[str], superseded: str) -> 
     stay, gone = [], []
     for line in (x for x in path.read_text().splitlines() if x.strip()):
         rec = json.loads(line)
-        old = (rec.get("params") or {}).get("dataset") in datasets and rec.get("cell_id") not in current
+        params = rec.get("params") or {}
+        old = (params.get("dataset") in datasets and rec.get("cell_id") not in current
+               and (methods is None or params.get("method") in methods))
         (gone if old else stay).append(line)
     if gone:
-        with open(superseded, "a") as fh:
-            fh.write("\n".join(gone) + "\n")
+        from bench.superseded import append_lines
+
+        append_lines(superseded, gone)
         write_text_atomic(path, "\n".join(stay) + "\n" if stay else "")
     return len(gone)
 

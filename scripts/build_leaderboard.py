@@ -2,12 +2,12 @@
 
     python -m scripts.build_leaderboard [--datasets D ...] [--methods M ... | --skip-methods M ...] [--seeds S ...]
                                         [--no-verify] [--teacher-cache DIR] [--workers 2] [--threads 1]
-                                        [--no-tune] [--dry-run] [--executor ray --address HOST:PORT --gpus-per-cell 1]
+                                        [--no-tune] [--no-site] [--dry-run] [--executor ray --address HOST:PORT --gpus-per-cell 1]
 
 For each dataset, in the config's order: tune its methods on validation accuracy (``scripts.tune``: resumes from
 docs/leaderboard/tuning.jsonl, rewrites configs/hparams_tuned.yaml), then run the config's cells on that dataset
 (``bench.api.sweep`` with the export docs/leaderboard/runs/, one file per dataset: every cell in it counts as
-done), move the export's records of cells a retune superseded to docs/leaderboard/superseded.jsonl (once their
+done), move the export's records of cells a retune superseded to docs/leaderboard/superseded/ (once their
 row's new cells are all done: until then the page shows them as the row's previous setting), then rebuild
 the site (``bench leaderboard --config configs/leaderboard.yaml --site docs/leaderboard``). Everything it needs to
 resume lives in those committed files, so a killed run continues in a later session or on another machine from the
@@ -93,7 +93,9 @@ def prune_superseded(export: Path, cells: list, superseded: Path) -> int:
     current training cells finished; until then they stay, and the page shows them marked as the row's previous
     setting (bench.leaderboard.config_records). Returns how many moved. Nothing is lost: the moved lines keep their
     content, and records without a cell id stay. ``cells`` are the config's (bench.sweep cells); ``export`` is a
-    file or a sharded directory (bench.records)."""
+    file or a sharded directory (bench.records); ``superseded`` a directory, one file per dataset, or the older
+    single file (bench.superseded)."""
+    from bench import superseded as S
     from bench.io import write_text_atomic
     from bench.records import row_key
 
@@ -114,8 +116,7 @@ def prune_superseded(export: Path, cells: list, superseded: Path) -> int:
             cid = rec.get("cell_id")
             (moved if cid and cid not in keep and rows.get(row_key(rec), True) else stay).append(line)
         if moved:
-            with open(superseded, "a") as fh:
-                fh.write("\n".join(moved) + "\n")
+            S.append_lines(superseded, moved)
             write_text_atomic(f, "\n".join(stay) + "\n" if stay else "")
             total += len(moved)
     return total
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch/numba threads per cell (default 1)")
     p.add_argument("--no-tune", action="store_true", help="run the cells with the hyperparameters checked in now")
     p.add_argument("--dry-run", action="store_true", help="list what each dataset still needs and stop")
+    p.add_argument("--no-site", action="store_true",
+                   help="do not rebuild the site after each dataset (scripts.regenerate rebuilds it once per dataset)")
     p.add_argument("--no-verify", action="store_true",
                    help="run the cells but not their verifications (a later run without it adds them)")
     p.add_argument("--teacher-cache", metavar="DIR",
@@ -148,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from bench import api
+    from bench.superseded import site_superseded
     from scripts import tune
 
     raw = yaml.safe_load(Path(args.config).read_text())
@@ -193,12 +197,14 @@ def main(argv: list[str] | None = None) -> int:
                   gpus_per_cell=args.gpus_per_cell)
         if args.dry_run:
             continue
-        moved = prune_superseded(export, [c for c in api.cells(raw) if not c.skip], site / "superseded.jsonl")
+        old = site_superseded(site)
+        moved = prune_superseded(export, [c for c in api.cells(raw) if not c.skip], old)
         if moved:
-            print(f"# moved {moved} records of superseded cells to {site / 'superseded.jsonl'}", file=sys.stderr)
-        from bench.cli import main as bench
+            print(f"# moved {moved} records of superseded cells to {old}/", file=sys.stderr)
+        if not args.no_site:
+            from bench.cli import main as bench
 
-        bench(["leaderboard", "--config", args.config, "--site", str(site), "--no-track"])
+            bench(["leaderboard", "--config", args.config, "--site", str(site), "--no-track"])
         print(f"=== {d}: done in {(time.perf_counter() - t0) / 60:.1f} min", file=sys.stderr, flush=True)
     return 0
 

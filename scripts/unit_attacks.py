@@ -18,7 +18,7 @@ no epsilon: an attack on one model is not a game between neighbouring datasets -
 model it saw.
 
 A run whose artefact the store does not hold (a record from before runs logged their model, or a store on another
-machine) is an error, unless ``--rerun-missing`` (move such records to ``docs/leaderboard/superseded.jsonl``, so that
+machine) is an error, unless ``--rerun-missing`` (move such records to ``docs/leaderboard/superseded/``, so that
 ``python -m scripts.build_leaderboard --datasets D --no-tune`` re-runs their cells, node attacks included, and logs
 their models; then run this script again) or ``--refit`` (attack a refit, labelled ``refit (not the recorded run)``
 in the record and on the page). Resumable: a run already in ``--out`` with the same attack options is skipped. The
@@ -150,8 +150,10 @@ def _attack_setting(run: dict[str, Any], setting: Any, level: str, options: dict
 
 def rerun_missing(todo: list[dict[str, Any]], runs: str, superseded: str) -> int:
     """Move the records of ``todo`` whose released model the tracking store does not hold from the ``runs`` export to
-    ``superseded`` (each marked with why), so that the sweep re-runs their cells and logs their models; how many."""
+    ``superseded`` (:mod:`bench.superseded`; each marked with why), so that the sweep re-runs their cells and logs
+    their models; how many."""
     from bench import release, tracking
+    from bench.superseded import append_lines
     from bench.io import write_text_atomic
 
     missing = {r["cell_id"] for r in todo if not tracking.has_artifacts(r["run_id"], release.ARTIFACT_DIR)}
@@ -167,9 +169,8 @@ def rerun_missing(todo: list[dict[str, Any]], runs: str, superseded: str) -> int
             (gone if rec.get("cell_id") in missing and rec.get("kind", "run") == "run" else stay).append(line)
         if gone:
             why = "re-run so that its released model is logged and the unit attacks hit it (not a refit)"
-            with open(superseded, "a") as fh:
-                fh.write("".join(json.dumps({**json.loads(x), "superseded_because": why}, sort_keys=True,
-                                            separators=(",", ":")) + "\n" for x in gone))
+            append_lines(superseded, (json.dumps({**json.loads(x), "superseded_because": why}, sort_keys=True,
+                                                 separators=(",", ":")) for x in gone))
             write_text_atomic(f, "\n".join(stay) + "\n" if stay else "")
             moved += len(gone)
     return moved
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                         "run: each reference is a full fit of the target's method)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--rerun-missing", action="store_true",
-                     help="move the records of runs whose released model the store lacks to superseded.jsonl (the "
+                     help="move the records of runs whose released model the store lacks to --superseded (the "
                           "sweep then re-runs their cells) and stop")
     how.add_argument("--refit", action="store_true",
                      help="attack a refit, labelled as such, where the store holds no released model")
@@ -227,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         best = {a: max(v["auc"] for k, v in vs.items() if not k.startswith("ref-")) for a, vs in rec["attacks"].items()}
         return json.dumps({a: round(x, 3) for a, x in best.items()}) + f" ({rec['attacked_model']})"
 
-    todo = targets(args.config, args.runs, args.datasets, args.level)
+    todo = [r for r in targets(args.config, args.runs, args.datasets, args.level)
+            if not args.methods or r["params"]["method"] in args.methods]
     if args.rerun_missing:
         done = {r["cell_id"] for r in records.load(args.out)} if Path(args.out).exists() else set()
         todo = [r for r in todo if record_id(r, options) not in done]
@@ -237,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     return append_records(todo, args.out, lambda r: record_id(r, options),
                           lambda r, commit: attack_run(r, options, commit, cache, args.level, args.refit),
-                          line, f"runs need {args.level} attacks", args.dry_run, _preload, args.superseded)
+                          line, f"runs need {args.level} attacks", args.dry_run, _preload, args.superseded,
+                          args.methods)
 
 
 if __name__ == "__main__":

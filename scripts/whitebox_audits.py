@@ -177,9 +177,10 @@ def main(argv: list[str] | None = None) -> int:
         return (f"{w['source']} {w['epsilon_lb_cp']:.3g} (assumption-free) / {w['epsilon_lb_fdp']:.3g} (f-DP) of "
                 f"{w['claimed']:.3g}" + (f" [{w['verdict']}]" if w.get("verdict", "PASS") != "PASS" else ""))
 
-    return append_records(targets(args.config, args.runs, args.datasets, args.pooled_datasets), args.out, record_id,
-                          lambda r, commit: audit_run(r, commit, cache), line, "cells need a white-box bound",
-                          args.dry_run, preload, args.superseded)
+    todo = [r for r in targets(args.config, args.runs, args.datasets, args.pooled_datasets)
+            if not args.methods or r["params"]["method"] in args.methods]
+    return append_records(todo, args.out, record_id, lambda r, commit: audit_run(r, commit, cache), line,
+                          "cells need a white-box bound", args.dry_run, preload, args.superseded, args.methods)
 
 
 if __name__ == "__main__":

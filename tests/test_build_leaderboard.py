@@ -70,10 +70,11 @@ def test_superseded_records_move_out_of_every_file_of_a_sharded_export(tmp_path)
     d.mkdir()
     (d / "cora.jsonl").write_text(json.dumps(_rec("a")) + "\n" + json.dumps(_rec("x")) + "\n")
     (d / "citeseer.jsonl").write_text(json.dumps(_rec("y", dataset="citeseer")) + "\n")
-    assert prune_superseded(d, [_cell("a")], tmp_path / "superseded.jsonl") == 2
+    assert prune_superseded(d, [_cell("a")], tmp_path / "superseded") == 2  # a directory: one file per dataset
     assert (d / "cora.jsonl").read_text() == json.dumps(_rec("a")) + "\n"
     assert (d / "citeseer.jsonl").read_text() == ""
-    assert len((tmp_path / "superseded.jsonl").read_text().splitlines()) == 2
+    assert (tmp_path / "superseded" / "cora.jsonl").read_text() == json.dumps(_rec("x")) + "\n"
+    assert (tmp_path / "superseded" / "citeseer.jsonl").read_text() == json.dumps(_rec("y", dataset="citeseer")) + "\n"
 
 
 def test_method_selection_keeps_the_other_cells_identity():

@@ -294,3 +294,97 @@ def test_whitebox_records_check_out_and_each_corruption_fails(tmp_path, good, wh
     WHITEBOX_CORRUPTIONS[what](rec["whitebox"])
     report = check_export(_write(tmp_path, [rec]), count_units=False)
     assert len(report.failures) == 1 and what in "; ".join(report.failures[0][1]), report.failures
+
+
+def test_strict_fails_the_legacy_dirty_records_the_default_check_counts(tmp_path, good, capsys):
+    """``--strict``: a record from before the clean-commit rule that names a -dirty commit fails (the default counts
+    it); so do an unknown commit and a missing one, each on its record's line."""
+    old = copy.deepcopy(good[0])
+    old["git_commit"] += "-dirty"
+    old["start_time"] = DIRTY_CUTOFF - 1
+    d = _write(tmp_path, [good[1], old])
+    assert check_export(d, count_units=False).ok
+    report = check_export(d, count_units=False, strict=True)
+    assert report.legacy_dirty == 0 and [p for _, p in report.failures] == [
+        [f"commit {good[0]['git_commit'][:12]} is -dirty: the code that ran cannot be checked out"]]
+    assert main(["leaderboard", "--check", str(d)]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", "--check", str(d), "--strict"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len([x for x in out if x.startswith("FAIL ")]) == 1 and "is -dirty" in out[0]
+    assert "# strict: every record must name a clean commit of this history (no legacy exemption)" in out
+    unknown, missing = copy.deepcopy(old), copy.deepcopy(old)
+    unknown["git_commit"] = "0123456789abcdef" * 2 + "01234567-dirty"
+    missing["git_commit"] = ""
+    report = check_export(_write(tmp_path, [good[1], unknown, missing]), count_units=False, strict=True)
+    assert [p for _, p in report.failures] == [
+        ["commit 0123456789ab is not in this repository's history",
+         "commit 0123456789ab is -dirty: the code that ran cannot be checked out"],
+        ["no git_commit"]]
+
+
+def _tagged_repo(tmp_path):
+    """A git repository with a tag ``v1`` on its first commit and a second commit after it: (repo, tag sha, later
+    sha)."""
+    import subprocess
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    for i in range(2):
+        (repo / "f").write_text(str(i))
+        git("add", "f")
+        git("commit", "-qm", str(i))
+        if i == 0:
+            git("tag", "-a", "v1", "-m", "release")  # annotated: the check peels it to its commit
+    return repo, git("rev-parse", "v1^{commit}"), git("rev-parse", "HEAD")
+
+
+def test_release_requires_every_record_to_name_the_tags_clean_commit(tmp_path, good, monkeypatch, capsys):
+    import bench.check
+
+    repo, tagged, later = _tagged_repo(tmp_path)
+    recs = []
+    for commit in (tagged, later, tagged + "-dirty"):
+        run, ver = copy.deepcopy(good)
+        run["git_commit"] = ver["git_commit"] = commit
+        run["cell_id"], ver["cell_id"] = run["cell_id"] + commit[-6:], ver["cell_id"] + commit[-6:]
+        recs.append([run, ver])
+    d = _write(tmp_path, recs[0])
+    report = check_export(d, repo=repo, count_units=False, release="v1")
+    assert report.ok and report.strict and report.release == f"v1 ({tagged[:12]})", report.failures
+    assert check_export(_write(tmp_path, recs[1]), repo=repo, count_units=False).ok  # in history: the default passes
+    report = check_export(_write(tmp_path, recs[1]), repo=repo, count_units=False, release="v1")
+    assert [p for _, p in report.failures] == [[f"commit {later[:12]} is not the release v1's commit {tagged[:12]}"]] * 2
+    report = check_export(_write(tmp_path, recs[2]), repo=repo, count_units=False, release="v1")
+    assert [p for _, p in report.failures] == [[f"commit {tagged[:12]} is -dirty: the code that ran cannot be "
+                                                "checked out"]] * 2
+    monkeypatch.setattr(bench.check, "REPO", repo)
+    assert main(["leaderboard", "--check", str(_write(tmp_path, recs[0])), "--release", "v1"]) == 0
+    assert f"# release v1 ({tagged[:12]}): every record must name this commit, clean" in capsys.readouterr().out
+    assert main(["leaderboard", "--check", str(_write(tmp_path, recs[1])), "--release", "v1"]) == 1
+    assert capsys.readouterr().out.count("is not the release v1's commit") == 2
+
+
+def test_release_of_a_missing_tag_and_strict_without_history_are_bad_input(tmp_path, good, monkeypatch, capsys):
+    import bench.check
+
+    repo, _, _ = _tagged_repo(tmp_path)
+    d = _write(tmp_path, list(good))
+    monkeypatch.setattr(bench.check, "REPO", repo)
+    assert main(["leaderboard", "--check", str(d), "--release", "v9"]) == 2
+    cap = capsys.readouterr()
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --release v9: no git tag 'v9'") and not cap.out
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.setattr(bench.check, "REPO", plain)  # not a git work tree: the default notes it, strict refuses
+    assert main(["leaderboard", "--check", str(d)]) == 0
+    assert main(["leaderboard", "--check", str(d), "--strict"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: --strict checks every commit")
+    assert main(["leaderboard", "--strict"]) == 2

@@ -40,15 +40,22 @@ def _leaderboard_parser(sub) -> argparse.ArgumentParser:
                    help="only check an export (a file, or a directory of per-dataset files): every record's epsilon "
                         "recomputed from its ledger, its ledger from its recipe, the delta rule, target >= spent, "
                         "rates in [0, 1], its commit in this repository's history and clean; one line per failing "
-                        "record, then a summary; exit 1 if any fails")
+                        "record, then a summary; exit 1 if any fails. Records started before the clean-commit rule "
+                        "that name a -dirty commit are counted, not failed, unless --strict or --release")
+    p.add_argument("--strict", action="store_true",
+                   help="with --check: no legacy exemption: any -dirty, missing or unknown commit (not an ancestor of "
+                        "HEAD) fails")
+    p.add_argument("--release", metavar="TAG",
+                   help="with --check (implies --strict): every record must name exactly the commit the git tag TAG "
+                        "points to (an export regenerated from that release: scripts/regenerate.py)")
     p.set_defaults(func=cmd_leaderboard)
     return p
 
 
-def cmd_check(export: str) -> int:
+def cmd_check(export: str, strict: bool = False, release: str | None = None) -> int:
     from bench.check import check_export
 
-    report = check_export(export)
+    report = check_export(export, strict=strict, release=release)
     for where, problems in report.failures:
         print(f"FAIL {where}: {'; '.join(problems)}")
     print(report.summary())
@@ -92,7 +99,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                                  ("--output", args.output), ("--write-export", args.write_export)) if v]
         if others:
             raise LeaderboardError(f"--check only checks an export; it does not combine with {', '.join(others)}")
-        return cmd_check(args.check)
+        return cmd_check(args.check, args.strict, args.release)
+    if args.strict or args.release:
+        raise LeaderboardError(f"{'--release' if args.release else '--strict'} applies with --check only")
 
     check_arguments(args)
     export = args.export

@@ -85,7 +85,7 @@ def to_markdown(rows: list[Row], title: str, plots: dict[tuple[str, str], str] |
     """The page as markdown (GitHub renders the ``<details>`` blocks); ``plots`` maps (dataset, unit) to an image
     path shown under its table, ``intro`` (how the page was built) and ``extra`` ("Papers vs ours") close it."""
     plots = plots or {}
-    closing = (["Papers vs ours"] if extra.strip() else []) + ([BUILT_HEADING] if intro.strip() else [])
+    closing = [x[3:] for x in extra.splitlines() if x.startswith("## ")] + ([BUILT_HEADING] if intro.strip() else [])
     lines = [f"# {title}", "", "Contents:", ""]
     for ds, units in _contents(rows, closing):
         links = " · ".join(f"[{u}](#{a})" for u, a in units)
@@ -178,7 +178,8 @@ def to_html(rows: list[Row], title: str, figures: dict[tuple[str, str], str], in
     """The page as one self-contained HTML document: ``figures`` maps (dataset, unit) to a base64 PNG shown beside
     its table; ``intro`` (HTML: how the page was built) and ``extra`` (HTML: "Papers vs ours") close it."""
     esc = html.escape
-    closing = (["Papers vs ours"] if extra.strip() else []) + ([BUILT_HEADING] if intro.strip() else [])
+    closing = ([html.unescape(h) for h in re.findall(r"<h2 id='[^']*'>([^<]*)</h2>", extra)]
+               + ([BUILT_HEADING] if intro.strip() else []))
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{esc(title)}</title>"
              f"<style>{CSS}</style></head><body>", f"<h1>{esc(title)}</h1>"]
