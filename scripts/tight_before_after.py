@@ -99,6 +99,68 @@ def table(rows: list[dict[str, Any]]) -> str:
                      "spent ε before → after", "test accuracy % (mean ± sd) before → after", "seeds"], body)
 
 
+def family_summary(rows: list[dict[str, Any]]) -> str:
+    """Per method over its cells (dataset x split x target): the calibrated parameter's ratio after / before (lam is
+    1 / noise: its inverse), and the test accuracy's change in points, mean over the cells' seed means."""
+    from scripts._common import markdown
+
+    by: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        by[(r["method"], r["dataset"], r["split"], r["epsilon"])][r["accountant"]].append(r)
+    fam: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for (method, *_), got in by.items():
+        if not all(a in got for a in ACCOUNTANTS):
+            continue
+        b, a = got["rdp/improved"], got["tight"]
+        for key in ("noise_multiplier", "lam", "steps"):
+            vb = [r["info"][key] for r in b if key in r["info"]]
+            va = [r["info"][key] for r in a if key in r["info"]]
+            if vb and va and sum(vb) != sum(va):
+                ratio = (sum(va) / len(va)) / (sum(vb) / len(vb))
+                fam[method][key].append(1 / ratio if key == "lam" else ratio)
+                break
+        acc = lambda rs: sum(r["test_acc"] for r in rs) / len(rs)  # noqa: E731
+        fam[method]["acc"].append(100 * (acc(a) - acc(b)))
+        fam[method]["seeds"].append(min(len(a), len(b)))
+    body = []
+    for method, d in sorted(fam.items()):
+        moved = next((k for k in ("noise_multiplier", "lam", "steps") if d.get(k)), None)
+        what = "-" if moved is None else (
+            f"{'steps' if moved == 'steps' else 'noise'} x{min(d[moved]):.3f}-{max(d[moved]):.3f}")
+        body.append([method, str(len(d["acc"])), what, f"{sum(d['acc']) / len(d['acc']):+.2f}",
+                     f"{min(d['acc']):+.1f} / {max(d['acc']):+.1f}", f"{min(d['seeds'])}-{max(d['seeds'])}"])
+    return markdown(["method", "cells", "calibrated after / before", "accuracy change, mean (points)",
+                     "min / max", "seeds per cell"], body)
+
+
+def reaccount(paths: list[str]) -> str:
+    """The published records' own ledgers (their noise, as calibrated) under ``tight`` against the epsilon they
+    published (``rdp/improved``): the ratio per method, min-median-max."""
+    import glob
+    import statistics
+
+    from bench.records import accountant_of
+    from methods.privacy import PrivacyLedger
+    from scripts._common import markdown
+
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for path in paths:
+        for f in sorted(glob.glob(os.path.join(path, "*.jsonl")) if os.path.isdir(path) else [path]):
+            with open(f) as fh:
+                for line in fh:
+                    r = json.loads(line)
+                    led = r.get("ledger")
+                    if r.get("kind", "run") != "run" or not led or led.get("non_private_use") or not led["events"]:
+                        continue
+                    ledger, delta = PrivacyLedger.from_dict(led), float(r["params"]["delta"])
+                    before = ledger.epsilon(delta, *accountant_of(r).split("/"))
+                    after = ledger.epsilon(delta, "tight")
+                    ratios[(r["params"]["method"], r["params"]["split"] == "public")].append(after / before)
+    body = [[m + (" (public split)" if pub else ""), str(len(v)), f"{min(v):.3f}", f"{statistics.median(v):.3f}",
+             f"{max(v):.3f}"] for (m, pub), v in sorted(ratios.items())]
+    return markdown(["method", "records", "tight / published, min", "median", "max"], body)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=["cora"])
@@ -109,14 +171,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                    help="cpu (default: like for like with the published CPU records) or cuda")
     p.add_argument("--out", default="docs/accountants/tight_before_after.jsonl")
-    p.add_argument("--table", action="store_true", help="print the table from --out and stop")
+    p.add_argument("--table", action="store_true", help="print the tables from --out and stop")
+    p.add_argument("--reaccount", nargs="+", metavar="EXPORT",
+                   help="print the published records' epsilons under tight against their own, and stop")
     args = p.parse_args(argv)
     done = []
     if os.path.exists(args.out):
         with open(args.out) as f:
             done = [json.loads(line) for line in f if line.strip()]
+    if args.reaccount:
+        print(reaccount(args.reaccount))
+        return 0
     if args.table:
-        print(table(done))
+        print(family_summary(done) + "\n\n" + table(done))
         return 0
     have = {_key(r) for r in done}
     jobs = [(c, a) for c in plan(args.datasets, args.methods, args.seeds) for a in ACCOUNTANTS
