@@ -32,10 +32,10 @@ def plot_section(rows: list[Row], dataset: str, unit: str, papers: dict[str, Any
     each method's points shifted by a small constant factor so that methods on the same point stay visible (the x
     label says by how much); the non-private references of the splits the private rows use as horizontal lines;
     the papers' own numbers (``papers``, default ``configs/papers.yaml``; :func:`paper_points`) as stars at the
-    paper's epsilon in their method's colour and offset, filled where ours reproduces them (:func:`bench.site.reproduces`,
-    the rule of "Papers vs ours"). Where the section's rows were attacked, a leakage panel under it on the same
-    x axis (:func:`leakage_series`): the compact table's attack AUC per method in the same styles, the references'
-    AUC as lines, chance (AUC 0.5) marked."""
+    paper's epsilon in their method's colour and offset, filled where ours reproduces them
+    (:func:`bench.site.reproduces`, the rule of "Papers vs ours"). Where the section's rows were attacked, a
+    leakage panel under it on the same x axis (:func:`leakage_series`): the compact table's attack AUC per method
+    in the same styles, the references' AUC as lines, chance (AUC 0.5) marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,9 +84,9 @@ def plot_section(rows: list[Row], dataset: str, unit: str, papers: dict[str, Any
     for c in points:
         key = (c.row.label if c.row is not None else c.method, c.split)
         colour = colours.get(key, "black")
-        ax.plot([c.epsilon * shifts.get(key, 1.0)], [c.accuracy / 100], linestyle="none", marker=PAPER_MARKER, markersize=14, color=colour,
-                markeredgecolor=colour, markeredgewidth=1.2, fillstyle=PAPER_FILL[c.reproduced], zorder=5,
-                label=paper_label(c, multi_split), gid=PAPER_GID)
+        ax.plot([c.epsilon * shifts.get(key, 1.0)], [c.accuracy / 100], linestyle="none", marker=PAPER_MARKER,
+                markersize=12, color=colour, markeredgecolor=colour, markeredgewidth=1.2,
+                fillstyle=PAPER_FILL[c.reproduced], zorder=5, label=paper_label(c, multi_split), gid=PAPER_GID)
     if points:
         ax.plot([], [], linestyle="none", label=PAPER_KEY)
     xs = [r.spent_max for r in private] + [c.epsilon for c in points]
@@ -100,7 +100,7 @@ def plot_section(rows: list[Row], dataset: str, unit: str, papers: dict[str, Any
     ax.set_ylabel("test accuracy (mean, 95% bootstrap CI)")
     ax.set_title(f"{dataset}: {unit}-level" + (f", delta {', '.join(deltas)}" if deltas else ""))
     ax.grid(True, alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()  # the methods, the references, then the papers' points
+    handles, labels = ax.get_legend_handles_labels()  # as drawn, then the stars' key and the papers' points
     order = sorted(range(len(handles)), key=lambda k: (labels[k] == PAPER_KEY or _is_paper(handles[k]),
                                                        labels[k] != PAPER_KEY))
     ax.legend([handles[k] for k in order], [labels[k] for k in order], fontsize=7,
@@ -129,7 +129,7 @@ PAPER_FILL = {True: "full", False: "none", None: "bottom"}
 #: the ``gid`` of a paper point's artist (:func:`plotted_papers` finds them by it)
 PAPER_GID = "paper-point"
 #: the legend line that says what the stars mean
-PAPER_KEY = "paper's number (star, at its eps):\nfilled = inside our 95% CI, hollow = not"
+PAPER_KEY = "paper's number (star, at its eps):\nfilled = in our 95% CI, hollow = not, half = no CI"
 
 
 def paper_verdict(c: PaperCell) -> str:
