@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -60,7 +61,7 @@ def _eps_key(v: Any) -> float:
     return float(v)
 
 
-def _find(rows: Iterable[Any], dataset: str, split: str, method: str, eps: float) -> Any | None:
+def paper_row(rows: Iterable[Any], dataset: str, split: str, method: str, eps: float) -> Any | None:
     """The leaderboard row a paper cell compares with (no hyperparameter variants: the config's main row)."""
     cands = [r for r in rows if r.dataset == dataset and r.split == split and r.method == method
              and (r.target_epsilon == eps or (math.isinf(eps) and math.isinf(r.target_epsilon)))]
@@ -68,9 +69,60 @@ def _find(rows: Iterable[Any], dataset: str, split: str, method: str, eps: float
     return (plain or cands or [None])[0]
 
 
+#: when ours reproduces a paper's number: the "reproduced" column of "Papers vs ours" and the filled stars of the
+#: privacy-utility plots both read :func:`reproduces`
+REPRODUCED_RULE = "the paper's accuracy lies inside our row's 95% CI, in percent as the table prints it"
+
+
+def reproduces(row: Any | None, paper: float) -> bool | None:
+    """Whether ``row`` reproduces a paper's accuracy ``paper`` (percent): :data:`REPRODUCED_RULE`, the CI rounded to
+    the one decimal the table prints so that a reader checks it by eye. None where nothing decides it: no run, or
+    fewer than two seeds (no CI)."""
+    if row is None or not row.accs or not row.ci:
+        return None
+    lo, hi = (float(f"{100 * x:.1f}") for x in row.ci)
+    return lo <= float(paper) <= hi
+
+
+@dataclass(frozen=True)
+class PaperCell:
+    """One paper number of ``configs/papers.yaml`` with the leaderboard row it is compared with."""
+
+    paper: str
+    #: the paper as a plot's legend names it (the section's ``short``, else its ``paper``)
+    short: str
+    dataset: str
+    split: str
+    method: str
+    #: the target epsilon of the row compared: None = a non-private method, inf = a private one run without noise
+    target: float | None
+    #: the paper's own epsilon (``paper_epsilon`` where the paper reports one, else the target)
+    epsilon: float | None
+    accuracy: float
+    reason: str
+    row: Any | None
+    reproduced: bool | None
+
+
+def paper_cells(rows: Iterable[Any], sec: dict[str, Any]) -> list[PaperCell]:
+    """The cells of one paper section, each matched to its row (:func:`paper_row`) and judged (:func:`reproduces`):
+    what "Papers vs ours" prints and the plots draw."""
+    rows = list(rows)
+    out = []
+    for cell in sec["cells"]:
+        target = _eps_key(cell["epsilon"]) if "epsilon" in cell else None
+        row = paper_row(rows, sec["dataset"], sec["split"], cell["method"], math.inf if target is None else target)
+        paper = float(cell["paper"])
+        own = cell.get("paper_epsilon")
+        out.append(PaperCell(sec["paper"], str(sec.get("short") or sec["paper"]), sec["dataset"], sec["split"],
+                             cell["method"], target, float(own) if own is not None else target, paper,
+                             str(cell.get("reason", "")), row, reproduces(row, paper)))
+    return out
+
+
 def papers_md(rows: list[Any], papers: dict[str, Any] | None = None) -> str:
     """One table per paper section: the paper's number, ours (mean and 95% CI over seeds, spent epsilon), the
-    difference in points and the reason the two may differ."""
+    difference in points, whether ours reproduces it (:func:`reproduces`) and the reason the two may differ."""
     papers = papers if papers is not None else load_papers()
     if not papers["papers"]:
         return ""
@@ -78,7 +130,9 @@ def papers_md(rows: list[Any], papers: dict[str, Any] | None = None) -> str:
     used: list[str] = []
     out = ["## Papers vs ours", "",
            "The papers' headline numbers next to the matching rows above (accuracy in percent; difference = ours - "
-           "paper, in points). Ours is the mean over the row's seeds; 'not run yet' where the export holds no run.",
+           "paper, in points). Ours is the mean over the row's seeds; 'not run yet' where the export holds no run. "
+           f"Reproduced: {REPRODUCED_RULE}; '-' where no CI decides it (fewer than two seeds). The plots draw each "
+           "private paper number as a star at the paper's epsilon, filled where reproduced.",
            ""]
     present = {(r.dataset, r.split) for r in rows}
     sections = [sec for sec in papers["papers"] if (sec["dataset"], sec["split"]) in present]
@@ -86,16 +140,14 @@ def papers_md(rows: list[Any], papers: dict[str, Any] | None = None) -> str:
         return ""
     for sec in sections:
         out += [f"### {sec['paper']}: ours on {sec['dataset']} ({sec['split']})", "",
-                "| method | target eps | paper | ours (95% CI) | ours spent eps | difference | why they may differ |",
-                "| --- | --- | --- | --- | --- | --- | --- |"]
-        for cell in sec["cells"]:
-            has_eps = "epsilon" in cell
-            eps = _eps_key(cell.get("epsilon"))
-            row = _find(rows, sec["dataset"], sec["split"], cell["method"], eps)
-            paper = float(cell["paper"])
-            paper_txt = f"{paper:.1f}"
-            if cell.get("paper_epsilon") is not None:
-                paper_txt += f" (paper's eps {cell['paper_epsilon']})"
+                "| method | target eps | paper | ours (95% CI) | ours spent eps | difference | reproduced | "
+                "why they may differ |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for c in paper_cells(rows, sec):
+            row = c.row
+            paper_txt = f"{c.accuracy:.1f}"
+            if c.epsilon is not None and c.epsilon != c.target:
+                paper_txt += f" (paper's eps {c.epsilon:g})"
             if row is None or not row.accs:
                 ours = spent = diff = "not run yet"
             else:
@@ -103,17 +155,18 @@ def papers_md(rows: list[Any], papers: dict[str, Any] | None = None) -> str:
                 ours = f"{acc:.1f}" + (f" [{100 * row.ci[0]:.1f}, {100 * row.ci[1]:.1f}]" if row.ci else "") \
                     + f" ({len(row.accs)} seed{'s' if len(row.accs) != 1 else ''})"
                 spent = "-" if row.unit == "none" else ("inf" if math.isinf(row.spent_max) else f"{row.spent_max:.3g}")
-                diff = f"{acc - paper:+.1f}"
+                diff = f"{acc - c.accuracy:+.1f}"
+            verdict = {True: "yes", False: "no", None: "-"}[c.reproduced]
             why = []
-            for part in str(cell.get("reason", "")).split(";"):
+            for part in c.reason.split(";"):
                 part = part.strip()
                 if not part:
                     continue
                 why.append(part)
                 if part in reasons and part not in used:
                     used.append(part)
-            target = ("-" if not has_eps else "inf (no noise)" if math.isinf(eps) else f"{eps:g}")
-            out.append(f"| {cell['method']} | {target} | {paper_txt} | {ours} | {spent} | {diff} | "
+            target = ("-" if c.target is None else "inf (no noise)" if math.isinf(c.target) else f"{c.target:g}")
+            out.append(f"| {c.method} | {target} | {paper_txt} | {ours} | {spent} | {diff} | {verdict} | "
                        f"{'; '.join(why) or '-'} |")
         out.append("")
     if used:
@@ -304,4 +357,5 @@ def site_texts(rows: list[Any], export: str | None, config: str | None = None,
     return TITLE, provenance_md(records, export, config, planned, done), closing
 
 
-__all__ = ["SiteError", "load_papers", "papers_md", "provenance_md", "site_texts"]
+__all__ = ["REPRODUCED_RULE", "PaperCell", "SiteError", "load_papers", "paper_cells", "paper_row", "papers_md",
+           "provenance_md", "reproduces", "site_texts"]

@@ -354,3 +354,162 @@ def test_the_committed_pages_leakage_panels_draw_its_compact_attack_cells():
             {m: [auc for _, auc in v] for m, v in cells.items()}
         checked += sum(map(len, cells.values()))
     assert checked >= 20
+
+
+# --------------------------------------------------------------------------------------
+# The papers' own points on the plots
+# --------------------------------------------------------------------------------------
+
+
+FB = "facebook-wisconsin87"
+
+
+@pytest.fixture(scope="module")
+def paper_rows():
+    """Edge-level rows on the Facebook graph: gap-edge's CI at epsilon 1 holds 69.4, progap-edge's does not hold
+    77.2, edgerand has one seed (no CI); progap-edge at epsilon 4 is not run; a node-level dp-mlp row."""
+    recs = []
+    for s, (g, p) in enumerate([(0.68, 0.60), (0.69, 0.61), (0.70, 0.62)]):
+        recs += [rec("gap-edge", 1.0, s, g, FB), rec("progap-edge", 1.0, s, p, FB),
+                 rec("gap-edge", 4.0, s, 0.75 + 0.01 * s, FB), rec("sage", math.inf, s, 0.85, FB, "none"),
+                 rec("dp-mlp", 8.0, s, 0.5, FB, "node")]
+    recs.append(rec("edgerand", 1.0, 0, 0.51, FB))
+    return collect_records(recs)
+
+
+PAPERS = {"reasons": {}, "papers": [
+    {"paper": "ProGAP (long title)", "short": "ProGAP 2024", "dataset": FB, "split": "random-75-10-15",
+     "cells": [{"method": "sage", "paper": 84.7},                              # non-private: no point
+               {"method": "gap-edge", "epsilon": "inf", "paper": 80.5},        # no noise: no point
+               {"method": "gap-edge", "epsilon": 1, "paper": 69.4},            # inside the CI: reproduced
+               {"method": "progap-edge", "epsilon": 1, "paper": 77.2},         # outside: not reproduced
+               {"method": "edgerand", "epsilon": 1, "paper": 50.2},            # one seed: undecided
+               {"method": "progap-edge", "epsilon": 4, "paper": 80.0},         # not run yet: undecided
+               {"method": "gap-edge", "epsilon": 4, "paper": 79.0, "paper_epsilon": 4.5},  # at the paper's eps
+               {"method": "dp-mlp", "epsilon": 8, "paper": 50.2}]},            # node level: not on this plot
+    {"paper": "Other", "dataset": "cora", "split": "random-75-10-15",
+     "cells": [{"method": "gap-edge", "epsilon": 1, "paper": 60.0}]}]}          # another dataset
+
+
+def test_the_plot_draws_each_private_paper_number_at_its_epsilon_filled_where_ours_reproduces_it(paper_rows):
+    """The accuracy panel draws a star per paper number of the section's dataset, unit and splits at the paper's
+    finite epsilon (its own where it reports one) and accuracy, offset with its method's points; filled where the
+    paper's accuracy lies inside the row's 95% CI, hollow where not, half-filled where no CI decides it; the
+    non-private and noise-free numbers, other units' and other datasets' are not drawn; the legend says what the
+    stars mean."""
+    import matplotlib.pyplot as plt
+
+    from bench.leaderboard.plots import PAPER_KEY, plot_section, plotted_papers
+
+    fig = plot_section(paper_rows, FB, "edge", PAPERS)
+    try:
+        drawn = plotted_papers(fig)
+        ax = fig.axes[0]
+        labels = ax.get_legend().get_texts()
+        lo, hi = ax.get_xlim()
+        series = {c.get_label().split(" [")[0]: c.lines[0].get_xdata() for c in ax.containers}
+    finally:
+        plt.close(fig)
+    got = {(lb.split(": ")[1].split()[0], round(y * 100, 1)): (x, fill, lb) for lb, x, y, fill in drawn}
+    assert set(got) == {("gap-edge", 69.4), ("progap-edge", 77.2), ("edgerand", 50.2), ("progap-edge", 80.0),
+                        ("gap-edge", 79.0)}
+    fills = {k: f for k, (_, f, _) in got.items()}
+    assert fills == {("gap-edge", 69.4): "full", ("progap-edge", 77.2): "none", ("edgerand", 50.2): "bottom",
+                     ("progap-edge", 80.0): "bottom", ("gap-edge", 79.0): "none"}
+    for (method, acc), (x, _, lb) in got.items():
+        eps = {80.0: 4.0, 79.0: 4.5}.get(acc, 1.0)
+        assert abs(math.log(x / eps)) < 0.05 and lo < x < hi, (method, x)
+        assert lb.startswith("ProGAP 2024: ") and f"{acc:.1f}%" in lb
+    # offset as the method's own points: the star at epsilon 1 sits on the method's errorbar at epsilon 1
+    assert got[("gap-edge", 69.4)][0] == pytest.approx(series["gap-edge"][0])
+    assert got[("progap-edge", 77.2)][0] == pytest.approx(series["progap-edge"][0])
+    verdicts = {k: lb.rsplit(", ", 1)[1] for k, (_, _, lb) in got.items()}
+    assert verdicts == {("gap-edge", 69.4): "reproduced", ("progap-edge", 77.2): "not reproduced",
+                        ("edgerand", 50.2): "no CI (one seed)", ("progap-edge", 80.0): "not run yet",
+                        ("gap-edge", 79.0): "not reproduced"}
+    assert PAPER_KEY in [t.get_text() for t in labels]
+    # the node-level section draws dp-mlp's number, and no edge method's
+    fig = plot_section(paper_rows, FB, "node", PAPERS)
+    try:
+        assert [(lb.split(": ")[1].split()[0], x, fill) for lb, x, _, fill in plotted_papers(fig)] == \
+            [("dp-mlp", 8.0, "none")]
+    finally:
+        plt.close(fig)
+
+
+def test_a_plot_without_paper_numbers_draws_no_star_and_no_key(paper_rows):
+    import matplotlib.pyplot as plt
+
+    from bench.leaderboard.plots import PAPER_KEY, plot_section, plotted_papers
+
+    fig = plot_section(paper_rows, FB, "edge", {"reasons": {}, "papers": []})
+    try:
+        assert plotted_papers(fig) == []
+        assert PAPER_KEY not in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    finally:
+        plt.close(fig)
+
+
+def test_reproduced_is_the_papers_accuracy_inside_the_ci_as_the_table_prints_it(paper_rows):
+    """The rule, and "Papers vs ours" and the plot deciding alike: the table's 'reproduced' column is the star's
+    fill for every drawn cell."""
+    import matplotlib.pyplot as plt
+
+    from bench.leaderboard.plots import PAPER_FILL, plot_section, plotted_papers
+    from bench.leaderboard.rows import Row
+    from bench.site import papers_md, reproduces
+
+    row = Row(FB, "edge", "gap-edge", "random-75-10-15", 1.0, accs=[0.69, 0.70], ci=(0.69349, 0.70))
+    assert reproduces(row, 69.3) and reproduces(row, 70.0)  # [69.3, 70.0] as printed
+    assert not reproduces(row, 69.2) and not reproduces(row, 70.1)
+    assert reproduces(Row(FB, "edge", "x", "s", 1.0, accs=[0.69]), 69.0) is None  # one seed: no CI
+    assert reproduces(None, 69.0) is None
+
+    md = papers_md(paper_rows, PAPERS)
+    lines = [ln.split(" | ") for ln in md.splitlines() if ln.startswith("| ") and not ln.startswith("| method")]
+    header = next(ln for ln in md.splitlines() if ln.startswith("| method")).strip("| ").split(" | ")
+    col = header.index("reproduced")
+    table = {(c[0].strip("| "), c[1], c[2].split()[0]): c[col] for c in lines if c[0] != "| ---"}
+    assert table[("gap-edge", "1", "69.4")] == "yes" and table[("progap-edge", "1", "77.2")] == "no"
+    assert table[("edgerand", "1", "50.2")] == "-" and table[("progap-edge", "4", "80.0")] == "-"
+    assert "Reproduced: the paper's accuracy lies inside our row's 95% CI" in md
+    fill_of = {v: k for k, v in PAPER_FILL.items()}
+    fig = plot_section(paper_rows, FB, "edge", PAPERS)
+    try:
+        drawn = plotted_papers(fig)
+    finally:
+        plt.close(fig)
+    as_table = {True: "yes", False: "no", None: "-"}
+    for lb, _, y, fill in drawn:
+        method = lb.split(": ")[1].split()[0]
+        key = next(k for k in table if k[0] == method and k[2] == f"{100 * y:.1f}")
+        assert table[key] == as_table[fill_of[fill]], (key, fill)
+
+
+def test_every_private_paper_number_of_the_committed_records_is_on_exactly_one_plot():
+    """Built from the committed records as the page builds them, the plots of the papers' datasets draw each
+    private paper number of configs/papers.yaml once, with the verdict "Papers vs ours" prints for it."""
+    import matplotlib.pyplot as plt
+
+    from bench import records
+    from bench.leaderboard.plots import PAPER_FILL, _plot_keys, plot_section, plotted_papers
+    from bench.leaderboard.rows import config_records
+    from bench.site import load_papers, paper_cells
+
+    papers = load_papers()
+    datasets = sorted({sec["dataset"] for sec in papers["papers"]})
+    recs = [r for ds in datasets for r in records.load(SITE / "runs" / f"{ds}.jsonl")]
+    recs, _, _ = config_records(str(REPO / "configs" / "leaderboard.yaml"), recs)
+    rows = collect_records(recs)
+    expected = sorted((c.dataset, c.method, round(c.accuracy, 1), PAPER_FILL[c.reproduced])
+                      for sec in papers["papers"] for c in paper_cells(rows, sec)
+                      if c.target is not None and math.isfinite(c.target))
+    drawn = []
+    for ds, unit in _plot_keys(rows):
+        fig = plot_section(rows, ds, unit, papers)
+        try:
+            drawn += [(ds, lb.split(": ")[1].split()[0], round(100 * y, 1), fill)
+                      for lb, _, y, fill in plotted_papers(fig)]
+        finally:
+            plt.close(fig)
+    assert len(expected) >= 10 and sorted(drawn) == expected

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from bench.leaderboard.rows import Row, Strongest
 from bench.leaderboard.tables import _num, whitebox_bounds, whitebox_claim
+from bench.site import REPRODUCED_RULE
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ LEGEND = [
     f"spent eps means no violation; '-': not audited. {OTHER_RUNS_MARK}: measured on fresh runs of the "
     f"configuration; {PART_MARK}: of part of the ledger (hover a cell, or open the details).",
     BEST_NOTE,
+    "The plot beside each table: test accuracy (mean, 95% CI bars) against spent eps on a log axis, the non-private "
+    "references as horizontal lines. Stars are the papers' own numbers (\"Papers vs ours\") at the paper's epsilon, in "
+    f"the colour of the method they are compared with: filled = reproduced ({REPRODUCED_RULE}), hollow = not "
+    "reproduced, half-filled = nothing decides it (one seed, or not run yet). A paper's non-private numbers are in "
+    "\"Papers vs ours\" only.",
     "Which attack, its TPR at 1% FPR, the non-private references, the verification, the hyperparameters and the "
     "seeds are in the details below each table.",
 ]
