@@ -70,6 +70,16 @@ def record_id(run: dict[str, Any]) -> str:
 
 
 def audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
+    """The white-box record of the recorded ``run``: its claim and the audit's fits under the accountant the run
+    names (``bench.records.accountant_of``), so the bounds face the epsilon it published."""
+    from bench.records import accountant_of
+    from methods.privacy.accountant import using_accountant
+
+    with using_accountant(accountant_of(run)):
+        return _audit_run(run, commit, datasets)
+
+
+def _audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
     import math
 
     from audits.composed import ledger_bound

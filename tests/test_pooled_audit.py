@@ -185,9 +185,12 @@ def _dp_mlp_audit(cls, runs=2, canaries=200, eps=4.0):
 def test_pooled_audit_passes_dp_mlp_and_measures_a_positive_bound():
     r = _dp_mlp_audit(get_method("dp-mlp"))
     assert r.verdict == PASS and r.mode == "pooled" and r.trials == 2 and r.canaries == 200 and not r.reason
-    assert r.details["pair_epsilon_low"] <= r.details["pair_epsilon"] < r.claimed_epsilon
+    # the realised pair at its draw rates' lower confidence bounds keeps the claim (what the verdict decides); at
+    # the observed rates it may sit a few percent above a tight claim (the PLD of the very pair at the sampler's q)
+    assert r.details["pair_epsilon_low"] <= r.claimed_epsilon * (1 + 1e-9)
+    assert r.details["pair_epsilon_low"] <= r.details["pair_epsilon"] < r.claimed_epsilon * 1.1
     b = r.details["bound"]
-    assert 0 < b["epsilon_lb_fdp"] <= r.details["pair_epsilon"] <= r.claimed_epsilon * 1.001
+    assert 0 < b["epsilon_lb_fdp"] <= r.details["pair_epsilon"]
     assert r.epsilon_lb == b["epsilon_lb_cp"] <= r.claimed_epsilon
     assert sum(b["selection"]) + sum(b["evaluation"]) == 400
     assert r.details["shift_model"]["out"][0] == [0.0]  # add/remove: the out world's canary is absent
