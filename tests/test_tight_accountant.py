@@ -141,3 +141,17 @@ def test_parse_accountant():
     with pytest.raises(Exception, match="unknown accountant"):
         A.parse_accountant("tight/standard")
     assert PrivacyLedger().epsilon(1e-5) == 0.0
+
+
+def test_a_step_with_almost_no_noise_is_left_to_rdp(monkeypatch):
+    """DP-GNN with lambda 0.01: its PLD would span ~10^8 buckets (374 s to build); tight takes the RDP bound and
+    never builds it."""
+    led = P.dpgnn(120, 40, 3, 1, 0.01, 1)
+    (e,) = led.events
+    assert not e.pld_practical() and P.dpgnn(120, 40, 3, 1, 0.5, 1).events[0].pld_practical()
+
+    def refuse(*_a, **_k):
+        raise AssertionError("the PLD of a step with almost no noise was built")
+
+    monkeypatch.setattr(A, "pld_epsilon", refuse)
+    assert led.epsilon(1e-4) == A.rdp_epsilon(list(led.events), 1e-4, tight=True)[0]

@@ -17,7 +17,8 @@ same delta (each is an upper bound on the same hockey-stick divergence, so their
   Gaussian, fixed-size steps as the unsubsampled Gaussian, DP-GNN's steps with the occurrence count revealed,
   randomized response, Laplace and Poisson-subsampled Laplace, whose scalar pair dominates a vector query's L1
   shift: :func:`methods.privacy.events.laplace_pair_dominates`), the composed PLD; a ledger whose pairs are all
-  Gaussian (mu-GDP) is converted in closed form instead (:func:`gdp_epsilon`).
+  Gaussian (mu-GDP) is converted in closed form instead (:func:`gdp_epsilon`). A Gaussian-type step with a noise
+  multiplier below 0.1 is left to RDP (``Event.pld_practical``: its PLD would have 10^7-10^8 buckets).
 
 All round outward: each bound is an upper bound in exact arithmetic, its floating-point evaluation is not, and
 where a bound is tight (a PLD of a composed Gaussian sits within 1e-8 of the exact epsilon) rounding alone can land
@@ -254,8 +255,10 @@ def _tight_epsilon(events: tuple[Event, ...], delta: float) -> tuple[float, floa
         mus = [getattr(e, "gdp_mu", None) for e in events]
         if all(m is not None for m in mus):
             other = gdp_epsilon(math.sqrt(math.fsum(e.count * m ** 2 for e, m in zip(events, mus))), delta)
-        else:
+        elif all(e.pld_practical() for e in events):
             other = pld_epsilon(events, delta)
+        else:
+            other = math.inf
         if other < eps:
             eps, order = other, float("nan")
     return eps, order

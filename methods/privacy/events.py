@@ -51,6 +51,15 @@ class Event:
     fixed_relation: ClassVar[str | None] = None  # the only relation the bound is proven for, if any
     #: ``pld()`` is the PLD of a proven dominating pair of the event as ledgers use it (the ``tight`` accountant)
     pld_dominates: ClassVar[bool] = False
+    #: below this noise multiplier a Gaussian step's privacy loss spans thousands of nats: its PLD on the 1e-4 grid
+    #: has 10^7-10^8 buckets (minutes to build), for an epsilon of no practical use; ``tight`` leaves it to RDP
+    MIN_PLD_NOISE: ClassVar[float] = 0.1
+
+    def pld_practical(self) -> bool:
+        """Whether :meth:`pld` is cheap enough for the ``tight`` accountant to try (a Gaussian-type step with a noise
+        multiplier of at least :data:`MIN_PLD_NOISE`; every other kind)."""
+        z = getattr(self, "noise_multiplier", None)
+        return z is None or z >= self.MIN_PLD_NOISE
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
