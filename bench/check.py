@@ -21,7 +21,9 @@ Each line of an export (a file or a directory of per-dataset files, :mod:`bench.
   regenerated when the whole leaderboard is next rebuilt. A newer one fails. ``strict`` drops that exemption (and
   needs the history: a shallow clone or no git is bad input rather than a note); ``release=TAG`` (strict too)
   requires every record to name exactly the commit the git tag ``TAG`` points to: an export regenerated from a
-  release (``scripts.regenerate``) carries no other.
+  release (``scripts.regenerate``) carries no other. A record made where there was no git (a lent accelerator's
+  copy) names its commit by a manifest (:mod:`bench.gitless`) and carries the tree its files hashed to
+  (``code_tree``): that must be the commit's tree.
 
 :func:`check_export` returns a :class:`CheckReport`; the command prints one line per failing record and a summary
 and exits 1 when any record fails.
@@ -102,6 +104,7 @@ class _Commits:
     def __init__(self, repo: Path) -> None:
         self.repo = repo
         self.known: dict[str, bool] = {}
+        self.trees: dict[str, str | None] = {}
         self.shallow = False
         try:
             out = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=repo, capture_output=True,
@@ -113,6 +116,14 @@ class _Commits:
                 self.shallow = shallow.stdout.strip() == "true"
         except (OSError, subprocess.SubprocessError):
             self.available = False
+
+    def tree_of(self, sha: str) -> str | None:
+        """The root tree id of commit ``sha`` (None when this history lacks it)."""
+        if sha not in self.trees:
+            r = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{sha}^{{tree}}"], cwd=self.repo,
+                               capture_output=True, text=True, timeout=30)
+            self.trees[sha] = r.stdout.strip() if r.returncode == 0 else None
+        return self.trees[sha]
 
     def in_history(self, sha: str) -> bool:
         if sha not in self.known:
@@ -342,6 +353,10 @@ def _check_commit(rec: dict, commits: _Commits | None, report: CheckReport | Non
         problems.append(f"commit {sha[:12]} is not the release {release[0]}'s commit {release[1][:12]}")
     elif commits is not None and commits.available and not commits.in_history(sha):
         problems.append(f"commit {sha[:12]} is not in this repository's history")
+    elif rec.get("code_tree") and commits is not None and commits.available and not dirty \
+            and commits.tree_of(sha) != rec["code_tree"]:
+        problems.append(f"commit {sha[:12]} named by a manifest: the files that ran hash to tree "
+                        f"{str(rec['code_tree'])[:12]}, not the commit's {str(commits.tree_of(sha))[:12]}")
     if dirty:
         if strict or release is not None or (rec.get("start_time") or 0) >= DIRTY_CUTOFF:
             problems.append(f"commit {sha[:12]} is -dirty: the code that ran cannot be checked out")

@@ -125,6 +125,8 @@ def record_from_run(run: Any) -> dict[str, Any]:
                                     if k in ("method", "dataset", "split", "unit_label", "inference_private", "verdict",
                                              "audit_mode", "canary_type", "config_hash", "note", "error",
                                              "predictions_hash")}}
+    if tags.get("code_tree"):  # a commit named by a manifest rather than git: the tree its files hashed to
+        rec["code_tree"] = tags["code_tree"]
     if kind == "run":
         rec["ledger"] = _json_artifact(run.info.run_id, "ledger.json")
         if rec["ledger"]:  # the export's epsilon is the ledger's, never the logged metric's history

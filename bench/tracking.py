@@ -173,8 +173,28 @@ def git_commit() -> str:
     return commit_of(Path(__file__).resolve().parents[1])
 
 
+@lru_cache(maxsize=None)
+def code_tree() -> str | None:
+    """The root tree id this checkout's files hash to, where its commit comes from a manifest rather than git
+    (:mod:`bench.gitless`): records carry it so the release check can compare it with the commit's tree."""
+    from bench import gitless
+
+    root = Path(__file__).resolve().parents[1]
+    if (root / ".git").exists():
+        return None
+    found = gitless.manifest_commit(root)
+    return found[1] if found else None
+
+
 def commit_of(root: Path) -> str:
-    """:func:`git_commit` of the checkout at ``root`` ("unknown" outside git)."""
+    """:func:`git_commit` of the checkout at ``root``; without ``.git``, the commit its manifest names, checked
+    against its files (:mod:`bench.gitless`); "unknown" when neither says."""
+    from bench import gitless
+
+    if not (Path(root) / ".git").exists():
+        found = gitless.manifest_commit(Path(root))
+        if found is not None:
+            return found[0]
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                              timeout=5).stdout.strip()
@@ -293,7 +313,7 @@ class TrackedRun:
 
 def start_run(experiment: str, run_name: str, tags: dict[str, Any] | None = None,
               parent: TrackedRun | None = None) -> TrackedRun:
-    all_tags = {"git_commit": git_commit(), **(tags or {})}
+    all_tags = {"git_commit": git_commit(), **({"code_tree": code_tree()} if code_tree() else {}), **(tags or {})}
     if parent is not None and parent.enabled:
         all_tags["mlflow.parentRunId"] = parent.run_id
     run = client().create_run(experiment_id(experiment), run_name=run_name,

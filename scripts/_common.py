@@ -34,9 +34,15 @@ def clean_commit() -> str:
     clean commit). Results and documentation (``bench.tracking.NOT_CODE``: ``docs/``) may differ: the records
     these scripts append go there, as the sweep's do, so a pipeline that runs them one after another from one
     commit (scripts.regenerate) names that commit throughout."""
-    from bench.tracking import NOT_CODE
+    from bench.tracking import NOT_CODE, commit_of
 
     root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():  # a copy without git names its commit by its manifest (bench.gitless)
+        commit = commit_of(root)
+        if commit == "unknown" or commit.endswith("-dirty"):
+            raise SystemExit(f"error: no git here and {'no commit manifest' if commit == 'unknown' else 'the files differ from the commit manifest'}"
+                             f" (python -m bench.gitless REF on a checkout writes one): published numbers name a clean commit")
+        return commit
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
                             *(f":(exclude){p}" for p in NOT_CODE)], cwd=root, capture_output=True,
                            text=True, check=True).stdout.strip()
@@ -72,7 +78,7 @@ def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[di
     run of ``todo`` has its record, ``superseded`` (:mod:`bench.superseded`) receives the records of ``out`` about the same datasets
     that no run of ``todo`` names any more (an older format's, a retuned setting's), so the page reads one
     generation; with ``methods`` (``todo`` restricted to them), only those methods' records."""
-    from bench import records
+    from bench import records, tracking
 
     done = {r["cell_id"] for r in records.load(out)} if Path(out).exists() else set()
     pending = [r for r in todo if record_id(r) not in done]
@@ -87,6 +93,8 @@ def append_records(todo: list[dict[str, Any]], out: str, record_id: Callable[[di
     for i, run in enumerate(pending, 1):
         t0 = time.perf_counter()
         rec = work(run, commit)
+        if tracking.code_tree():  # the tree a manifest-named commit's files hash to (bench.gitless)
+            rec.setdefault("code_tree", tracking.code_tree())
         records.append(out, rec)
         print(f"[{i}/{len(pending)}] {run.get('name')}: {line(rec)} {time.perf_counter() - t0:.0f}s",
               file=sys.stderr, flush=True)

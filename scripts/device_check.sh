@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-./device-out}"
 mkdir -p "$OUT"
-commit="${1:-$(git rev-parse HEAD 2>/dev/null)}"
+commit="${1:-$(git rev-parse HEAD 2>/dev/null)}"  # without .git: the commit manifest names it (bench/gitless.py)
 sample_seconds="${2:-180}"
 export PYTHONUNBUFFERED=1
 if compgen -G ".whl/*.whl" >/dev/null; then

@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pathlib import Path
 
-    from bench import api, records
+    from bench import api, records, tracking
 
     if not Path(args.runs).exists():
         print(f"error: {args.runs} not found", file=sys.stderr)
@@ -284,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # one cell's failure is a finding, not the end of the sample
             print(f"[{i}/{len(todo)}] {r['name']}: error: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
             continue
+        if not args.commit and tracking.code_tree():  # the tree a manifest-named commit's files hash to
+            rec.setdefault("code_tree", tracking.code_tree())
         records.append(args.out, rec)
         print(f"[{i}/{len(todo)}] {r['name']}: {rec['device_fit_seconds']:.2f}s (cpu {rec['cpu_fit_seconds']:.1f}s) "
               f"acc {rec['test_acc']:.3f} (cpu {rec['cpu_test_acc']:.3f}) ledger {'=' if rec['ledger_equal'] else '!='}",

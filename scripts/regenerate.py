@@ -5,7 +5,10 @@
 
 Run it from a checkout of ``--ref`` itself (``git checkout --detach v1.0.0``): it refuses a HEAD other than the
 ref's commit and a work tree whose code differs from it (a tracked or untracked file outside ``docs/``), because
-every record must name the tag's commit, clean (``bench leaderboard --check --release v1.0.0``). Its outputs are
+every record must name the tag's commit, clean (``bench leaderboard --check --release v1.0.0``). A copy without
+``.git`` (a lent accelerator's machine) runs it with the ref's commit manifest beside it (``python -m bench.gitless
+v1.0.0`` where git is, then carry ``.commit-manifest.json``): its files are checked against the ref's tree and the
+records name the ref's commit with the tree they hashed to (:mod:`bench.gitless`). Its outputs are
 results under ``docs/`` (the site), which never make a record dirty (``bench.tracking.NOT_CODE``). It never commits:
 a commit would move HEAD off the tag. Commit the site on a branch when it is done (or to carry a partial run to
 another session: commit it on a branch there, then ``git checkout --detach v1.0.0 && git checkout BRANCH --
@@ -121,6 +124,15 @@ def _git(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 
 
 def ref_commit(ref: str, repo: Path = REPO) -> str:
+    if not (repo / ".git").exists():  # a copy without git (a lent accelerator's): its commit manifest says
+        from bench import gitless
+
+        manifest = gitless.manifest_path(repo)
+        data = json.loads(manifest.read_text()) if manifest else {}
+        if data and ref in (data.get("ref"), data.get("commit")):
+            return data["commit"]
+        raise Refused(f"--ref {ref}: no git in {repo} and no commit manifest of {ref} (write one where git is: "
+                      f"python -m bench.gitless {ref}; carry {gitless.MANIFEST} with the copy)")
     out = _git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=repo)
     if out.returncode != 0 or not out.stdout.strip():
         raise Refused(f"--ref {ref}: no such tag or commit in {repo}")
@@ -130,8 +142,13 @@ def ref_commit(ref: str, repo: Path = REPO) -> str:
 def checkout_problems(commit: str, ref: str, repo: Path = REPO) -> list[str]:
     """Why records made here would not name ``commit`` clean: HEAD elsewhere, or code (tracked or untracked, outside
     ``docs/``) that differs from it."""
-    from bench.tracking import NOT_CODE
+    from bench.tracking import NOT_CODE, commit_of
 
+    if not (repo / ".git").exists():  # the files checked against the manifest (untracked files are not seen)
+        found = commit_of(repo)
+        return [] if found == commit else [f"the files here are not {ref}'s ({found[:12]}"
+                                           f"{'-dirty' if found.endswith('-dirty') else ''} by its commit manifest): "
+                                           f"records would not name {commit[:12]} clean"]
     head = _git("rev-parse", "HEAD", cwd=repo).stdout.strip()
     problems = []
     if head != commit:
