@@ -188,9 +188,9 @@ class Gaussian(Event):
         return _dpa_rdp(GaussianDpEvent(self.noise_multiplier), orders, "add_remove")
 
     def pld(self):
-        from dp_accounting.pld import privacy_loss_distribution as PLD
+        from methods.privacy import pldfast
 
-        return PLD.from_gaussian_mechanism(standard_deviation=self.noise_multiplier)
+        return pldfast.gaussian(self.noise_multiplier)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -226,9 +226,9 @@ class Laplace(Event):
         other direction and eps < 0. Merging coordinates two at a time (domination survives an independent
         product) reaches one coordinate of shift ||v||_1 <= Delta, and a smaller shift is dominated by a larger
         one."""
-        from dp_accounting.pld import privacy_loss_distribution as PLD
+        from methods.privacy import pldfast
 
-        return PLD.from_laplace_mechanism(parameter=self.scale / self.sensitivity)
+        return pldfast.laplace(self.scale / self.sensitivity)
 
     def pure_epsilon(self) -> float:
         return self.sensitivity / self.scale
@@ -256,9 +256,11 @@ class PoissonGaussian(Event):
     def pld(self):
         from dp_accounting.pld import privacy_loss_distribution as PLD
 
+        from methods.privacy import pldfast
+
         if self.rate == 0:  # no batch holds the unit: the step reveals nothing about it
             return PLD.identity()
-        return PLD.from_gaussian_mechanism(standard_deviation=self.noise_multiplier, sampling_prob=self.rate)
+        return pldfast.gaussian(self.noise_multiplier, sampling_prob=self.rate)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -303,9 +305,9 @@ class FixedSizeGaussian(Event):
         the batch-mixture of those, and the hockey-stick divergence is jointly convex, so the pair dominates the
         step at every epsilon; dominating pairs compose adaptively (Zhu, Dong & Wang 2022, Theorem 10). Sound,
         and loose for small sampling fractions (there Theorem 27's RDP is the tighter one)."""
-        from dp_accounting.pld import privacy_loss_distribution as PLD
+        from methods.privacy import pldfast
 
-        return PLD.from_gaussian_mechanism(standard_deviation=self.noise_multiplier)
+        return pldfast.gaussian(self.noise_multiplier)
 
 
 #: the upper tail of a DP-GNN step's occurrence count that its PLD books as infinite loss (a delta of this size)
@@ -361,6 +363,8 @@ class HypergeometricGaussian(Event):
         from dp_accounting.pld import pld_pmf
         from dp_accounting.pld import privacy_loss_distribution as PLD
 
+        from methods.privacy import pldfast
+
         n, d_bound, m = self.num_train, self.occurrence_bound, self.batch_size
         d = min(d_bound, n)
         ks = np.arange(max(0, m + d - n), min(m, d) + 1)
@@ -378,7 +382,7 @@ class HypergeometricGaussian(Event):
             if k == 0:  # identical outputs: privacy loss 0
                 parts.append((0, np.array([wk])))
                 continue
-            g = PLD.from_gaussian_mechanism(self.noise_multiplier * d_bound / k)._pmf_remove  # noqa: SLF001
+            g = pldfast.gaussian(self.noise_multiplier * d_bound / k)._pmf_remove  # noqa: SLF001
             if not hasattr(g, "_probs"):  # a sparse PMF (a tiny loss range)
                 g = g.to_dense_pmf()
             interval = g._discretization  # noqa: SLF001
@@ -420,9 +424,11 @@ class PoissonLaplace(Event):
     def pld(self):
         from dp_accounting.pld import privacy_loss_distribution as PLD
 
+        from methods.privacy import pldfast
+
         if self.rate == 0:
             return PLD.identity()
-        return PLD.from_laplace_mechanism(parameter=self.scale / self.sensitivity, sampling_prob=self.rate)
+        return pldfast.laplace(self.scale / self.sensitivity, sampling_prob=self.rate)
 
 
 @dataclass(frozen=True, kw_only=True)
