@@ -9,10 +9,10 @@ every record must name the tag's commit, clean (``bench leaderboard --check --re
 ``.git`` (a lent accelerator's machine) runs it with the ref's commit manifest beside it (``python -m bench.gitless
 v1.0.0`` where git is, then carry ``.commit-manifest.json``): its files are checked against the ref's tree and the
 records name the ref's commit with the tree they hashed to (:mod:`bench.gitless`). Its outputs are
-results under ``docs/`` (the site), which never make a record dirty (``bench.tracking.NOT_CODE``). It never commits:
-a commit would move HEAD off the tag. Commit the site on a branch when it is done (or to carry a partial run to
-another session: commit it on a branch there, then ``git checkout --detach v1.0.0 && git checkout BRANCH --
-docs/leaderboard`` and run the same command again).
+results under ``docs/`` (the site), which never make a record dirty (``bench.tracking.NOT_CODE``). It never moves
+HEAD: with ``--commit-to BRANCH`` it commits the site after every step onto BRANCH (the tag's code plus its results,
+through a temporary index), so a partial run outlives its session; to resume elsewhere, ``git checkout --detach
+v1.0.0 && git checkout BRANCH -- docs/leaderboard`` and run the same command again.
 
 Per dataset (the config's order, or ``--datasets``), the stages (``--stages``, default all, in this order):
 
@@ -366,8 +366,38 @@ def run_command(cmd: list[str], env: dict[str, str], tick: Callable[[float], Non
     return rc
 
 
-def execute(steps: list[Step], progress: Progress, env: dict[str, str], out=None) -> int:
-    """Run every step not done yet, in order; stop at the first that fails (exit 1)."""
+def commit_site(site: Path, branch: str, base: str, message: str, repo: Path = REPO) -> str | None:
+    """Commit ``site`` as it is in the work tree onto ``branch`` (created at ``base``, the ref's commit) without
+    moving HEAD or touching the index: a temporary index starts from the branch's tree and takes the site's files,
+    so the branch is the ref's code plus its results. The new commit's id, or None when the site is unchanged."""
+    import tempfile
+
+    rel = site.resolve().relative_to(repo.resolve()).as_posix()
+    existing = _git("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", cwd=repo).stdout.strip()
+    parent = existing or base
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+
+        def git(*args: str) -> str:
+            r = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+            if r.returncode != 0:
+                raise Refused(f"git {args[0]}: {r.stderr.strip()}")
+            return r.stdout.strip()
+
+        git("read-tree", parent)
+        git("add", "-A", "--", rel)
+        tree = git("write-tree")
+        if tree == git("rev-parse", f"{parent}^{{tree}}"):
+            return None
+        commit = git("commit-tree", tree, "-p", parent, "-m", message)
+        git("update-ref", f"refs/heads/{branch}", commit, existing)  # "": the branch must not exist yet
+    return commit
+
+
+def execute(steps: list[Step], progress: Progress, env: dict[str, str], out=None,
+            after_step: Callable[[Step], None] | None = None) -> int:
+    """Run every step not done yet, in order; stop at the first that fails (exit 1). ``after_step``: called after
+    each step that ran (done or failed), e.g. to commit the site so far."""
     out = out or sys.stderr
     total = len(steps)
     for i, step in enumerate(steps, 1):
@@ -397,6 +427,8 @@ def execute(steps: list[Step], progress: Progress, env: dict[str, str], out=None
         e["status"] = "done" if rc == 0 else "failed"
         progress.save()
         print(f"[{i}/{total}] {step.key}: {e['status']} ({e['wall_s']:.0f} s so far)", file=out, flush=True)
+        if after_step is not None:
+            after_step(step)
         if rc:
             print(f"error: {step.key} failed (exit {rc}); rerun the same command to resume", file=out)
             return 1
@@ -442,6 +474,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="the runs' own tracking store (default: mlflow/regen-<commit>, git-ignored)")
     p.add_argument("--progress", metavar="FILE",
                    help="progress and cost, rewritten as it goes (default: SITE/regeneration.json)")
+    p.add_argument("--commit-to", metavar="BRANCH",
+                   help="after every step, commit the site (results only) onto BRANCH, created at the ref's commit, "
+                        "without moving HEAD: a partial run survives the session that ran it")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan (cells per step and stage, what is left) and run nothing")
     args = p.parse_args(argv)
@@ -466,6 +501,15 @@ def main(argv: list[str] | None = None) -> int:
         if problems and not args.dry_run:
             raise Refused("; ".join(problems))
         progress = Progress(Path(args.progress) if args.progress else site / "regeneration.json", ctx)
+        if args.commit_to:
+            if not (REPO / ".git").exists():
+                raise Refused("--commit-to needs git (a copy without .git: commit its site where git is)")
+            try:
+                site.relative_to(REPO.resolve())
+            except ValueError:
+                raise Refused(f"--commit-to: the site {site} is not inside {REPO}") from None
+            if _git("check-ref-format", "--branch", args.commit_to).returncode != 0:
+                raise Refused(f"--commit-to {args.commit_to}: not a branch name")
     except Refused as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -475,7 +519,14 @@ def main(argv: list[str] | None = None) -> int:
         for x in problems:
             print(f"# would refuse to run: {x}")
         return 0
-    return execute(steps, progress, child_env(ctx))
+    after = None
+    if args.commit_to:
+        def after(step: Step) -> None:
+            c = commit_site(site, args.commit_to, commit,
+                            f"regenerate {ctx.ref}: {step.key} {progress.entry(step)['status']} (results only)")
+            if c:
+                print(f"# {args.commit_to}: {c[:12]} ({step.key})", file=sys.stderr, flush=True)
+    return execute(steps, progress, child_env(ctx), after_step=after)
 
 
 if __name__ == "__main__":

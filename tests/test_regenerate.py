@@ -198,3 +198,42 @@ def test_help_names_every_stage_and_option(capsys):
     for word in (*R.STAGES, "--ref", "--datasets", "--stages", "--dry-run", "--progress", "--tracking-dir",
                  "regeneration.json", "core seconds"):
         assert word in out, word
+
+
+def test_commit_to_a_branch_keeps_head_and_the_index_and_carries_only_the_site(tmp_path, monkeypatch):
+    """A partial run outlives its session: the site goes onto a branch whose code is the ref's, HEAD stays put."""
+    for k in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.setenv(k, "t")
+    for k in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(k, "t@t")
+    repo = tmp_path / "repo"
+    site = repo / "docs" / "leaderboard"
+    (site / "runs").mkdir(parents=True)
+    (repo / "m.py").write_text("x = 1\n")
+    (site / "runs" / "a.jsonl").write_text("")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "0")
+    base = _git(repo, "rev-parse", "HEAD")
+    assert R.commit_site(site, "regen", base, "nothing", repo=repo) is None  # the site as committed: no commit
+    (site / "runs" / "a.jsonl").write_text('{"a": 1}\n')
+    (site / "regeneration.json").write_text("{}\n")
+    (repo / "scratch.py").write_text("")  # outside the site: never committed
+    first = R.commit_site(site, "regen", base, "step 1", repo=repo)
+    assert first and _git(repo, "rev-parse", "regen") == first and _git(repo, "rev-parse", f"{first}^") == base
+    assert _git(repo, "rev-parse", "HEAD") == base and _git(repo, "diff", "--cached", "--name-only") == ""
+    assert sorted(_git(repo, "diff", "--name-only", base, first).splitlines()) == [
+        "docs/leaderboard/regeneration.json", "docs/leaderboard/runs/a.jsonl"]
+    (site / "runs" / "a.jsonl").write_text('{"a": 1}\n{"b": 2}\n')
+    second = R.commit_site(site, "regen", base, "step 2", repo=repo)
+    assert _git(repo, "rev-parse", f"{second}^") == first
+    assert len(_git(repo, "show", f"{second}:docs/leaderboard/runs/a.jsonl").splitlines()) == 2
+    assert _git(repo, "show", f"{second}:m.py") == "x = 1"
+    assert R.commit_site(site, "regen", base, "unchanged", repo=repo) is None
+
+
+def test_commit_to_refuses_a_bad_branch_name(tmp_path, capsys):
+    assert R.main(["--ref", "HEAD", "--datasets", "cora", "--site", str(tmp_path / "site"),
+                   "--commit-to", "bad..name", "--progress", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
