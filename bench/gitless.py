@@ -3,7 +3,7 @@
 A copy of the work tree without its git directory (a lent accelerator's machine gets one) cannot ask git which commit
 it is, so its records would name an ``unknown`` commit and fail ``bench leaderboard --check --release``. Where git
 exists, ``python -m bench.gitless REF`` writes :data:`MANIFEST` (git-ignored; carry it with the copy): the commit id,
-its root tree id, the mode and blob id of every tracked path outside :data:`bench.tracking.NOT_CODE`, and the object
+its root tree id, the mode and blob id of every tracked path outside :data:`NOT_CODE`, and the object
 ids of the ``NOT_CODE`` top-level entries (results, which never make a record dirty).
 
 On the copy, :func:`manifest_commit` hashes every listed code file as git would (``blob <size>\\0<bytes>``, a
@@ -29,6 +29,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+#: tracked paths no run reads: published results and documentation. A sweep appends to its export under docs/ as
+#: it goes, so counting them would mark every run after the first of a committed grid ``-dirty``
+NOT_CODE = ("docs",)
 #: the manifest's file name at a checkout's root (``BENCH_COMMIT_MANIFEST`` names another path)
 MANIFEST = ".commit-manifest.json"
 ENV = "BENCH_COMMIT_MANIFEST"
@@ -79,8 +82,6 @@ def _file_blob(path: Path, mode: str) -> str | None:
 
 def write_manifest(ref: str = "HEAD", repo: Path | None = None, out: Path | None = None) -> Path:
     """Write the manifest of ``ref``'s commit (its tree as git stores it); the path written."""
-    from bench.tracking import NOT_CODE
-
     repo = Path(repo) if repo is not None else Path(__file__).resolve().parents[1]
 
     def git(*args: str) -> str:

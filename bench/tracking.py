@@ -28,6 +28,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+from bench import gitless
+from bench.gitless import NOT_CODE  # tracked paths no run reads (results, docs); re-exported
+
 MAX_PARAM_LEN = 6000
 _BATCH = 900
 
@@ -161,9 +164,6 @@ def has_artifacts(run_id: str, artifact_path: str) -> bool:
         return False
 
 
-#: tracked paths no run reads: published results and documentation. A sweep appends to its export under docs/ as
-#: it goes, so counting them would mark every run after the first of a committed grid ``-dirty``
-NOT_CODE = ("docs",)
 
 
 @lru_cache(maxsize=None)
@@ -177,8 +177,6 @@ def git_commit() -> str:
 def code_tree() -> str | None:
     """The root tree id this checkout's files hash to, where its commit comes from a manifest rather than git
     (:mod:`bench.gitless`): records carry it so the release check can compare it with the commit's tree."""
-    from bench import gitless
-
     root = Path(__file__).resolve().parents[1]
     if (root / ".git").exists():
         return None
@@ -189,8 +187,6 @@ def code_tree() -> str | None:
 def commit_of(root: Path) -> str:
     """:func:`git_commit` of the checkout at ``root``; without ``.git``, the commit its manifest names, checked
     against its files (:mod:`bench.gitless`); "unknown" when neither says."""
-    from bench import gitless
-
     if not (Path(root) / ".git").exists():
         found = gitless.manifest_commit(Path(root))
         if found is not None:
