@@ -3,7 +3,7 @@
 Every tracked run logs, under the artefact folder ``release/``:
 
 * ``release.pt``: what the run releases under its ledger, as named CPU tensors (:meth:`methods.base.Fitted.release`:
-  the weights; GAP/ProGAP's cached noisy aggregates; EdgeRand's randomised graph). Loads with
+  the weights; GAP/ProGAP's cached noisy aggregates; EdgeRand's randomised graph, kept sparse). Loads with
   ``torch.load(..., weights_only=True)``; empty when the method declares no release;
 * ``served.pt.gz``: the served model itself (the :class:`~methods.base.Fitted` object, pickled by ``torch.save``,
   gzip level 1): the release plus whatever inference reads that the release does not hold (for a method whose
@@ -95,10 +95,16 @@ def _sha256(path: Path) -> str:
 
 
 def _cpu(release: dict[str, torch.Tensor] | None) -> dict[str, torch.Tensor]:
+    """The release as CPU tensors in their own layout: a sparse adjacency stays sparse (COO coalesced), so the file
+    grows with its entries, not with #nodes squared (EdgeRand's graph on Physics would be 4.8 GB dense)."""
     out = {}
     for k, v in (release or {}).items():
         v = torch.as_tensor(v).detach().to("cpu")
-        out[str(k)] = v.to_dense() if v.layout != torch.strided else v.contiguous()
+        if v.layout == torch.sparse_coo:
+            v = v.coalesce()
+        elif v.layout == torch.strided:
+            v = v.contiguous()
+        out[str(k)] = v
     return out
 
 
@@ -157,8 +163,10 @@ def read(folder: str | Path, task: Any, device: Any = "cpu") -> tuple[Any, Manif
 
 
 def release_tensors(folder: str | Path) -> dict[str, torch.Tensor]:
-    """The DP-released tensors of ``folder`` (``release.pt``), loaded without unpickling code."""
-    return torch.load(Path(folder) / RELEASE_FILE, map_location="cpu", weights_only=True)
+    """The DP-released tensors of ``folder`` (``release.pt``), loaded without unpickling code; sparse ones sparse."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch: sparse invariant checks / "sparse CSR support is in beta"
+        return torch.load(Path(folder) / RELEASE_FILE, map_location="cpu", weights_only=True)
 
 
 def log(run: Any, fitted: Any, task: Any) -> Manifest | None:
