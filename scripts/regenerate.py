@@ -49,6 +49,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -82,6 +83,9 @@ class Step:
     cells: int
     todo: int
     commands: list[tuple[list[str] | Callable[[], Any], int]] = field(default_factory=list)
+    #: the labels of the step's cells that still have no record of the ref's commit (read after the commands ran);
+    #: None where the stage's records do not map one to one onto cells (unit attacks skip node-level methods)
+    missing: Callable[[], list[str]] | None = None
 
     @property
     def key(self) -> str:
@@ -241,12 +245,7 @@ def plan(ctx: Context, datasets: list[str], stages: list[str]) -> list[Step]:
     steps: list[Step] = []
     for d in datasets:
         cells = [c for c in api.cells(dataset_config(ctx.raw, d)) if not c.skip]
-        ok = {r["cell_id"] for r in _records(ctx.runs, d)
-              if r.get("git_commit") == ctx.commit and r.get("status", "FINISHED") == "FINISHED"}
-        done: dict[str, set] = {}  # record kind -> the cells it has a record of the ref's commit for
-        for r in _records(ctx.attacks, d):
-            if r.get("git_commit") == ctx.commit:
-                done.setdefault(r.get("kind"), set()).add(r.get("target_cell_id"))
+        ok, done = _finished(ctx, d)
         fams = families(cells)
         size = str(ATTACK_SIZE.get(d, DEFAULT_ATTACK_SIZE))
         for stage in stages:
@@ -290,8 +289,29 @@ def plan(ctx: Context, datasets: list[str], stages: list[str]) -> list[Step]:
                 else:
                     raise Refused(f"unknown stage {stage!r}")
                 if todo:
-                    steps.append(Step(d, stage, fam, len(todo), len(left), cmds))
+                    steps.append(Step(d, stage, fam, len(todo), len(left), cmds,
+                                      None if stage == "attacks" else partial(_missing, ctx, d, stage, todo)))
     return steps
+
+
+def _finished(ctx: Context, dataset: str) -> tuple[set[str], dict[str, set[str]]]:
+    """The cells with a finished run/verify record of the ref's commit, and per attack-record kind the cells it
+    has a record of the ref's commit for."""
+    ok = {r["cell_id"] for r in _records(ctx.runs, dataset)
+          if r.get("git_commit") == ctx.commit and r.get("status", "FINISHED") == "FINISHED"}
+    done: dict[str, set] = {}
+    for r in _records(ctx.attacks, dataset):
+        if r.get("git_commit") == ctx.commit:
+            done.setdefault(r.get("kind"), set()).add(r.get("target_cell_id"))
+    return ok, done
+
+
+def _missing(ctx: Context, dataset: str, stage: str, todo: list) -> list[str]:
+    """The labels of ``todo``'s cells without a record of the ref's commit: a sweep goes on past a failed cell
+    (and exits 0), so a step is done only when this is empty."""
+    ok, done = _finished(ctx, dataset)
+    have = done.get("whitebox-audit", set()) if stage == "whitebox" else ok
+    return [c.label for c in todo if c.cell_id not in have]
 
 
 # --------------------------------------------------------------------------------------
@@ -424,13 +444,20 @@ def execute(steps: list[Step], progress: Progress, env: dict[str, str], out=None
                 rc = run_command(cmd, env, tick)
             if rc:
                 break
-        e["status"] = "done" if rc == 0 else "failed"
+        missing = step.missing() if rc == 0 and step.missing is not None else []
+        e["status"] = "done" if rc == 0 and not missing else "failed"
         progress.save()
         print(f"[{i}/{total}] {step.key}: {e['status']} ({e['wall_s']:.0f} s so far)", file=out, flush=True)
         if after_step is not None:
             after_step(step)
         if rc:
             print(f"error: {step.key} failed (exit {rc}); rerun the same command to resume", file=out)
+            return 1
+        if missing:
+            print(f"error: {step.key}: {len(missing)} of {step.cells} cells have no record after the step (first: "
+                  f"{', '.join(missing[:3])}); their errors are above. Rerunning resumes them; a refusal such as a "
+                  "BudgetError repeats until the config or the hyperparameters change, which is a new release",
+                  file=out)
             return 1
     return 0
 

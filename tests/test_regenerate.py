@@ -184,6 +184,48 @@ def test_a_killed_step_keeps_the_cost_it_ran_and_runs_again(tmp_path, monkeypatc
     assert e2["status"] == "done" and e2["attempts"] == 2 and e2["wall_s"] > e["wall_s"]
 
 
+def test_a_step_whose_sweep_left_cells_without_a_record_fails_and_runs_again(tmp_path, monkeypatch, capsys):
+    """A sweep goes on past a failed cell and exits 0: the step is done only when every cell has its record."""
+    log, gate = tmp_path / "a.log", tmp_path / "gate"
+    missing = lambda: [] if gate.exists() else ["drw-r/cora/random-75-10-15/eps=0.5/s0"]  # noqa: E731
+    steps = [R.Step("cora", "train", "drw", 5, 5, [(_cmd(log), 2)], missing),
+             R.Step("cora", "attacks", "drw", 5, 5, [(_cmd(tmp_path / "b.log"), 2)])]
+    argv = _fake(monkeypatch, tmp_path, steps)
+    assert R.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "error: cora/train/drw: 1 of 5 cells have no record after the step" in err and "eps=0.5/s0" in err
+    e = json.loads((tmp_path / "regeneration.json").read_text())["steps"]
+    assert e["cora/train/drw"]["status"] == "failed" and "cora/attacks/drw" not in e  # stopped there
+    gate.touch()
+    assert R.main(argv) == 0 and len(log.read_text().splitlines()) == 2  # not "done before": it ran again
+    e = json.loads((tmp_path / "regeneration.json").read_text())["steps"]
+    assert e["cora/train/drw"]["status"] == "done" and e["cora/attacks/drw"]["status"] == "done"
+
+
+def test_the_plans_steps_name_the_cells_without_a_record_of_the_ref(tmp_path):
+    """``Step.missing`` reads the site's records when called: a cell whose record names another commit, or that
+    failed, is missing; one finished at the ref's commit is not."""
+    from bench import api
+    from scripts.build_leaderboard import dataset_config
+
+    raw = R.yaml.safe_load(R.CONFIG.read_text())
+    ctx = R.Context("HEAD", "c" * 40, R.CONFIG, tmp_path, tmp_path / "store", 1, 1, ["cora"], raw=raw)
+    (tmp_path / "runs").mkdir()
+    step = next(s for s in R.plan(ctx, ["cora"], ["train"]) if s.family == "drw")
+    cells = [c for c in api.cells(dataset_config(raw, "cora")) if not c.skip and c.kind == "run"
+             and c.method in ("rw", "drw", "drw-r", "drw-d")]
+    assert step.missing is not None and sorted(step.missing()) == sorted(c.label for c in cells)
+
+    def rec(c, commit, status="FINISHED"):
+        return json.dumps({"cell_id": c.cell_id, "git_commit": commit, "status": status, "kind": "run",
+                           "params": {"dataset": "cora", "method": c.method}})
+
+    lines = [rec(c, "c" * 40) for c in cells[1:-2]] + [rec(cells[0], "d" * 40), rec(cells[-1], "c" * 40, "FAILED")]
+    (tmp_path / "runs" / "cora.jsonl").write_text("\n".join(lines) + "\n")
+    assert sorted(step.missing()) == sorted([cells[0].label, cells[-2].label, cells[-1].label])
+    assert all(s.missing is None for s in R.plan(ctx, ["cora"], ["attacks"]))
+
+
 def test_a_progress_file_of_another_commit_is_refused(tmp_path, monkeypatch, capsys):
     argv = _fake(monkeypatch, tmp_path, [])
     (tmp_path / "regeneration.json").write_text(json.dumps({"ref": "v0", "commit": "f" * 40, "steps": {}}))
