@@ -1,18 +1,18 @@
 """Regenerate the whole published leaderboard from one clean commit (a release tag), resumably, and record its cost.
 
-    python -m scripts.regenerate --ref v1.0.1 [--datasets D ...] [--stages S ...] [--workers 2] [--threads 1]
+    python -m scripts.regenerate --ref v1.0.2 [--datasets D ...] [--stages S ...] [--workers 2] [--threads 1]
                                  [--site docs/leaderboard] [--tracking-dir DIR] [--progress FILE] [--dry-run]
 
-Run it from a checkout of ``--ref`` itself (``git checkout --detach v1.0.1``): it refuses a HEAD other than the
+Run it from a checkout of ``--ref`` itself (``git checkout --detach v1.0.2``): it refuses a HEAD other than the
 ref's commit and a work tree whose code differs from it (a tracked or untracked file outside ``docs/``), because
-every record must name the tag's commit, clean (``bench leaderboard --check --release v1.0.1``). A copy without
+every record must name the tag's commit, clean (``bench leaderboard --check --release v1.0.2``). A copy without
 ``.git`` (a lent accelerator's machine) runs it with the ref's commit manifest beside it (``python -m bench.gitless
-v1.0.1`` where git is, then carry ``.commit-manifest.json``): its files are checked against the ref's tree and the
+v1.0.2`` where git is, then carry ``.commit-manifest.json``): its files are checked against the ref's tree and the
 records name the ref's commit with the tree they hashed to (:mod:`bench.gitless`). Its outputs are
 results under ``docs/`` (the site), which never make a record dirty (``bench.tracking.NOT_CODE``). It never moves
 HEAD: with ``--commit-to BRANCH`` it commits the site after every step onto BRANCH (the tag's code plus its results,
 through a temporary index), so a partial run outlives its session; to resume elsewhere, ``git checkout --detach
-v1.0.1 && git checkout BRANCH -- docs/leaderboard`` and run the same command again.
+v1.0.2 && git checkout BRANCH -- docs/leaderboard`` and run the same command again.
 
 Per dataset (the config's order, or ``--datasets``), the stages (``--stages``, default all, in this order):
 

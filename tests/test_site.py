@@ -250,6 +250,31 @@ def test_a_budget_coupled_grid_is_tuned_per_epsilon_and_looked_up_per_epsilon(tm
     assert yaml.safe_load(T.tuned_yaml(cfg, results, earlier))["drw"]["cora@sp"]["set"]["noise_multiplier"] == 2
 
 
+def test_every_leaderboard_epsilon_of_a_budget_coupled_method_is_tuned_on_its_own():
+    """A method whose grid holds the noise multiplier (how many steps a budget buys) is tuned at every finite target
+    epsilon the leaderboard runs it at, and the checked-in tuned file has that choice: an epsilon that borrowed the
+    epsilon-8 winner could allow no step (DRW-R on Cora at 0.5: lambda 2) or a single one (at 2)."""
+    import scripts.tune as T
+
+    cfg = T.load_tuning(T.REPO / "configs" / "tuning.yaml")
+    tuned = yaml.safe_load((T.REPO / cfg["output"]).read_text())
+    coupled = {m for m, spec in cfg["methods"].items() if "noise_multiplier" in spec["grid"]}
+    assert coupled >= {"drw", "drw-r", "drw-d"}
+    from bench import api
+
+    need: dict[tuple[str, str, str], set[float]] = {}
+    for c in api.cells(T.REPO / cfg["leaderboard"]):
+        if c.kind == "run" and not c.skip and c.method in coupled and math.isfinite(c.epsilon):
+            need.setdefault((c.method, c.dataset, c.split), set()).add(float(c.epsilon))
+    assert need
+    for (m, d, split), eps in sorted(need.items()):
+        assert eps <= set(T.epsilons(cfg["methods"][m])), (m, d, split, sorted(eps))
+        entry = tuned[m][f"{d}@{split}"]
+        own = eps - {float(cfg["methods"][m]["epsilon"])}  # the base entry is the tuning epsilon's choice
+        by_eps = {float(k) for k in entry.get("by_epsilon", {})}
+        assert own <= by_eps, (m, d, split, sorted(own - by_eps))
+
+
 def test_site_plots_are_palette_pngs_and_the_page_inlines_the_same_bytes(tmp_path):
     import base64
 
