@@ -360,13 +360,20 @@ def test_calibrated_noise_is_the_smallest_that_meets_the_target(name, target):
     assert make(z * (1 - 2e-3), 200).epsilon(1e-5) > target
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(z=st.floats(0.7, 4), target=st.floats(0.3, 10))
 def test_calibrated_steps_are_the_most_that_meet_the_target(z, target):
+    """The search over T, on the RDP accountant: milliseconds per ledger (the next test runs the default PLD once)."""
     make = lambda t: P.dpsgd_poisson(0.05, z, t)  # noqa: E731
-    t = calibrate_steps(make, target, 1e-5, max_steps=100000)
+    t = calibrate_steps(make, target, 1e-5, max_steps=100000, accountant="rdp")
     assume(0 < t < 100000)
-    assert make(t).epsilon(1e-5) <= target < make(t + 1).epsilon(1e-5)
+    assert make(t).epsilon(1e-5, "rdp") <= target < make(t + 1).epsilon(1e-5, "rdp")
+
+
+def test_calibrated_steps_on_the_default_accountant():
+    make = lambda t: P.dpsgd_poisson(0.05, 3.0, t)  # noqa: E731
+    t = calibrate_steps(make, 1.0, 1e-5, max_steps=100000)
+    assert 0 < t < 100000 and make(t).epsilon(1e-5) <= 1.0 < make(t + 1).epsilon(1e-5)
 
 
 def test_unreachable_targets_are_clear_errors():
