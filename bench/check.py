@@ -366,18 +366,41 @@ def _check_commit(rec: dict, commits: _Commits | None, report: CheckReport | Non
 
 
 def release_commit(tag: str, repo: str | Path | None = None) -> str:
-    """The commit the git tag ``tag`` points to (peeled: an annotated tag's commit); BenchError when ``repo`` has no
-    such tag."""
+    """The commit of the release ``tag``: the git tag's (peeled: an annotated tag's commit), or else the commit that
+    ``repo``'s CITATION.cff names (its ``commit`` key) when its ``version`` is the tag's (a leading ``v`` aside), so
+    a clone that did not fetch tags still checks a release. BenchError when neither names one, or when both do and
+    they disagree."""
     repo = Path(repo) if repo is not None else REPO
     try:
         out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}"], cwd=repo,
                              capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as e:
         raise BenchError(f"--release {tag}: git cannot be asked in {repo} ({e})") from None
-    sha = out.stdout.strip()
-    if out.returncode != 0 or len(sha) != 40:
-        raise BenchError(f"--release {tag}: no git tag {tag!r} in {repo} (git tag {tag} <commit>, or git fetch --tags)")
-    return sha
+    sha = out.stdout.strip() if out.returncode == 0 else ""
+    cited = cited_release(repo)
+    named = cited[1] if cited and cited[0] == tag.removeprefix("v") else None
+    if len(sha) == 40 and named and named != sha:
+        raise BenchError(f"--release {tag}: the git tag is {sha[:12]} but CITATION.cff names {named[:12]}")
+    if len(sha) == 40 or named:
+        return sha if len(sha) == 40 else named
+    raise BenchError(f"--release {tag}: no git tag {tag!r} in {repo} and CITATION.cff names no commit of it "
+                     f"(git fetch --tags, or git tag {tag} <commit>)")
+
+
+def cited_release(repo: str | Path | None = None) -> tuple[str, str] | None:
+    """(version, commit) from ``repo``'s CITATION.cff when it names the release's commit (CFF's ``commit`` key: 40
+    hex digits), else None."""
+    import yaml
+
+    path = (Path(repo) if repo is not None else REPO) / "CITATION.cff"
+    try:
+        cff = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    commit = str(cff.get("commit", "")) if isinstance(cff, dict) else ""
+    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        return None
+    return str(cff.get("version", "")), commit
 
 
 def lines_of(export: str | Path) -> Iterable[tuple[str, dict[str, Any] | None, str | None]]:
@@ -445,4 +468,4 @@ def check_export(export: str | Path, repo: str | Path | None = None, count_units
     return report
 
 
-__all__ = ["CheckReport", "DIRTY_CUTOFF", "check_export", "check_record", "release_commit"]
+__all__ = ["CheckReport", "DIRTY_CUTOFF", "check_export", "check_record", "cited_release", "release_commit"]

@@ -10,9 +10,10 @@ every record must name the tag's commit, clean (``bench leaderboard --check --re
 v1.0.2`` where git is, then carry ``.commit-manifest.json``): its files are checked against the ref's tree and the
 records name the ref's commit with the tree they hashed to (:mod:`bench.gitless`). Its outputs are
 results under ``docs/`` (the site), which never make a record dirty (``bench.tracking.NOT_CODE``). It never moves
-HEAD: with ``--commit-to BRANCH`` it commits the site after every step onto BRANCH (the tag's code plus its results,
-through a temporary index), so a partial run outlives its session; to resume elsewhere, ``git checkout --detach
-v1.0.2 && git checkout BRANCH -- docs/leaderboard`` and run the same command again.
+HEAD: with ``--commit-to BRANCH`` it commits the site after every step onto BRANCH (BRANCH's tree with the site
+replaced, through a temporary index; ``main``, whose code stays as it is), so a partial run outlives its session; to
+resume elsewhere, ``git checkout --detach v1.0.2 && git checkout BRANCH -- docs/leaderboard`` and run the same
+command again.
 
 Per dataset (the config's order, or ``--datasets``), the stages (``--stages``, default all, in this order):
 
@@ -389,7 +390,8 @@ def run_command(cmd: list[str], env: dict[str, str], tick: Callable[[float], Non
 def commit_site(site: Path, branch: str, base: str, message: str, repo: Path = REPO) -> str | None:
     """Commit ``site`` as it is in the work tree onto ``branch`` (created at ``base``, the ref's commit) without
     moving HEAD or touching the index: a temporary index starts from the branch's tree and takes the site's files,
-    so the branch is the ref's code plus its results. The new commit's id, or None when the site is unchanged."""
+    so the branch keeps its code and takes the results (a new branch: the ref's code; ``main``: main's, where the
+    results land). The new commit's id, or None when the site is unchanged."""
     import tempfile
 
     rel = site.resolve().relative_to(repo.resolve()).as_posix()

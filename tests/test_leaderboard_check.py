@@ -371,6 +371,34 @@ def test_release_requires_every_record_to_name_the_tags_clean_commit(tmp_path, g
     assert capsys.readouterr().out.count("is not the release v1's commit") == 2
 
 
+def test_a_release_without_its_tag_is_the_commit_citation_cff_names(tmp_path, good):
+    """A clone without tags checks a release by CITATION.cff's ``commit`` of the same version; a CITATION.cff of
+    another version, a malformed commit, or a tag that disagrees with it does not pass."""
+    import subprocess
+
+    from bench.check import cited_release, release_commit
+    from methods.errors import BenchError
+
+    repo, tagged, later = _tagged_repo(tmp_path)
+    cff = repo / "CITATION.cff"
+    assert cited_release(repo) is None
+    cff.write_text(f"cff-version: 1.2.0\nversion: 1.0.0\ncommit: {tagged}\n")
+    assert cited_release(repo) == ("1.0.0", tagged)
+    with pytest.raises(BenchError, match="no git tag 'v2' in .* and CITATION.cff names no commit of it"):
+        release_commit("v2", repo)  # CITATION.cff names 1.0.0's commit, not 2's
+    assert release_commit("v1.0.0", repo) == release_commit("1.0.0", repo) == tagged
+    run, ver = copy.deepcopy(good)
+    run["git_commit"] = ver["git_commit"] = tagged
+    report = check_export(_write(tmp_path, [run, ver]), repo=repo, count_units=False, release="v1.0.0")
+    assert report.ok and report.release == f"v1.0.0 ({tagged[:12]})", report.failures
+    cff.write_text(f"version: 1.0.0\ncommit: {later}\n")
+    subprocess.run(["git", "tag", "v1.0.0", tagged], cwd=repo, check=True)
+    with pytest.raises(BenchError, match=f"the git tag is {tagged[:12]} but CITATION.cff names {later[:12]}"):
+        release_commit("v1.0.0", repo)
+    cff.write_text(f"version: 1.0.0\ncommit: {tagged[:12]}\n")  # not a full commit id: ignored
+    assert cited_release(repo) is None and release_commit("v1.0.0", repo) == tagged
+
+
 def test_release_of_a_missing_tag_and_strict_without_history_are_bad_input(tmp_path, good, monkeypatch, capsys):
     import bench.check
 

@@ -243,7 +243,8 @@ def test_help_names_every_stage_and_option(capsys):
 
 
 def test_commit_to_a_branch_keeps_head_and_the_index_and_carries_only_the_site(tmp_path, monkeypatch):
-    """A partial run outlives its session: the site goes onto a branch whose code is the ref's, HEAD stays put."""
+    """A partial run outlives its session: the site goes onto a branch, whose code stays the branch's (a new one:
+    the ref's), HEAD stays put."""
     for k in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
         monkeypatch.setenv(k, "t")
     for k in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
@@ -272,6 +273,19 @@ def test_commit_to_a_branch_keeps_head_and_the_index_and_carries_only_the_site(t
     assert len(_git(repo, "show", f"{second}:docs/leaderboard/runs/a.jsonl").splitlines()) == 2
     assert _git(repo, "show", f"{second}:m.py") == "x = 1"
     assert R.commit_site(site, "regen", base, "unchanged", repo=repo) is None
+    # a branch whose code moved on since the ref (main, where results land) keeps its code and takes the site
+    _git(repo, "checkout", "-q", "-b", "later", base)
+    (repo / "m.py").write_text("x = 2\n")
+    _git(repo, "commit", "-qam", "later code")
+    later = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "--detach", base)
+    (site / "runs" / "a.jsonl").write_text('{"c": 3}\n')
+    third = R.commit_site(site, "later", base, "step 3", repo=repo)
+    assert _git(repo, "rev-parse", f"{third}^") == later and _git(repo, "rev-parse", "HEAD") == base
+    assert _git(repo, "show", f"{third}:m.py") == "x = 2" and (repo / "m.py").read_text() == "x = 1\n"
+    assert _git(repo, "show", f"{third}:docs/leaderboard/runs/a.jsonl") == '{"c": 3}'
+    assert sorted(_git(repo, "diff", "--name-only", later, third).splitlines()) == [
+        "docs/leaderboard/regeneration.json", "docs/leaderboard/runs/a.jsonl"]
 
 
 def test_commit_to_refuses_a_bad_branch_name(tmp_path, capsys):
