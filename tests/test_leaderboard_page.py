@@ -488,7 +488,8 @@ def test_reproduced_is_the_papers_accuracy_inside_the_ci_as_the_table_prints_it(
 
 def test_every_private_paper_number_of_the_committed_records_is_on_exactly_one_plot():
     """Built from the committed records as the page builds them, the plots of the papers' datasets draw each
-    private paper number of configs/papers.yaml once, with the verdict "Papers vs ours" prints for it."""
+    private paper number of configs/papers.yaml once (of every method the records hold on its dataset), with the
+    verdict "Papers vs ours" prints for it."""
     import matplotlib.pyplot as plt
 
     from bench import records
@@ -501,9 +502,12 @@ def test_every_private_paper_number_of_the_committed_records_is_on_exactly_one_p
     recs = [r for ds in datasets for r in records.load(SITE / "runs" / f"{ds}.jsonl")]
     recs, _, _ = config_records(str(REPO / "configs" / "leaderboard.yaml"), recs)
     rows = collect_records(recs)
+    # a method with no private record on the dataset yet (a dataset part-way through its regeneration) has no
+    # section to draw its paper number on: "Papers vs ours" says "not run yet"
+    held = {(r.dataset, r.method) for r in rows if r.unit != "none"}
     expected = sorted((c.dataset, c.method, round(c.accuracy, 1), PAPER_FILL[c.reproduced])
                       for sec in papers["papers"] for c in paper_cells(rows, sec)
-                      if c.target is not None and math.isfinite(c.target))
+                      if c.target is not None and math.isfinite(c.target) and (c.dataset, c.method) in held)
     drawn = []
     for ds, unit in _plot_keys(rows):
         fig = plot_section(rows, ds, unit, papers)
