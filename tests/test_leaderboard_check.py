@@ -416,3 +416,39 @@ def test_release_of_a_missing_tag_and_strict_without_history_are_bad_input(tmp_p
     assert main(["leaderboard", "--check", str(d), "--strict"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: --strict checks every commit")
     assert main(["leaderboard", "--strict"]) == 2
+
+
+def _dataset(rec: dict) -> str | None:
+    return (rec.get("params") or {}).get("dataset") or (rec.get("tags") or {}).get("dataset")
+
+
+def test_a_regenerated_dataset_holds_only_records_of_the_cited_release():
+    """A dataset whose regeneration retired its older records (a done ``retire`` step in the site's
+    ``regeneration.json``) publishes runs, verifications and attacks of the release's clean commit only: the
+    commit the progress file names, which is the one ``CITATION.cff`` cites. Cheap (no epsilon is recomputed) and
+    needs no git history, so it holds part-way through a regeneration, on every clone."""
+    from bench.check import cited_release
+
+    progress_file = EXPORT.parent / "regeneration.json"
+    if not progress_file.is_file():
+        pytest.skip("no regeneration in progress or done")
+    progress = json.loads(progress_file.read_text())
+    commit = progress["commit"]
+    cited = cited_release(REPO)
+    assert cited is not None and cited[1] == commit, (cited, commit)
+    regenerated = {k.split("/")[0] for k, v in progress["steps"].items()
+                   if k.split("/")[1] == "retire" and v["status"] == "done"}
+    assert regenerated, "a progress file without a done retire step"
+    seen, other = {}, []
+    for f in [*sorted(EXPORT.glob("*.jsonl")), *sorted(ATTACKS.glob("*.jsonl"))]:
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            if _dataset(rec) in regenerated:
+                seen[_dataset(rec)] = seen.get(_dataset(rec), 0) + 1
+                if rec["git_commit"] != commit:
+                    other.append(f"{f.name} {rec.get('name')}: {rec['git_commit']}")
+    assert not other, f"{len(other)} records of regenerated datasets name another commit: {other[:10]}"
+    # every dataset retired and then trained has published records (a retire alone may leave none yet)
+    trained = {k.split("/")[0] for k, v in progress["steps"].items()
+               if k.split("/")[1] == "train" and v["status"] == "done"}
+    assert trained <= set(seen), trained - set(seen)
