@@ -81,6 +81,11 @@ def pairs(site: str | Path, datasets: list[str] | None = None) -> list[dict[str,
     return rows
 
 
+def _signed(v: float, nd: int = 1) -> str:
+    """``v`` with its sign, a change that rounds to zero shown as +0 (not -0.0)."""
+    return f"{(round(v, nd) or 0.0):+.{nd}f}"
+
+
 def _f(v: float | None, nd: int = 2) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v:.{nd}f}"
 
@@ -96,7 +101,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         noise = "-" if k is None else f"{k} {b['noise'][k]:.4g} -> {a['noise'][k]:.4g}"
         out.append(f"| {r['dataset']} | {r['method']} | {r['split']} | {r['epsilon']:g} | {b['accountant']} -> "
                    f"{a['accountant']} | {_f(b['spent'], 3)} -> {_f(a['spent'], 3)} | {noise} | "
-                   f"{100 * b['acc']:.1f} -> {100 * a['acc']:.1f} ({100 * (a['acc'] - b['acc']):+.1f}) "
+                   f"{100 * b['acc']:.1f} -> {100 * a['acc']:.1f} ({_signed(100 * (a['acc'] - b['acc']))}) "
                    f"| {b['n']} -> {a['n']} |")
     return "\n".join(out)
 
@@ -117,9 +122,9 @@ def families_table(rows: list[dict[str, Any]]) -> str:
                  for k in [moved(r["before"], r["after"])] if k is not None and r["before"]["noise"][k]]
         acc = [100 * (r["after"]["acc"] - r["before"]["acc"]) for r in rs]
         out.append(f"| {fam} | {len(rs)} | {', '.join(sorted({r['dataset'] for r in rs}))} | "
-                   f"{100 * statistics.median(spent):+.1f}% | "
-                   f"{'-' if not noise else f'{100 * statistics.median(noise):+.1f}%'} | "
-                   f"{statistics.fmean(acc):+.2f} ({min(acc):+.1f}, {max(acc):+.1f}) |")
+                   f"{_signed(100 * statistics.median(spent))}% | "
+                   f"{'-' if not noise else _signed(100 * statistics.median(noise)) + '%'} | "
+                   f"{_signed(statistics.fmean(acc), 2)} ({_signed(min(acc))}, {_signed(max(acc))}) |")
     return "\n".join(out)
 
 
