@@ -5,7 +5,8 @@
 "Before" is what the site published until ``scripts.regenerate`` retired it (the run records in
 ``SITE/superseded/`` whose ``superseded_because`` names a regeneration), "after" is what ``SITE/runs/`` holds now.
 Rows pair the two on (dataset, method, split, target epsilon), so each compares like with like: the same cell of the
-grid, the accountant each record names (``params.accountant``), the means over the seeds each generation ran.
+grid, the accountant each record names (``params.accountant``), the means over the seeds both generations hold (a
+dataset part-way through its regeneration compares the seeds it has redone).
 ``--families`` prints the summary per family instead (the regeneration's families, ``scripts.regenerate``).
 Private cells only: a non-private reference has no epsilon to compare.
 """
@@ -76,8 +77,12 @@ def pairs(site: str | Path, datasets: list[str] | None = None) -> list[dict[str,
     for k in sorted(set(before) & set(after), key=lambda k: (k[1], k[0], k[2], k[3])):
         if datasets and k[1] not in datasets:
             continue
-        cell = dict(zip(("method", "dataset", "split", "epsilon"), k))
-        rows.append({**cell, "before": _summary(before[k]), "after": _summary(after[k])})
+        b, a = ({(r.get("params") or {}).get("seed"): r for r in g[k]} for g in (before, after))
+        seeds = sorted(set(b) & set(a), key=str)  # the same seeds on both sides (a row part-way regenerated)
+        if seeds:
+            cell = dict(zip(("method", "dataset", "split", "epsilon"), k))
+            rows.append({**cell, "before": _summary([b[s] for s in seeds]),
+                         "after": _summary([a[s] for s in seeds])})
     return rows
 
 
@@ -102,7 +107,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         out.append(f"| {r['dataset']} | {r['method']} | {r['split']} | {r['epsilon']:g} | {b['accountant']} -> "
                    f"{a['accountant']} | {_f(b['spent'], 3)} -> {_f(a['spent'], 3)} | {noise} | "
                    f"{100 * b['acc']:.1f} -> {100 * a['acc']:.1f} ({_signed(100 * (a['acc'] - b['acc']))}) "
-                   f"| {b['n']} -> {a['n']} |")
+                   f"| {a['n']} |")
     return "\n".join(out)
 
 

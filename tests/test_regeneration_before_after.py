@@ -36,7 +36,9 @@ def test_cells_pair_on_target_epsilon_and_only_regenerations_count_as_before(tmp
                # a retune, not a regeneration: not the "before" of this comparison
                {**_rec("b", "dpgnn", 4, 1, 0.10, 3.99, noise_multiplier=9.0, start=5), "superseded_because": "retuned"},
                {**_rec("c", "drw", 8, 0, 0.20, 7.7, noise_multiplier=8.0, steps=39), **why},
-               {**_rec("d", "mlp", "inf", 0, 0.70, "inf"), **why}]
+               {**_rec("d", "mlp", "inf", 0, 0.70, "inf"), **why},
+               # a seed not regenerated yet: left out of both sides
+               {**_rec("f", "drw", 8, 1, 0.90, 7.7, noise_multiplier=8.0, steps=39), **why}]
     rows = BA.pairs(_site(tmp_path, runs, retired))
     assert [(r["method"], r["epsilon"]) for r in rows] == [("dpgnn", 4.0), ("drw", 8.0)]
     dpgnn, drw = rows
@@ -46,6 +48,7 @@ def test_cells_pair_on_target_epsilon_and_only_regenerations_count_as_before(tmp
     # the parameter the calibration moved: the noise for DP-GNN, the steps DRW's budget bought
     assert BA.moved(dpgnn["before"], dpgnn["after"]) == "noise_multiplier"
     assert BA.moved(drw["before"], drw["after"]) == "steps"
+    assert drw["before"]["n"] == drw["after"]["n"] == 1 and abs(drw["before"]["acc"] - 0.20) < 1e-12
     table = BA.table(rows)
     assert "| 35.0 -> 45.0 (+10.0) |" in table and "steps 39 -> 54" in table
     fams = BA.families_table(rows)
