@@ -21,8 +21,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
-#: the info keys that hold each family's calibrated noise (DRW's budget buys steps instead)
-NOISE_KEYS = ("noise_multiplier", "sigma", "lam", "scale", "steps")
+from scripts.tight_before_after import NOISE_KEYS  # each family's calibrated noise, or the steps DRW's budget buys
+
 REGENERATED = "regenerated from "
 
 
