@@ -106,11 +106,11 @@ def cluster(monkeypatch):
     finally:
         remember()
         c.shutdown()
-        # Ray's workers exit on their own after shutdown, slowly on a loaded machine: whatever is left after a
-        # minute is killed (never a stray Ray process, even when an assertion failed); one that survives even
-        # SIGKILL fails the test. A zombie has exited: only its parent (init, once a Ray process died) has not
-        # reaped it yet.
-        _, alive = psutil.wait_procs(list(spawned.values()), timeout=60)
+        # Ray's workers exit on their own after shutdown, slowly on a loaded machine (one was still running after a
+        # minute): whatever is left after 10 s is killed (never a stray Ray process, even when an assertion
+        # failed); one that survives even SIGKILL fails the test. A zombie has exited: only its parent (init, once
+        # a Ray process died) has not reaped it yet.
+        _, alive = psutil.wait_procs(list(spawned.values()), timeout=10)
         for p in alive:
             with contextlib.suppress(psutil.NoSuchProcess):
                 p.kill()
