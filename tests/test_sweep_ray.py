@@ -16,7 +16,6 @@ import os
 import signal
 import tempfile
 import threading
-import time
 from collections import Counter
 
 import pytest
@@ -167,12 +166,13 @@ def test_a_worker_killed_mid_cell_is_retried_by_ray_and_the_cell_finishes_once(c
 
     victim: list[int] = []
 
+    swept = threading.Event()
+
     def kill_the_armed_cell() -> None:
-        deadline = time.time() + 180
+        # no deadline but the sweep's end: on a loaded machine Ray's workers can take minutes to reach the flag
         while not (control / "victim.pid").exists():
-            if time.time() > deadline:
+            if swept.wait(0.1):
                 return
-            time.sleep(0.1)
         victim.append(int((control / "victim.pid").read_text()))
         victim.append(len(tracking.search_runs("sweep-ray", "attributes.status = 'RUNNING'")))
         cluster.remember()
@@ -181,9 +181,12 @@ def test_a_worker_killed_mid_cell_is_retried_by_ray_and_the_cell_finishes_once(c
     (control / "armed").touch()
     killer = threading.Thread(target=kill_the_armed_cell, daemon=True)
     killer.start()
-    s = api.sweep(conf, executor="ray", address=cluster.address, workers=2, gpus_per_cell=1, threads=1)
+    try:
+        s = api.sweep(conf, executor="ray", address=cluster.address, workers=2, gpus_per_cell=1, threads=1)
+    finally:
+        swept.set()
     killer.join(timeout=5)
-    assert victim, "no cell took the flag in time"
+    assert victim, "no cell took the flag"
     assert victim[1] >= 1, "the armed cell had no open run when it was killed"
     assert [r["status"] for r in s["results"]] == ["finished"] * 3, s["results"]
 
