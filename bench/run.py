@@ -142,7 +142,7 @@ def run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun |
                 "epsilon": str(budget.epsilon), "delta": budget.delta, "hparams": hparams}
     streams = RunStreams(seed, secure_noise=p.secure_noise)
     params = {"method": cls.name, "dataset": p.dataset.name, "split": p.split, "seed": seed,
-              "privacy_unit": cls.privacy_unit, "unit_label": cls.label(), "setting": task.setting,
+              "privacy_unit": cls.privacy_unit, "unit_label": method.relation_label(), "setting": task.setting,
               "target_epsilon": str(budget.epsilon), "delta": budget.delta, "device": str(p.device),
               "split_hash": task.split_hash(), "config_hash": stable_hash(identity),
               "dataset_source": p.dataset.source, "secure_noise": p.secure_noise,
@@ -184,7 +184,7 @@ def run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun |
             release.log(run, fitted, task)
         inference_private = released.get("inference_private")
         run.set_tags({"inference_private": "n/a" if inference_private is None else inference_private,
-                      "unit_label": cls.label(), "predictions_hash": predictions_hash(task, proba)})
+                      "unit_label": method.relation_label(), "predictions_hash": predictions_hash(task, proba)})
         reports = []
         if p.attacks is not None:
             from attacks.base import Target
@@ -195,7 +195,7 @@ def run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun |
                                  progress=trk.progress, run_name=name,
                                  tags={**trk.tags, "attacked_model": "the run's own model, in memory"})
         return RunResult(cls.name, p.dataset.name, p.split, seed, cls.privacy_unit, metrics, spent, budget.delta,
-                         budget.epsilon, run.run_id, seconds, released, reports, cls.label(),
+                         budget.epsilon, run.run_id, seconds, released, reports, method.relation_label(),
                          None if inference_private is None else bool(inference_private),
                          {**{k[len(DIAGNOSTIC):]: v for k, v in diag_metrics.items()}, **diag},
                          history if p.diagnostics else [])

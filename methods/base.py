@@ -356,6 +356,9 @@ class Method(ABC):
     unit_label: ClassVar[str] = ""
     #: one line on what the label means, for table footnotes
     unit_note: ClassVar[str] = ""
+    #: a method whose config chooses its neighbouring relation (a ``relation`` field): relation -> (unit label,
+    #: note) of each; :meth:`relation_label` reads it, so records and tables label the relation that ran
+    relation_labels: ClassVar[dict[str, tuple[str, str]]] = {}
     description: ClassVar[str] = ""
     Config: ClassVar[type] = NoConfig
     settings: ClassVar[tuple[str, ...]] = SETTINGS
@@ -392,6 +395,16 @@ class Method(ABC):
     def label(cls) -> str:
         """The unit label of tables: ``unit_label`` or the privacy unit."""
         return cls.unit_label or cls.privacy_unit
+
+    def relation_label(self) -> str:
+        """The unit label of this configured method: its relation's (:attr:`relation_labels`), else :meth:`label`."""
+        rel = getattr(self.config, "relation", None)
+        return self.relation_labels[rel][0] if rel in self.relation_labels else self.label()
+
+    def relation_note(self) -> str:
+        """The footnote of :meth:`relation_label`."""
+        rel = getattr(self.config, "relation", None)
+        return self.relation_labels[rel][1] if rel in self.relation_labels else self.unit_note
 
     def check_budget(self, budget: Budget) -> None:
         """Refuse budgets this method cannot meet (called by the harness before ``fit``)."""

@@ -11,17 +11,27 @@ enters. Sensitivities (Frobenius norm of the change of the noiseless output):
   (u -> w and w -> u) and so two unit vectors from two rows: sqrt(2). GAP's Lemma 1 (and ProGAP's
   Theorem 4.1) states 1, which is the sensitivity of ONE directed entry; our graphs are undirected and an
   edge-level unit is an undirected edge (delta is set from their number), so we use sqrt(2).
-* node level: removing node v deletes its unit vector from every row it is sent to. After
-  :func:`bound_out_degree` v is sent to at most D rows, so the change of the other nodes' rows is at most
-  sqrt(D) (GAP Lemma 3). v's own row disappears with v (it is v's data).
+* node level, two neighbouring relations (:data:`RELATIONS`):
 
-The degree bound is a random neighbour cut-off: each node keeps a uniformly random subset of
-min(D, out-degree) of its out-edges. It only ever removes edges. Caveat (see ``bound_out_degree``):
-the sqrt(D) bound holds for graphs compared AFTER the cut-off; the cut-off itself depends on the
-neighbour lists, so removing v from the original graph can make a neighbour u of v keep an edge it
-dropped before (v freed one of u's D slots). GAP, ProGAP and DP-GNN all state node-level DP with
-respect to the degree-bounded graph; on input graphs whose maximum degree is <= D the cut-off is the
-identity and the guarantee holds as stated.
+  ``input-graph`` (the default): node-level DP for the graph the user holds, over the graphs whose out-degrees
+  are at most a declared public bound D. The run refuses an input with a larger degree
+  (:func:`require_degree_bound`) and aggregates over the input graph itself. Removing a node v with all its
+  edges (or adding it) changes, among the other nodes' rows, exactly the rows of v's out-neighbours, each by
+  v's unit vector: at most D rows, so the change is at most sqrt(D). v's own row is v's data: it enters
+  training only as v's own example and is never released (``methods.gap.stages``). Later hops are the same
+  argument conditioned on the earlier releases.
+
+  ``cut-off-graph`` (GAP's and ProGAP's relation): a random neighbour cut-off (:func:`bound_out_degree`) keeps
+  min(D, out-degree) out-edges of every node and the sqrt(D) bound (GAP Lemma 3) holds for graphs compared
+  AFTER the cut-off. It is not node-level DP for the input graph when the cut-off binds: removing v frees a
+  slot at every neighbour u whose degree exceeds D, so u keeps an edge it had dropped, and the rows that move
+  are bounded by v's input degree, not by D (``tests/test_gap_nap.py``; the ``nap-node-input`` audit).
+
+Why no cut-off can replace the declared bound: any rule that caps a node's degree by ranking its neighbours
+reallocates the slot a removed node held, at every node that ranked it (the swap gadget above); the greedy
+edge-addition projection of Day, Li & Lyu (SIGMOD 2016), whose degree histogram is stable, moves a whole chain
+of edges when one node goes (``tests/test_gap_nap.py`` exhibits both). Neither bounds the moved rows by a function
+of D alone, so the sound default spends its noise on the declared bound instead.
 """
 
 from __future__ import annotations
@@ -35,7 +45,11 @@ from torch import Tensor
 from methods import mechanisms
 from methods.base import ConfigError
 from methods.models import sparse_adj_t
-from methods.privacy.presets import EDGE_SENSITIVITY, node_sensitivity  # noqa: F401 (the ledgers' constants)
+from methods.privacy.presets import (CUTOFF_GRAPH, EDGE_SENSITIVITY, INPUT_GRAPH, NODE_RELATIONS,  # noqa: F401
+                                     node_sensitivity)
+
+#: the node-level neighbouring relations of GAP / ProGAP (module docstring)
+RELATIONS = NODE_RELATIONS
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
@@ -65,8 +79,8 @@ def bound_out_degree(edge_index: Tensor, num_nodes: int, max_degree: int, genera
     directed even when the input is undirected: u may keep u -> w while w drops w -> u.
 
     Not monotone under node removal: with the same key, removing a node v from the input can ADD an edge
-    u -> w to the output (v held one of u's D slots). The node-level guarantee of GAP/ProGAP is therefore
-    with respect to the degree-bounded graph (see the module docstring); ``tests/test_gap_nap.py`` shows it.
+    u -> w to the output (v held one of u's D slots). The papers' node-level guarantee is therefore with
+    respect to the graph after the cut-off (relation ``cut-off-graph``, module docstring).
     """
     if max_degree < 1:
         raise ConfigError(f"max_degree must be >= 1 (got {max_degree})")
@@ -82,6 +96,39 @@ def bound_out_degree(edge_index: Tensor, num_nodes: int, max_degree: int, genera
     starts = torch.cumsum(counts, 0) - counts
     rank = torch.arange(e) - starts[src_sorted]
     return edge_index[:, order[rank < max_degree].to(edge_index.device)]
+
+
+def max_out_degree(edge_index: Tensor, num_nodes: int) -> int:
+    """The largest out-degree of the graph (``edge_index[0]`` is the source; 0 without edges)."""
+    if edge_index.size(1) == 0:
+        return 0
+    return int(torch.bincount(edge_index[0].cpu(), minlength=num_nodes).max())
+
+
+def require_degree_bound(edge_index: Tensor, num_nodes: int, max_degree: int, owner: str = "this method") -> None:
+    """Refuse an input graph with a node of out-degree above the declared bound (``ConfigError``): under the
+    ``input-graph`` relation the NAP sensitivity sqrt(D) holds only for graphs within the bound."""
+    if max_degree < 1:
+        raise ConfigError(f"max_degree must be >= 1 (got {max_degree})")
+    have = max_out_degree(edge_index, num_nodes)
+    if have > max_degree:
+        raise ConfigError(
+            f"{owner}: the input graph has a node of degree {have} > max_degree {max_degree}; under relation "
+            f"{INPUT_GRAPH} max_degree is a declared public bound on every node's degree, so set max_degree >= "
+            f"{have} (it is then public: the record names it), or relation={CUTOFF_GRAPH} for the papers' "
+            "relation (DP relative to the graph after a random cut-off, not for the input graph)")
+
+
+def degree_bounded_graph(edge_index: Tensor, num_nodes: int, max_degree: int, relation: str,
+                         generator: torch.Generator) -> Tensor:
+    """The graph NAP aggregates over at node level: the input graph itself under ``input-graph`` (after
+    :func:`require_degree_bound`), the random cut-off :func:`bound_out_degree` under ``cut-off-graph``."""
+    if relation == INPUT_GRAPH:
+        require_degree_bound(edge_index, num_nodes, max_degree)
+        return edge_index
+    if relation == CUTOFF_GRAPH:
+        return bound_out_degree(edge_index, num_nodes, max_degree, generator)
+    raise ConfigError(f"relation must be one of {', '.join(RELATIONS)} (got {relation!r})")
 
 
 def aggregation_matrix(edge_index: Tensor, num_nodes: int) -> Tensor:

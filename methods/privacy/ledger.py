@@ -72,6 +72,9 @@ PUBLIC_FACTS = {
                   "each); the rate B/n, the steps per epoch ceil(n/B), the batch min(B, n) and the noise are "
                   "calibrated to it"),
     "num_nodes": "the number of nodes of the graph (ProGAP's paper convention samples over all of them)",
+    "max_degree": ("a declared bound D on every node's degree in the input graph (DP-GNN: its number of training "
+                   "in-neighbours); the run refuses a graph above it, and the node-level sensitivity (NAP's sqrt(D), "
+                   "DP-GNN's occurrence bound N(D, r)) holds for the neighbouring input graphs within it"),
 }
 
 

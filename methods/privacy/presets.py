@@ -31,6 +31,16 @@ from methods.privacy.ledger import PUBLIC_FACTS, PrivacyLedger, Recipe
 EDGE_SENSITIVITY = math.sqrt(2.0)
 CONVENTIONS = ("sound", "paper")
 
+#: node-level neighbouring relations of the degree-bounded families (GAP / ProGAP at node level, DP-GNN).
+#: ``input-graph``: neighbouring INPUT graphs (one node added or removed with all its edges) among the graphs within
+#: a declared public degree bound D, which the run checks and refuses to exceed; the ledger names D public.
+#: The papers' relations are labelled variants: ``cut-off-graph`` (GAP / ProGAP: DP relative to the graph after a
+#: random out-degree cut-off) and ``in-edges`` (DP-GNN: a node owns its features, label and incoming edge list, the
+#: edge sampler's output compared).
+INPUT_GRAPH, CUTOFF_GRAPH, IN_EDGES = "input-graph", "cut-off-graph", "in-edges"
+NODE_RELATIONS = (INPUT_GRAPH, CUTOFF_GRAPH)
+DPGNN_RELATIONS = (INPUT_GRAPH, IN_EDGES)
+
 FAMILIES: dict[str, Callable[..., PrivacyLedger]] = {}
 
 
@@ -89,6 +99,24 @@ def _convention(c: str) -> str:
     if c not in CONVENTIONS:
         raise LedgerError(f"convention must be one of {', '.join(CONVENTIONS)} (got {c!r})")
     return c
+
+
+def _relation(relation: str, allowed: tuple[str, ...], owner: str) -> str:
+    if relation not in allowed:
+        raise LedgerError(f"{owner}: relation must be one of {', '.join(allowed)} (got {relation!r})")
+    return relation
+
+
+def _declared_bound(led: PrivacyLedger, relation: str, max_degree: int) -> PrivacyLedger:
+    """Under ``input-graph`` the claim rests on the declared degree bound: name it public, with a note; the papers'
+    relations say what their epsilon is relative to."""
+    if relation == INPUT_GRAPH:
+        return led.with_conventions({"max_degree": int(max_degree)})
+    if relation == CUTOFF_GRAPH:
+        return led.note(f"relative to the graph after the random out-degree cut-off to D={max_degree} (GAP/ProGAP's "
+                        "relation); not node-level DP for the input graph when the cut-off binds")
+    return led.note("DP-GNN's relation: a node owns its features, label and incoming edge list (the sampled edge "
+                    "lists compared); not node-level DP for the input graph when the sampler binds")
 
 
 def require_delta(delta: float, what: str = "Gaussian mechanisms") -> None:
@@ -189,12 +217,18 @@ def drw(num_nodes: int, walk_length: int, batch_size: int, noise_multiplier: flo
 
 @family("dpgnn", public=("num_train",))
 def dpgnn(num_train: int, batch_size: int, max_degree: int, layers: int, noise_multiplier: float,
-          steps: int) -> PrivacyLedger:
+          steps: int, relation: str = IN_EDGES) -> PrivacyLedger:
     """Theorem 1 per step: m of N training trees without replacement, a node in at most N(K, r) of them,
-    lambda = sigma / (2 C N(K, r)) (with adaptive clipping: the joint multiplier of gradient sum and count)."""
+    lambda = sigma / (2 C N(K, r)) (with adaptive clipping: the joint multiplier of gradient sum and count).
+
+    ``relation``: ``input-graph`` (K a declared public bound on every node's number of training in-neighbours in
+    the input graph, named public) or ``in-edges`` (the paper's relation; the default only so that recipes recorded
+    before the parameter existed rebuild as what they ran)."""
+    _relation(relation, DPGNN_RELATIONS, "dpgnn")
     occ = HypergeometricGaussian.occurrence(max_degree, layers)
-    return PrivacyLedger().add(HypergeometricGaussian(num_train=num_train, occurrence_bound=occ, batch_size=batch_size,
-                                                      noise_multiplier=noise_multiplier), _steps(steps))
+    led = PrivacyLedger().add(HypergeometricGaussian(num_train=num_train, occurrence_bound=occ, batch_size=batch_size,
+                                                     noise_multiplier=noise_multiplier), _steps(steps))
+    return _declared_bound(led, relation, max_degree)
 
 
 # --------------------------------------------------------------------------------------
@@ -216,7 +250,8 @@ def aggregation_edge(depth: int, sigma: float, convention: str = "sound") -> Pri
 
 
 def node_sensitivity(max_degree: int) -> float:
-    """Node-level L2 sensitivity of NAP on a graph with out-degrees <= ``max_degree`` (GAP Lemma 3)."""
+    """Node-level L2 sensitivity of NAP, other nodes' rows, on graphs with out-degrees <= ``max_degree``: the input
+    graph under ``input-graph`` (``methods.gap.nap``), the cut-off graph under GAP Lemma 3's relation."""
     if max_degree < 1:
         raise LedgerError(f"max_degree must be >= 1 (got {max_degree})")
     return math.sqrt(max_degree)
@@ -225,12 +260,15 @@ def node_sensitivity(max_degree: int) -> float:
 @family("progap-node", public=("num_train", "num_nodes"))
 def progap_node(depth: int, num_train: int, batch_size: int, steps_per_stage: int, noise_multiplier: float,
                 max_degree: int, sigma_ap: float | None = None, convention: str = "sound",
-                num_nodes: int | None = None) -> PrivacyLedger:
+                num_nodes: int | None = None, relation: str = CUTOFF_GRAPH) -> PrivacyLedger:
     """ProGAP Theorem 4.2: (K+1) stages of T Poisson-subsampled DP-SGD steps and K NAP releases of node-level
     sensitivity sqrt(D) with noise std sigma_AP (default z sqrt(D): one multiplier for both, as the code).
 
     Sound: the Poisson population is the TRAINING nodes (``num_train``), the only ones ever sampled.
-    ``convention="paper"``: the theorem's B / N over all ``num_nodes`` (understates the rate)."""
+    ``convention="paper"``: the theorem's B / N over all ``num_nodes`` (understates the rate).
+    ``relation``: ``input-graph`` (D a declared public bound on the input graph's degrees, named public) or
+    ``cut-off-graph`` (the paper's; the default only so that recipes recorded before the parameter rebuild)."""
+    _relation(relation, NODE_RELATIONS, "progap-node")
     if _convention(convention) == "paper":
         if num_nodes is None:
             raise LedgerError("the paper's convention samples over all nodes: give num_nodes")
@@ -241,19 +279,22 @@ def progap_node(depth: int, num_train: int, batch_size: int, steps_per_stage: in
     sap = noise_multiplier * s if sigma_ap is None else sigma_ap
     led = PrivacyLedger().add(PoissonGaussian(rate=poisson_rate(batch_size, population), noise_multiplier=noise_multiplier,
                                               unit="node"), (depth + 1) * _steps(steps_per_stage))
-    return led.add(Gaussian(sensitivity=s, sigma=sap, unit="node"), _steps(depth))
+    return _declared_bound(led.add(Gaussian(sensitivity=s, sigma=sap, unit="node"), _steps(depth)), relation, max_degree)
 
 
 @family("gap-node", public=("num_train",))
 def gap_node(depth: int, num_train: int, batch_size: int, encoder_steps: int, classifier_steps: int,
-             noise_multiplier: float, max_degree: int) -> PrivacyLedger:
+             noise_multiplier: float, max_degree: int, relation: str = CUTOFF_GRAPH) -> PrivacyLedger:
     """GAP node level: encoder and classifier DP-SGD (Poisson, rate B / #training nodes) + K NAPs of
-    sensitivity sqrt(D), one multiplier z for both (sigma_AP = z sqrt(D), as GAP's code composes them)."""
+    sensitivity sqrt(D), one multiplier z for both (sigma_AP = z sqrt(D), as GAP's code composes them).
+    ``relation`` as for :func:`progap_node`."""
+    _relation(relation, NODE_RELATIONS, "gap-node")
     rate = poisson_rate(batch_size, num_train)
     led = PrivacyLedger().add(PoissonGaussian(rate=rate, noise_multiplier=noise_multiplier, unit="node"),
                               _steps(encoder_steps) + _steps(classifier_steps))
     s = node_sensitivity(max_degree)
-    return led.add(Gaussian(sensitivity=s, sigma=noise_multiplier * s, unit="node"), _steps(depth))
+    return _declared_bound(led.add(Gaussian(sensitivity=s, sigma=noise_multiplier * s, unit="node"), _steps(depth)),
+                           relation, max_degree)
 
 
 @family("edgerand")

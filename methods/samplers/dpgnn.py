@@ -39,6 +39,7 @@ import torch
 from torch import Tensor
 
 from methods.base import ConfigError
+from methods.privacy.presets import DPGNN_RELATIONS, IN_EDGES, INPUT_GRAPH
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -128,16 +129,46 @@ class SampledEdgelists:
         return out
 
 
+def max_train_in_degree(edge_index: Tensor, num_nodes: int, train_mask: Tensor) -> int:
+    """The largest number of training in-neighbours of any node (self-loops and duplicates ignored): what the
+    occurrence bound N(K, r) needs to be at most K when no edge is dropped."""
+    src, dst = _simple_edges(edge_index, num_nodes)
+    on_train = torch.as_tensor(train_mask, dtype=torch.bool)[src]
+    d = dst[on_train]
+    return int(torch.bincount(d, minlength=num_nodes).max()) if d.numel() else 0
+
+
+def require_in_degree_bound(edge_index: Tensor, num_nodes: int, train_mask: Tensor, max_degree: int,
+                            owner: str = "dpgnn") -> None:
+    """Refuse an input graph with a node of more than ``max_degree`` training in-neighbours (``ConfigError``):
+    under ``input-graph`` K is a declared public bound, and Lemma 1's occurrence bound rests on it."""
+    have = max_train_in_degree(edge_index, num_nodes, train_mask)
+    if have > int(max_degree):
+        raise ConfigError(
+            f"{owner}: the input graph has a node with {have} training in-neighbours > max_degree {max_degree}; under "
+            f"relation {INPUT_GRAPH} max_degree is a declared public bound on it (a bound on the degree is one), so "
+            f"set max_degree >= {have} (it is then public: the record names it), or relation={IN_EDGES} for the "
+            "paper's relation (a node owns its incoming edge list; not node-level DP for the input graph)")
+
+
 def sample_edgelists(edge_index: Tensor, num_nodes: int, train_mask: Tensor, max_degree: int,
-                     generator: torch.Generator | None = None, key: int | None = None) -> SampledEdgelists:
-    """Algorithm 1 (SAMPLE-EDGELISTS): in-degree-bounded sampling over incoming edges from training nodes.
+                     generator: torch.Generator | None = None, key: int | None = None,
+                     relation: str = INPUT_GRAPH) -> SampledEdgelists:
+    """The incoming edge lists from training nodes that the trees are built from.
+
+    ``relation="in-edges"``: Algorithm 1 (SAMPLE-EDGELISTS), in-degree-bounded sampling (the paper's).
+    ``relation="input-graph"``: every incoming edge from a training node is kept, after checking that no node has
+    more than ``max_degree`` of them (:func:`require_in_degree_bound`). No coin depends on another edge, so removing
+    a node changes only the trees that contain it (``methods.dpgnn``'s module docstring has the proof).
 
     Self-loops and duplicate edges are ignored (a simple directed graph). ``key`` overrides the key drawn
-    from ``generator`` (tests couple two graphs with it).
+    from ``generator`` (tests couple two graphs with it; it orders the out-lists under either relation).
     """
     k = int(max_degree)
     if k < 0:
         raise ConfigError(f"max_degree must be >= 0 (got {max_degree})")
+    if relation not in DPGNN_RELATIONS:
+        raise ConfigError(f"relation must be one of {', '.join(DPGNN_RELATIONS)} (got {relation!r})")
     train_mask = torch.as_tensor(train_mask, dtype=torch.bool)
     if train_mask.numel() != num_nodes:
         raise ConfigError(f"train_mask has {train_mask.numel()} entries for {num_nodes} nodes")
@@ -148,7 +179,11 @@ def sample_edgelists(edge_index: Tensor, num_nodes: int, train_mask: Tensor, max
     on_train = train_mask.numpy()[src]
     src, dst = src[on_train], dst[on_train]
     train_in = np.bincount(dst, minlength=num_nodes)
-    if src.size and k > 0:
+    if relation == INPUT_GRAPH:
+        if src.size and int(train_in.max()) > k:
+            require_in_degree_bound(edge_index, num_nodes, train_mask, k)
+        keep = np.ones(src.size, dtype=bool)
+    elif src.size and k > 0:
         keep = edge_uniforms(key, src, dst) < k / (2.0 * train_in[dst])
     else:
         keep = np.zeros(src.size, dtype=bool)
@@ -275,9 +310,10 @@ def dfs_tree_subgraphs(lists: SampledEdgelists, roots: Tensor, depth: int, max_c
 
 def sample_subgraphs(edge_index: Tensor, num_nodes: int, train_mask: Tensor, max_degree: int, depth: int,
                      generator: torch.Generator | None = None, max_children: int | None = None,
-                     key: int | None = None) -> tuple[SampledEdgelists, TreeSubgraphs]:
-    """Algorithm 3 (SAMPLE-SUBGRAPHS): sampled edge lists, then one depth-``depth`` tree per training node."""
-    lists = sample_edgelists(edge_index, num_nodes, train_mask, max_degree, generator, key=key)
+                     key: int | None = None, relation: str = INPUT_GRAPH) -> tuple[SampledEdgelists, TreeSubgraphs]:
+    """Algorithm 3 (SAMPLE-SUBGRAPHS): the edge lists (:func:`sample_edgelists` under ``relation``), then one
+    depth-``depth`` tree per training node."""
+    lists = sample_edgelists(edge_index, num_nodes, train_mask, max_degree, generator, key=key, relation=relation)
     roots = torch.as_tensor(train_mask, dtype=torch.bool).nonzero().view(-1)
     return lists, dfs_tree_subgraphs(lists, roots, depth, max_children)
 
@@ -288,9 +324,10 @@ def sample_subgraphs(edge_index: Tensor, num_nodes: int, train_mask: Tensor, max
 
 
 def reference_sample_edgelists(edge_index: Tensor, num_nodes: int, train_mask: Tensor, max_degree: int,
-                               key: int) -> dict[int, list[int]]:
+                               key: int, relation: str = IN_EDGES) -> dict[int, list[int]]:
     """Algorithm 1 with Python lists and dicts; the same coins as :func:`sample_edgelists`. Returns the
-    sampled out-lists E (every node a key), each in priority order."""
+    sampled out-lists E (every node a key), each in priority order. ``relation="input-graph"``: every incoming
+    edge from a training node (the caller checks the bound)."""
     src, dst = _simple_edges(edge_index, num_nodes)
     s_list, d_list = src.tolist(), dst.tolist()
     coins = edge_uniforms(key, src, dst).tolist()
@@ -303,6 +340,9 @@ def reference_sample_edgelists(edge_index: Tensor, num_nodes: int, train_mask: T
     sampled: dict[int, list[tuple[int, int]]] = {}
     for v, lst in incoming.items():
         if not lst:
+            continue
+        if relation == INPUT_GRAPH:
+            sampled[v] = [(u, pr) for u, c, pr in lst]
             continue
         p = max_degree / (2 * len(lst))
         kept = [(u, pr) for u, c, pr in lst if c < p]
