@@ -2,8 +2,10 @@
 
 Algorithm (``dpgnn`` = DP-SGD, Algorithm 4; ``dpgnn-adam`` = DP-Adam, Algorithm 5):
 
-1. Sample the incoming edge lists with in-degree <= K (Algorithm 1) and build one depth-r tree per training
-   node (Algorithms 2-3): :mod:`methods.samplers.dpgnn`. Each tree is ONE example (its root's label).
+1. Form the incoming edge lists from training nodes -- every one of them under ``relation="input-graph"`` (the
+   default: K bounds every node's training in-degree in the input graph), in-degree-bounded sampling (Algorithm
+   1) under ``relation="in-edges"`` -- and build one depth-r tree per training node (Algorithms 2-3):
+   :mod:`methods.samplers.dpgnn`. Each tree is ONE example (its root's label).
 2. Each step draws ``m`` trees uniformly WITHOUT replacement (:class:`methods.dpsgd.FixedSizeSampler`; the
    official code draws with replacement while its accountant assumes without -- we do not), clips every
    tree's gradient per layer (each parameter tensor to C/sqrt(#tensors), so the total is <= C), sums, adds
@@ -22,16 +24,49 @@ is the r-layer GNN on the sampled graph); at inference the same weights run on t
 
 Privacy: what the ledger certifies, and what it does not
 --------------------------------------------------------
-* Neighbouring relation. Theorem 1 rests on Lemma 2: removing a node changes only the training trees that
-  contain it (at most N(K, r), Lemma 1). With the per-edge coins of :mod:`methods.samplers.dpgnn` this is
-  literally true under the paper's relation (Definition 1 with Remark 2: the graph is directed and a node
-  owns its features, its label and its OWN incoming edge list; adding or removing it leaves every other
-  node's list untouched) and ``tests/test_dpgnn_privacy.py`` checks it. It is NOT true for the textbook
-  undirected node-level relation, where removing v also deletes v from every neighbour's incoming list:
-  Algorithm 1's keep probability K / (2|RE_u|) and its drop rule then change for every neighbour u, so trees
-  that never contained v change too, and no occurrence bound holds (a test exhibits such a graph). The
-  epsilon reported here is therefore DP-GNN's guarantee under the paper's relation, not under that stricter
-  one; no finite bound for this sampler exists under the stricter one.
+* Neighbouring relation (``relation``). Theorem 1 needs: removing or adding a node changes at most N(K, r)
+  training trees (the examples), and every other tree keeps its law. Two relations:
+
+  ``input-graph`` (the default): node-level DP for the graph the user holds, over the input graphs in which no
+  node has more than K training in-neighbours (K = ``max_degree``, a declared public bound: a degree bound is
+  one; the run refuses a graph above it in :meth:`DPGNN.check_task`, before anything is trained). The input
+  graph is the task's training graph: the whole graph with its training mask (transductive), the graph of the
+  training nodes, all training (inductive). The neighbour
+  of G is G - v: v removed with ALL its edges, in and out (the add/remove relation the ledger's ``add_remove``
+  names). The sampler keeps every incoming edge from a training node (identity sampling) and ``max_children``
+  keeps, of each node's out-list, the M edges of highest per-edge priority (a hash of the edge's endpoints
+  under a key drawn from the run's stream). Claim: T_w(G - v) = T_w(G) for every training root w whose tree
+  T_w(G) does not contain v. Proof by induction on depth: the roots agree; a node x at depth d < r of T_w(G)
+  is not v, and its out-list in G - v is its out-list in G less v (no edge's presence depends on another
+  edge); v is not among x's top-M children in G (v is not in the tree), so x's top-M list, in priority order,
+  is unchanged, and so are the subtrees below it by induction; features and labels of nodes other than v are
+  untouched. So the changed examples are exactly the trees containing v (v's own tree, if v trains, among
+  them). Their number is at most N(K, r) = sum_{i<=r} K^i (Lemma 1): a tree holds v at depth i only if its
+  root reaches v by a path of i training in-edges, and with at most K training in-neighbours per node there
+  are at most K^i such roots. Adding v is the same argument read backwards (G + v is within the bound, else
+  refused). The hypergeometric argument of Theorem 1 (below) then applies unchanged, so the ledger
+  (``presets.dpgnn(relation="input-graph")``, which names K public) certifies node-level DP on input graphs.
+  ``tests/test_dpgnn_privacy.py`` checks the claim and the clipped-sum sensitivity with hypothesis on random
+  directed and undirected graphs and removals.
+
+  ``in-edges`` (the paper's relation, Algorithm 1): the graph is directed and a node owns its features, its
+  label and its OWN incoming edge list (Definition 1 with Remark 2): neighbours differ in one node's data,
+  every other node's in-list is as it was (edges out of v included). Under it the coupling holds: with the
+  per-edge coins of :mod:`methods.samplers.dpgnn` only the trees that contain v change (Lemma 2; checked on
+  random graph pairs). For neighbouring INPUT graphs the paper's proof of Lemma 2 fails: removing v also
+  shrinks the in-list RE_u of every u it points to, which raises the keep probability K / (2 |RE_u|) of u's
+  other in-edges and can flip u's drop rule (sampled in-degree > K), so the trees of u's other
+  in-neighbours change without containing v, and there can be arbitrarily many of them. No coupling of the
+  coins repairs it, because the LAW of those trees changes: in the gadget (training v, w_1..w_S, non-training
+  u_1..u_S, edges w_i - u_i and v - u_i, K = 2) w_i's tree holds u_i with probability 1/2 in G and always in
+  G - v, so about S/2 trees change against the ledger's N(2, 1) = 3 (end to end, S = 1,600: Clopper-Pearson
+  epsilon lower bound 4.91 against a ledger of 0.9997). The epsilon of ``in-edges`` is DP-GNN's guarantee
+  under the paper's relation only.
+
+  Why identity sampling and not a top-K in-list by priority: capping u's in-list at its K in-edges of highest
+  priority gives the slot v held to u's (K+1)-th in-neighbour when v goes, and that node's tree changes
+  without containing v, at every u that v points to (so by v's out-degree, not by K). Under a declared bound
+  with every in-edge kept, no other edge's presence depends on v.
 * Add/remove with fixed-size batches. A removed training node also removes one of the N examples. Coupling
   "v's tree in the batch" with "a uniformly random other tree in its place" gives exactly the
   Hypergeometric(N, N(K,r), m) count of differing examples (each differing by <= 2C), so Theorem 1 holds with
@@ -42,8 +77,8 @@ Privacy: what the ledger certifies, and what it does not
   accounting conventionally does; the ledger names it (``conventions``, from ``presets.dpgnn``).
 * Transductive setting. The trees contain non-training nodes (features only, as leaves: only training nodes
   have children) and Lemma 1 bounds their occurrences too, so training protects every node's features,
-  label and incoming edges. Validation and test labels are never read during training and the final model
-  is released (no epoch is picked on validation labels).
+  label and edges (``input-graph``; under ``in-edges`` its incoming edges). Validation and test labels are
+  never read during training and the final model is released (no epoch is picked on validation labels).
 * Inference is not private: predictions use every node's full neighbourhood (the paper's choice), so the
   released posteriors of a node depend on its neighbours' features without noise (``inference_reads``).
 * Clipping threshold. The paper sets C to the 75th percentile of gradient norms at initialisation on the
@@ -75,7 +110,8 @@ from methods.dpsgd import DPOptimizer, FixedSizeSampler, QuantileClipping
 from methods.models import GraphInput, SparseFeatures, SparseRows
 from methods.privacy import PrivacyLedger, calibrate_noise, calibrate_steps, presets
 from methods.privacy.accountant import checkpoint_epochs
-from methods.samplers.dpgnn import TreeSubgraphs, occurrence_bound, sample_subgraphs
+from methods.privacy.presets import DPGNN_RELATIONS, IN_EDGES, INPUT_GRAPH
+from methods.samplers.dpgnn import TreeSubgraphs, occurrence_bound, require_in_degree_bound, sample_subgraphs
 from methods.training import ModelFitted, row_normalize
 
 Backbone = Literal["gcn", "gin", "gat"]
@@ -217,7 +253,12 @@ class DPGNNConfig:
     hidden: int = 100  # latent size of the official configs (the text says 256)
     heads: int = 10  # GAT heads (the paper's 10)
     activation: Literal["tanh", "relu"] = "tanh"  # the paper's DP runs mostly use tanh
-    max_degree: int = 10  # K (appendix E: "around 10 works reasonably well")
+    #: the neighbouring relation the epsilon holds for (module docstring): ``input-graph`` = node-level DP on input
+    #: graphs within the declared bound K; ``in-edges`` = the paper's (Algorithm 1, a node owns its in-edge list)
+    relation: Literal["input-graph", "in-edges"] = "input-graph"
+    #: K. input-graph: a declared public bound on every node's number of training in-neighbours in the input
+    #: (training) graph, refused above it; in-edges: Algorithm 1's K (appendix E: "around 10 works reasonably well")
+    max_degree: int = 10
     max_children: int | None = 20  # cap on each out-list in a tree (stable, privacy-neutral; see the sampler)
     batch_size: int = 2000  # m subgraphs per step, uniformly without replacement (at most the training trees)
     epochs: int = 30  # steps = epochs x ceil(N_train / m)
@@ -232,6 +273,8 @@ class DPGNNConfig:
     features: Literal["none", "row"] = "none"
 
     def validate(self) -> None:
+        if self.relation not in DPGNN_RELATIONS:
+            raise ConfigError(f"relation must be one of {', '.join(DPGNN_RELATIONS)} (got {self.relation!r})")
         if self.layers < 1 or self.encoder_layers < 0 or self.decoder_layers < 1:
             raise ConfigError("need layers >= 1, encoder_layers >= 0 and decoder_layers >= 1")
         if min(self.hidden, self.heads, self.batch_size, self.epochs) < 1 or self.max_degree < 1:
@@ -325,7 +368,7 @@ class _Prepared:
 def run_ledger(num_train: int, c: DPGNNConfig, lam: float, steps: int) -> PrivacyLedger:
     """Theorem 1 over ``steps`` steps of m = min(B, N) of N = ``num_train`` trees (``presets.dpgnn``)."""
     return presets.dpgnn(num_train=num_train, batch_size=min(c.batch_size, num_train), max_degree=c.max_degree,
-                         layers=c.layers, noise_multiplier=lam, steps=steps)
+                         layers=c.layers, noise_multiplier=lam, steps=steps, relation=c.relation)
 
 
 def calibrate(num_train: int, c: DPGNNConfig, budget: Budget) -> tuple[int, int, int, float]:
@@ -354,33 +397,54 @@ def calibrate(num_train: int, c: DPGNNConfig, budget: Budget) -> tuple[int, int,
 class DPGNN(Method):
     """DP-GNN with DP-SGD (Algorithm 4). See the module docstring for the privacy argument."""
 
-    description = "DP-GNN (Daigavane et al. 2022): node-level DP-SGD on in-degree-bounded r-hop trees"
+    description = ("DP-GNN (Daigavane et al. 2022): node-level DP-SGD on r-hop trees, input graphs within a declared "
+                   "training in-degree bound")
     privacy_unit = "node"
-    unit_label = "node (in-edges)"
-    unit_note = ("the paper's relation: a node owns its features, label and its own incoming edge list (graphs "
-                 "treated as directed); not the undirected node-level relation of gap-node/progap-node")
+    relation_labels = {
+        INPUT_GRAPH: ("node (declared max degree)",
+                      "add/remove a node with all its edges on input graphs where no node has more than K training "
+                      "in-neighbours (a declared public bound, refused above it)"),
+        IN_EDGES: ("node (in-edges)",
+                   "the paper's relation: a node owns its features, label and its own incoming edge list (graphs "
+                   "treated as directed); not the undirected node-level relation of gap-node/progap-node"),
+    }
+    unit_label, unit_note = relation_labels[INPUT_GRAPH]
     gradient_canaries = True
     inference_reads = frozenset({I.OWN_FEATURES, I.OTHER_FEATURES, I.EDGES})  # full neighbourhoods
     Config: ClassVar[type] = DPGNNSGDConfig
     settings = ("transductive", "inductive")
     optimizer: ClassVar[str] = "sgd"
     noisy_info = frozenset({"final_clip"})  # adaptive clipping follows the noisy counts
-    smoke_config = {"epochs": 2, "batch_size": 32, "hidden": 16, "heads": 2, "max_degree": 3, "max_children": 5}
+    #: max_degree 20: at least the training in-degree of the tests' small csbm graphs (at most 19), as input-graph needs
+    smoke_config = {"epochs": 2, "batch_size": 32, "hidden": 16, "heads": 2, "max_degree": 20, "max_children": 5}
+
+    def training_input(self, task: Task) -> tuple:
+        """(training graph, training mask) the trees are built from: the whole graph with ``train_mask``
+        (transductive), the training graph with every node training (inductive)."""
+        train_data, _ = task.training_graph()
+        if task.setting == "transductive":
+            return train_data, task.train_mask
+        return train_data, torch.ones(train_data.num_nodes, dtype=torch.bool)
+
+    def check_task(self, task: Task) -> None:
+        """Under ``input-graph``, refuse a training graph with a node of more than K training in-neighbours
+        (before any run opens): the occurrence bound N(K, r) of the ledger rests on the declared K."""
+        super().check_task(task)
+        if self.config.relation == INPUT_GRAPH:
+            data, train_mask = self.training_input(task)
+            require_in_degree_bound(data.edge_index, int(data.num_nodes), train_mask, self.config.max_degree,
+                                    owner=self.name or type(self).__name__)
 
     def prepare(self, task: Task, gen: torch.Generator, grams: bool = True) -> _Prepared:
         """The trees (from ``gen``: the ``subgraphs`` stream) and the data path; ``grams=False`` skips the
         per-tree Gram matrices (only DP-SGD's per-example norms read them)."""
         c = self.config
-        train_data, _ = task.training_graph()
-        if task.setting == "transductive":
-            train_mask = task.train_mask
-        else:
-            train_mask = torch.ones(train_data.num_nodes, dtype=torch.bool)
+        train_data, train_mask = self.training_input(task)
         if int(train_mask.sum()) == 0:
             raise ConfigError(f"{task.dataset}/{task.split} has no training node")
         x_train = row_normalize(train_data.x) if c.features == "row" else train_data.x
         lists, trees = sample_subgraphs(train_data.edge_index, int(train_data.num_nodes), train_mask, c.max_degree,
-                                        c.layers, generator=gen, max_children=c.max_children)
+                                        c.layers, generator=gen, max_children=c.max_children, relation=c.relation)
         x_all = row_normalize(task.data.x) if c.features == "row" else task.data.x
         stats = {"dropped_nodes": int(lists.dropped.sum()), "sampled_edges": int(lists.dst.numel()),
                  "mean_tree_size": float(trees.sizes.float().mean()), "max_tree_size": int(trees.sizes.max()),
@@ -453,9 +517,11 @@ class DPGNN(Method):
         if not private:
             run = PrivacyLedger.non_private(f"{self.name} trained without noise (epsilon=inf requested)")
         else:
-            run = ledger(lam, done).note(f"node-level DP-GNN (Theorem 1) under the paper's relation: a node owns its features, "
-                           f"label and incoming edge list; N_train={n}, m={m}, K={c.max_degree}, r={c.layers}, "
-                           f"N(K,r)={occ}")
+            what = ("removing a node with all its edges changes only the trees holding it, on input graphs where no "
+                    f"node has more than K={c.max_degree} training in-neighbours (declared, checked)"
+                    if c.relation == INPUT_GRAPH else "Algorithm 1's in-degree sampling")
+            run = ledger(lam, done).note(f"node-level DP-GNN (Theorem 1), relation {c.relation}: {what}; N_train={n}, "
+                                         f"m={m}, K={c.max_degree}, r={c.layers}, N(K,r)={occ}")
             if lam_count is not None:
                 run = run.note(f"adaptive clipping: each step also releases a count with noise std {count_std:g} "
                                f"(multiplier {lam_count:.4g}); the event's lambda {lam:.4g} is the joint "
@@ -476,6 +542,7 @@ class DPGNNSGD(DPGNN):
 
 @register("dpgnn-adam")
 class DPGNNAdam(DPGNN):
-    description = "DP-GNN (Daigavane et al. 2022) with DP-Adam: node-level, in-degree-bounded r-hop trees"
+    description = ("DP-GNN (Daigavane et al. 2022) with DP-Adam: node-level, r-hop trees, input graphs within a "
+                   "declared training in-degree bound")
     Config = DPGNNConfig
     optimizer = "adam"

@@ -12,7 +12,7 @@ from methods import Budget, get_method
 from methods.base import ConfigError
 from methods.dpgnn import DPGNNModel
 from methods.dpsgd import PerExampleGradients, cross_entropy_per_example
-from methods.samplers.dpgnn import sample_subgraphs
+from methods.samplers.dpgnn import max_train_in_degree, sample_subgraphs
 
 
 def random_undirected(n, p, gen):
@@ -26,22 +26,25 @@ def random_undirected(n, p, gen):
 @given(n=st.integers(2, 14), p=st.floats(0.0, 0.6), r=st.integers(1, 2), seed=st.integers(0, 999),
        backbone=st.sampled_from(["gcn", "gin", "gat"]), enc=st.integers(0, 2), dec=st.integers(1, 2))
 def test_trees_equal_full_graph_inference_when_nothing_is_sampled_away(n, p, r, seed, backbone, enc, dec):
-    """With every node training and K >= 2 * max degree, Algorithm 1 keeps every edge (probability >= 1, no
-    drop) and the depth-r tree of v is v's r-hop computation tree: the tree forward at the root must equal
-    full-graph message passing at v (inverse-degree GCN, sum GIN, dot-product GAT)."""
+    """With every node training, relation input-graph (K >= the largest in-degree) keeps every edge, and so does
+    Algorithm 1 with K >= 2 * max degree (probability >= 1, no drop): the depth-r tree of v is v's r-hop
+    computation tree, and the tree forward at the root must equal full-graph message passing at v
+    (inverse-degree GCN, sum GIN, dot-product GAT)."""
     gen = torch.Generator().manual_seed(seed)
     ei = random_undirected(n, p, gen)
     x = torch.randn(n, 6, generator=gen)
-    k = 2 * int(torch.bincount(ei[1], minlength=n).max()) + 2
-    _, trees = sample_subgraphs(ei, n, torch.ones(n, dtype=torch.bool), k, r, key=seed)
-    assert torch.equal(trees.roots, torch.arange(n))
+    deg = int(torch.bincount(ei[1], minlength=n).max())
     torch.manual_seed(seed)
     model = DPGNNModel(6, 3, backbone, hidden=4, layers=r, encoder_layers=enc, decoder_layers=dec, heads=2)
-    xb = x[trees.nodes.clamp(min=0)] * (trees.nodes >= 0).unsqueeze(-1)
     with torch.no_grad():
-        tree_out = model(xb, trees.parent)
         full = model.full_graph(x, ei)
-    assert torch.allclose(tree_out, full, atol=1e-5)
+    for relation, k in (("input-graph", max(deg, 1)), ("in-edges", 2 * deg + 2)):
+        _, trees = sample_subgraphs(ei, n, torch.ones(n, dtype=torch.bool), k, r, key=seed, relation=relation)
+        assert torch.equal(trees.roots, torch.arange(n))
+        xb = x[trees.nodes.clamp(min=0)] * (trees.nodes >= 0).unsqueeze(-1)
+        with torch.no_grad():
+            tree_out = model(xb, trees.parent)
+        assert torch.allclose(tree_out, full, atol=1e-5)
 
 
 def reference_clipped_sum(model, inputs, target, clip):
@@ -65,7 +68,7 @@ def test_per_tree_gradients_are_exact_and_trees_never_mix(backbone, r):
     x = torch.randn(n, 5, generator=gen)
     y = torch.randint(0, 3, (n,), generator=gen)
     train = torch.rand(n, generator=gen) < 0.7
-    _, trees = sample_subgraphs(ei, n, train, 3, r, key=5)
+    _, trees = sample_subgraphs(ei, n, train, 3, r, key=5, relation="in-edges")
     xb = x[trees.nodes.clamp(min=0)] * (trees.nodes >= 0).unsqueeze(-1)
     torch.manual_seed(0)
     model = DPGNNModel(5, 3, backbone, hidden=6, layers=r, heads=3)
@@ -139,6 +142,7 @@ def test_a_batch_larger_than_the_training_trees_takes_every_tree(small_task):
     ({"clip_quantile": 1.5}, "clip_quantile"),
     ({"max_children": 0}, "max_children"),
     ({"noise_multiplier": -1}, "noise_multiplier"),
+    ({"relation": "undirected"}, "relation"),
 ])
 def test_bad_configuration_is_a_clear_error(small_task, overrides, match):
     cls = get_method("dpgnn")
@@ -165,3 +169,32 @@ def test_full_graph_messages_in_edge_blocks_equal_all_at_once(backbone, block, m
     assert torch.equal(whole, streamed)
     with torch.enable_grad():  # with autograd: one pass (the tree batches), gradients intact
         assert torch.equal(model.full_graph(x, edge_index), whole)
+
+
+def test_input_graph_refuses_a_task_above_the_declared_bound_before_training(small_task, monkeypatch):
+    """K below the training graph's largest training in-degree: ``check_task`` (which the harness calls before a
+    run opens) refuses it, naming the bound; the paper's relation accepts the same K. Inductive: the bound is on the
+    training graph, every node training."""
+    import methods.dpgnn as D
+    from bench.datasets import load_dataset
+    from bench.splits import make_task
+
+    have = max_train_in_degree(small_task.data.edge_index, small_task.num_nodes, small_task.train_mask)
+    cls = get_method("dpgnn")
+    low = cls(**{**cls.smoke_config, "max_degree": have - 1})
+    assert low.relation_label() == "node (declared max degree)" == cls.unit_label
+    monkeypatch.setattr(D.DPGNN, "prepare", lambda *a, **k: pytest.fail("trained past the refusal"))
+    with pytest.raises(ConfigError, match=f"{have} training in-neighbours > max_degree {have - 1}"):
+        low.check_task(small_task)
+    with pytest.raises(ConfigError, match="training in-neighbours"):
+        low.fit(small_task, Budget(4.0, 1e-4), seed=0)
+    cls(**{**cls.smoke_config, "max_degree": have}).check_task(small_task)
+    paper = cls(**{**cls.smoke_config, "max_degree": 2, "relation": "in-edges"})
+    paper.check_task(small_task)
+    assert paper.relation_label() == "node (in-edges)" and "incoming edge list" in paper.relation_note()
+    task = make_task(load_dataset("csbm:nodes=300,classes=3,features=8,degree=6"), "disjoint", 0)
+    g, _ = task.training_graph()
+    need = max_train_in_degree(g.edge_index, int(g.num_nodes), torch.ones(int(g.num_nodes), dtype=torch.bool))
+    cls(**{**cls.smoke_config, "max_degree": need}).check_task(task)
+    with pytest.raises(ConfigError, match="training in-neighbours"):
+        cls(**{**cls.smoke_config, "max_degree": need - 1}).check_task(task)

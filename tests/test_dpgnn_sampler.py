@@ -1,5 +1,7 @@
 """DP-GNN's samplers (Algorithms 1-3): degree bound, Lemma 1, who may have children, determinism, and
-equality with the line-by-line reference implementation of the pseudo-code."""
+equality with the line-by-line reference implementation of the pseudo-code, under the paper's relation
+(``in-edges``: Algorithm 1's sampling) and the default ``input-graph`` (every in-edge kept, a declared bound
+refused above it)."""
 
 import math
 
@@ -9,8 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from methods.base import ConfigError
-from methods.samplers.dpgnn import (dfs_tree_subgraphs, edge_uniforms, occurrence_bound, reference_dfs_tree,
-                                    reference_sample_edgelists, sample_edgelists, sample_subgraphs)
+from methods.samplers.dpgnn import (dfs_tree_subgraphs, edge_uniforms, max_train_in_degree, occurrence_bound,
+                                    reference_dfs_tree, reference_sample_edgelists, require_in_degree_bound,
+                                    sample_edgelists, sample_subgraphs)
+
+ALG1 = "in-edges"  # the paper's Algorithm 1
 
 
 @st.composite
@@ -35,7 +40,7 @@ def original_edges(ei):
 def test_degree_bound_lemma_1_and_who_has_children(g, k, r, seed, cap):
     ei, n, train = g
     lists, trees = sample_subgraphs(ei, n, train, k, r, generator=torch.Generator().manual_seed(seed),
-                                    max_children=cap)
+                                    max_children=cap, relation=ALG1)
     # Algorithm 1: sampled in-degree <= K; only incoming edges from training nodes; a subset of the graph
     assert int(lists.in_degree.max()) <= k
     kept = set(zip(lists.src.tolist(), lists.dst.tolist()))
@@ -63,8 +68,8 @@ def test_degree_bound_lemma_1_and_who_has_children(g, k, r, seed, cap):
        cap=st.sampled_from([None, 1, 3]))
 def test_vectorised_sampler_equals_the_pseudo_code(g, k, r, key, cap):
     ei, n, train = g
-    lists = sample_edgelists(ei, n, train, k, key=key)
-    ref = reference_sample_edgelists(ei, n, train, k, key)
+    lists = sample_edgelists(ei, n, train, k, key=key, relation=ALG1)
+    ref = reference_sample_edgelists(ei, n, train, k, key, relation=ALG1)
     assert {u: lists.out_list(u) for u in range(n)} == ref
     trees = dfs_tree_subgraphs(lists, train.nonzero().view(-1), r, max_children=cap)
     for i, root in enumerate(trees.roots.tolist()):
@@ -76,8 +81,8 @@ def test_vectorised_sampler_equals_the_pseudo_code(g, k, r, key, cap):
 @given(g=graphs(), k=st.integers(1, 10), r=st.integers(1, 3), seed=st.integers(0, 2 ** 31 - 1))
 def test_deterministic_per_seed(g, k, r, seed):
     ei, n, train = g
-    a = sample_subgraphs(ei, n, train, k, r, generator=torch.Generator().manual_seed(seed))
-    b = sample_subgraphs(ei, n, train, k, r, generator=torch.Generator().manual_seed(seed))
+    a = sample_subgraphs(ei, n, train, k, r, generator=torch.Generator().manual_seed(seed), relation=ALG1)
+    b = sample_subgraphs(ei, n, train, k, r, generator=torch.Generator().manual_seed(seed), relation=ALG1)
     assert a[0].key == b[0].key
     assert torch.equal(a[0].dst, b[0].dst) and torch.equal(a[0].ptr, b[0].ptr)
     assert torch.equal(a[1].nodes, b[1].nodes) and torch.equal(a[1].parent, b[1].parent)
@@ -87,7 +92,7 @@ def test_different_seeds_sample_different_graphs():
     g = torch.Generator().manual_seed(0)
     ei = torch.randint(0, 300, (2, 6000), generator=g)
     train = torch.ones(300, dtype=torch.bool)
-    keys = {tuple(sample_edgelists(ei, 300, train, 5, torch.Generator().manual_seed(s)).dst.tolist())
+    keys = {tuple(sample_edgelists(ei, 300, train, 5, torch.Generator().manual_seed(s), relation=ALG1).dst.tolist())
             for s in range(5)}
     assert len(keys) == 5
 
@@ -102,7 +107,7 @@ def test_keep_probability_is_k_over_twice_the_training_in_degree():
     train[1:d + 1] = True  # d training in-neighbours, d non-training ones
     counts, dropped = [], 0
     for key in range(reps):
-        lists = sample_edgelists(ei, 2 * d + 1, train, k, key=key)
+        lists = sample_edgelists(ei, 2 * d + 1, train, k, key=key, relation=ALG1)
         assert int(lists.train_in_degree[0]) == d
         c = int(lists.sampled_in_degree[0])
         counts.append(c)
@@ -145,3 +150,63 @@ def test_bad_input_is_a_clear_error():
     lists = sample_edgelists(ei, 3, torch.ones(3, dtype=torch.bool), 3, key=0)
     with pytest.raises(ConfigError, match="depth"):
         dfs_tree_subgraphs(lists, torch.tensor([0]), -1)
+
+
+# --------------------------------------------------------------------------------------
+# relation input-graph: every incoming edge from a training node, under a declared bound
+# --------------------------------------------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(g=graphs(), extra=st.integers(0, 3), r=st.integers(1, 3), seed=st.integers(0, 2 ** 31 - 1),
+       cap=st.sampled_from([None, 1, 2, 5]))
+def test_input_graph_keeps_every_training_in_edge_and_lemma_1(g, extra, r, seed, cap):
+    ei, n, train = g
+    k = max(1, max_train_in_degree(ei, n, train)) + extra
+    lists, trees = sample_subgraphs(ei, n, train, k, r, generator=torch.Generator().manual_seed(seed),
+                                    max_children=cap)
+    kept = set(zip(lists.src.tolist(), lists.dst.tolist()))
+    assert kept == {(u, v) for u, v in original_edges(ei) if bool(train[u])}  # no coin, no drop rule
+    assert not bool(lists.dropped.any()) and torch.equal(lists.sampled_in_degree, lists.train_in_degree)
+    assert int(lists.in_degree.max()) <= k
+    assert int(trees.occurrence().max()) <= occurrence_bound(k, r)
+    for i in range(trees.num_subgraphs):
+        for parent, child in trees.tree_edges(i):
+            assert (parent, child) in kept and bool(train[parent])
+    # the out-lists are ordered by the same per-edge priority as Algorithm 1's
+    same = sample_edgelists(ei, n, train, k, key=lists.key)
+    assert torch.equal(same.dst, lists.dst) and torch.equal(same.ptr, lists.ptr)
+
+
+@settings(max_examples=40, deadline=None)
+@given(g=graphs(20), extra=st.integers(0, 3), r=st.integers(1, 3), key=st.integers(0, 2 ** 62 - 1),
+       cap=st.sampled_from([None, 1, 3]))
+def test_input_graph_sampler_equals_the_reference(g, extra, r, key, cap):
+    ei, n, train = g
+    k = max(1, max_train_in_degree(ei, n, train)) + extra
+    lists = sample_edgelists(ei, n, train, k, key=key)
+    ref = reference_sample_edgelists(ei, n, train, k, key, relation="input-graph")
+    assert {u: lists.out_list(u) for u in range(n)} == ref
+    trees = dfs_tree_subgraphs(lists, train.nonzero().view(-1), r, max_children=cap)
+    for i, root in enumerate(trees.roots.tolist()):
+        got = [(int(a), int(d)) for a, d in zip(trees.nodes[i], trees.depth[i]) if a >= 0]
+        assert got == reference_dfs_tree(root, ref, r, max_children=cap)
+
+
+def test_input_graph_refuses_a_graph_above_the_declared_bound():
+    """Node 0 has three training in-neighbours (a non-training one, a self-loop and a duplicate do not count):
+    K = 3 runs, K = 2 is refused, by every entry point, naming the bound and the paper's relation."""
+    ei = torch.tensor([[1, 2, 3, 4, 0, 1], [0, 0, 0, 0, 0, 0]])
+    train = torch.tensor([True, True, True, True, False])
+    assert max_train_in_degree(ei, 5, train) == 3
+    sample_subgraphs(ei, 5, train, 3, 2, key=0)
+    require_in_degree_bound(ei, 5, train, 3)
+    for call in (lambda: require_in_degree_bound(ei, 5, train, 2),
+                 lambda: sample_edgelists(ei, 5, train, 2, key=0),
+                 lambda: sample_subgraphs(ei, 5, train, 2, 1, key=0)):
+        with pytest.raises(ConfigError, match=r"3 training in-neighbours > max_degree 2.*in-edges"):
+            call()
+    lists = sample_edgelists(ei, 5, train, 2, key=0, relation=ALG1)  # Algorithm 1 bounds it by sampling
+    assert int(lists.in_degree.max()) <= 2
+    with pytest.raises(ConfigError, match="relation"):
+        sample_edgelists(ei, 5, train, 3, key=0, relation="undirected")

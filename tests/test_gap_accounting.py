@@ -1,4 +1,5 @@
-"""Ledgers of GAP / ProGAP / EdgeRand: Theorems 4.1 and 4.2, the sqrt(2) edge sensitivity, calibration."""
+"""Ledgers of GAP / ProGAP / EdgeRand: Theorems 4.1 and 4.2, the sqrt(2) edge sensitivity, calibration, the node-level
+relations (what each ledger claims)."""
 
 import math
 
@@ -7,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from methods.base import BudgetError
-from methods.privacy import Gaussian, Laplace, PoissonGaussian, RandomizedResponse
+from methods.privacy import Gaussian, Laplace, LedgerError, PoissonGaussian, RandomizedResponse
 from methods.privacy import presets as P
 
 deltas = st.sampled_from([1e-3, 1e-5, 1e-6, 1e-8])
@@ -102,3 +103,32 @@ def test_edgerand_ledger_is_pure_and_at_most_the_sum(eps, share):
     # the smaller of basic composition (exactly eps) and the RDP conversion is reported
     assert led.epsilon(1e-5) <= eps * (1 + 1e-9)
     assert led.epsilon(1e-5) == pytest.approx(eps, rel=0.05)
+
+
+NODE_FAMILIES = {
+    "gap-node": lambda **kw: P.gap_node(2, 1000, 100, 20, 30, 1.5, 16, **kw),
+    "progap-node": lambda **kw: P.progap_node(2, 1000, 100, 20, 1.5, 16, **kw),
+}
+
+
+@pytest.mark.parametrize("family", sorted(NODE_FAMILIES))
+def test_node_families_record_their_relation(family):
+    """The same events (the same epsilon) under both relations; what differs is the claim: input-graph names the
+    declared bound D public, cut-off-graph says what its epsilon is relative to. A recipe without the parameter
+    (recorded before it) rebuilds as the papers' relation it ran."""
+    make = NODE_FAMILIES[family]
+    sound, paper, old = make(relation="input-graph"), make(relation="cut-off-graph"), make()
+    assert sound.events == paper.events and sound.epsilon(1e-5) == pytest.approx(paper.epsilon(1e-5))
+    assert sound.public_facts["max_degree"] == 16 and "max_degree" not in paper.public_facts
+    assert not sound.notes
+    (note,) = paper.notes
+    assert "relative to the graph after the random out-degree cut-off to D=16" in note
+    assert "not node-level DP for the input graph when the cut-off binds" in note
+    assert old.notes == paper.notes and old.recipe.kwargs()["relation"] == "cut-off-graph"
+    for led in (sound, paper):
+        rebuilt = P.rebuild(led.recipe)
+        assert rebuilt.events == led.events and rebuilt.conventions == led.conventions and rebuilt.notes == led.notes
+    nap = next(e for e in sound.events if isinstance(e, Gaussian))
+    assert nap.sensitivity == pytest.approx(4.0) and nap.unit == "node"  # sqrt(D), D = 16
+    with pytest.raises(LedgerError, match="relation"):
+        make(relation="in-edges")

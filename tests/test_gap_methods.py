@@ -1,5 +1,6 @@
 """GAP / ProGAP / EdgeRand end to end on the small synthetic task: inference never queries the graph,
-the ledger is exactly the calibrated theorem's, the graph is queried K times, EdgeRand's release."""
+the ledger is exactly the calibrated theorem's, the graph is queried K times, the node-level relations (the
+declared degree bound and its refusal, the papers' cut-off), EdgeRand's release."""
 
 import dataclasses
 import math
@@ -9,12 +10,13 @@ import pytest
 import torch
 
 from methods import Budget, get_method
-from methods.base import ConfigError
+from methods.base import ConfigError, Method
 from methods.gap import edgerand as ER
 from methods.privacy import presets as L
 from methods.gap import nap as NAP
 
 GRAPH_METHODS = ["gap-edge", "gap-node", "progap-edge", "progap-node", "edgerand"]
+NODE_METHODS = ["gap-node", "progap-node"]
 BUDGET = Budget(4.0, 1e-4)
 
 
@@ -83,21 +85,111 @@ def test_progap_node_ledger_is_the_calibrated_theorem_42(small_task):
     T = c["epochs"] * math.ceil(n_train / c["batch_size"])
     assert fitted.info["steps_per_stage"] == T
     z = fitted.info["noise_multiplier"]
-    expected = L.progap_node(c["depth"], n_train, c["batch_size"], T, z, c["max_degree"])
-    assert set(fitted.ledger.events) == set(expected.events)
+    expected = L.progap_node(c["depth"], n_train, c["batch_size"], T, z, c["max_degree"], relation="input-graph")
+    assert fitted.ledger.events == expected.events and fitted.ledger.conventions == expected.conventions
     assert fitted.info["sigma_ap"] == pytest.approx(z * math.sqrt(c["max_degree"]))
     assert fitted.epsilon(BUDGET.delta) == pytest.approx(BUDGET.epsilon, rel=2e-3)
-    diag = fitted.info["diagnostic"]  # exact edge counts: no ledger covers them
-    assert diag["edges_after_cutoff"] <= diag["edges_before_cutoff"]
-    assert any("degree-bounded" in n or "cut-off" in n for n in fitted.ledger.notes)
 
 
 def test_gap_node_ledger_matches_its_composition(small_task):
     fitted = fit("gap-node", small_task)
     i = fitted.info
     expected = L.gap_node(i["hops"], int(small_task.train_mask.sum()), 32, i["encoder_steps"], i["classifier_steps"],
-                          i["noise_multiplier"], i["max_degree"])
-    assert set(fitted.ledger.events) == set(expected.events)
+                          i["noise_multiplier"], i["max_degree"], relation="input-graph")
+    assert fitted.ledger.events == expected.events and fitted.ledger.conventions == expected.conventions
+
+
+# -- node level: which neighbouring relation -----------------------------------------------------------------
+
+
+def largest_degree(task) -> int:
+    return NAP.max_out_degree(task.data.edge_index, task.num_nodes)
+
+
+@pytest.mark.parametrize("name", NODE_METHODS)
+def test_node_default_is_the_input_graph_with_a_declared_public_bound(name, small_task):
+    cls = get_method(name)
+    assert cls.Config().relation == "input-graph" and cls.Config().max_degree == 100  # the papers' D, declared
+    D = cls.smoke_config["max_degree"]
+    assert D >= largest_degree(small_task)
+    fitted = fit(name, small_task)
+    led = fitted.ledger
+    assert led.recipe.kwargs()["relation"] == "input-graph" and led.recipe.kwargs()["max_degree"] == D
+    assert led.public_facts["max_degree"] == D  # the record names the bound the claim rests on
+    assert not any("cut-off" in n for n in led.notes)
+    assert L.rebuild(led.recipe).epsilon(BUDGET.delta) == pytest.approx(fitted.epsilon(BUDGET.delta))
+    diag = fitted.info["diagnostic"]  # exact counts: diagnostics, no ledger covers them
+    assert diag["edges_after_cutoff"] == diag["edges_before_cutoff"] == small_task.data.edge_index.size(1)
+    assert diag["nodes_above_max_degree"] == 0
+    method = cls(**cls.smoke_config)
+    assert method.relation_label() == cls.unit_label == "node (declared max degree)"
+    assert "declared public bound D" in method.relation_note() and "refuses" in method.relation_note()
+
+
+@pytest.mark.parametrize("name", NODE_METHODS)
+def test_node_papers_relation_is_labelled_relative_to_the_cutoff_graph(name, small_task):
+    D = 5
+    deg = torch.bincount(small_task.data.edge_index[0], minlength=small_task.num_nodes)
+    assert int(deg.max()) > D  # the cut-off binds
+    fitted = fit(name, small_task, relation="cut-off-graph", max_degree=D)
+    led = fitted.ledger
+    assert led.recipe.kwargs()["relation"] == "cut-off-graph" and "max_degree" not in led.public_facts
+    assert any(f"relative to the graph after the random out-degree cut-off to D={D}" in n
+               and "not node-level DP for the input graph" in n for n in led.notes), led.notes
+    assert fitted.info["sigma_ap"] == pytest.approx(fitted.info["noise_multiplier"] * math.sqrt(D))
+    assert fitted.epsilon(BUDGET.delta) == pytest.approx(BUDGET.epsilon, rel=2e-3)
+    diag = fitted.info["diagnostic"]
+    assert diag["nodes_above_max_degree"] == int((deg > D).sum()) > 0
+    assert diag["edges_after_cutoff"] == int(deg.clamp(max=D).sum()) < diag["edges_before_cutoff"]
+    method = get_method(name)(relation="cut-off-graph")
+    assert method.relation_label() == "node (after cut-off)" and "not node-level DP" in method.relation_note()
+
+
+@pytest.mark.parametrize("name", NODE_METHODS)
+def test_a_graph_above_the_declared_bound_is_refused_naming_the_degree(name, small_task, monkeypatch):
+    """check_task (which the harness calls before a run opens) refuses it, and so does the fit path; the papers'
+    relation accepts the same D."""
+    cls, have = get_method(name), largest_degree(small_task)
+    low = cls(**{**cls.smoke_config, "max_degree": have - 1})
+    refusal = f"{name}: the input graph has a node of degree {have} > max_degree {have - 1}"
+    with pytest.raises(ConfigError, match=refusal):
+        low.check_task(small_task)
+    cls(**{**cls.smoke_config, "max_degree": have}).check_task(small_task)  # at the largest degree: accepted
+    cls(**{**cls.smoke_config, "max_degree": have - 1, "relation": "cut-off-graph"}).check_task(small_task)
+    monkeypatch.setattr(cls, "check_task", Method.check_task)  # without the early check, the fit path refuses
+    with pytest.raises(ConfigError, match=f"degree {have} > max_degree {have - 1}"):
+        low.fit(small_task, BUDGET, seed=0, device="cpu")
+    with pytest.raises(ConfigError, match="relation"):
+        cls(relation="cutoff")
+
+
+def test_the_cli_refuses_a_graph_above_the_bound_before_any_run_opens(capsys, monkeypatch):
+    from mlflow.entities import ViewType
+
+    from bench import tracking
+    from bench.cli import main
+
+    def runs() -> int:
+        client = tracking.client()
+        ids = [e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)]
+        return len(client.search_runs(ids, run_view_type=ViewType.ALL, max_results=50000)) if ids else 0
+
+    monkeypatch.setenv("BENCH_OFFLINE", "1")
+    before = runs()
+    code = main(["run", "-m", "gap-node", "-d", "csbm:nodes=60,classes=2", "-e", "1", "--set",
+                 "gap-node.max_degree=1", "--no-progress"])
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if line.strip()]
+    assert code == 2 and err[-1].startswith("error: ") and "max_degree 1" in err[-1], err[-3:]
+    assert runs() == before
+
+
+def test_edge_level_methods_have_no_node_relation(small_task):
+    for name in ("gap-edge", "progap-edge"):
+        cls = get_method(name)
+        assert not hasattr(cls.Config(), "relation") and not hasattr(cls.Config(), "max_degree")
+        assert cls().relation_label() == cls.unit_label == "edge (undirected)"
+    led = fit("gap-edge", small_task).ledger
+    assert led.public_facts == {} and not led.notes
 
 
 @pytest.mark.parametrize("name", ["progap-edge", "gap-node", "edgerand"])

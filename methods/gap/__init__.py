@@ -4,10 +4,11 @@ Registers ``gap-edge``, ``gap-node`` (Sajadmanesh et al., USENIX Security 2023),
 ``progap-node`` (Sajadmanesh & Gatica-Perez 2023) and ``edgerand`` (LinkTeller's EdgeRand with asymmetric
 randomized response). Modules:
 
-``nap``       the NAP mechanism, its sensitivities and the random out-degree cut-off
-``ledgers``   the papers' ledgers (Theorems 4.1 / 4.2, GAP's composition, EdgeRand) and calibration
+``nap``       the NAP mechanism, its sensitivities, the node-level relations (declared degree bound, cut-off)
+``common``    setup, calibration, the node-level graph of each relation and its unit labels (the ledgers:
+              ``methods.privacy.presets``)
 ``nets``      base MLPs, progressive stages with concatenation JK, GAP's encoder
-``stages``    full-batch and DP-Adam training loops; the released model serving cached aggregates
+``stages``    full-batch and DP-Adam training loops; the model serving cached aggregates
 ``gap``, ``progap``, ``edgerand``   the methods
 ``plots``     the per-stage convergence figure
 """

@@ -10,11 +10,22 @@ import torch
 from torch import Tensor
 
 from methods.base import Budget, ConfigError, FitContext, Task
-from methods.gap.nap import aggregation_matrix, bound_out_degree
+from methods.gap.nap import (CUTOFF_GRAPH, INPUT_GRAPH, aggregation_matrix, degree_bounded_graph, degree_facts,
+                             require_degree_bound)
 from methods.gap.stages import Split
 from methods.privacy import calibrate_noise, presets
 
 NormChoice = Literal["auto", "batch", "group", "none"]
+
+#: unit label and footnote of each node-level relation of GAP and ProGAP (``Method.relation_labels``)
+NODE_RELATION_LABELS = {
+    INPUT_GRAPH: ("node (declared max degree)",
+                  "add/remove a node with all its edges, on input graphs whose degrees are within the declared public "
+                  "bound D; the run refuses larger degrees"),
+    CUTOFF_GRAPH: ("node (after cut-off)",
+                   "relative to the graph after the random out-degree cut-off to D (GAP/ProGAP's relation); not "
+                   "node-level DP for the input graph when the cut-off binds"),
+}
 
 
 @dataclass
@@ -60,11 +71,20 @@ def edge_graph(task: Task, device: torch.device) -> Tensor:
     return aggregation_matrix(task.data.edge_index, task.num_nodes).to(device)
 
 
-def node_graph(task: Task, s: Setup, max_degree: int) -> tuple[Tensor, dict]:
-    """The graph after the random out-degree cut-off to ``max_degree`` (node level), and facts about it."""
+def check_node_task(task: Task, max_degree: int, relation: str, owner: str) -> None:
+    """Under ``input-graph``, refuse an input graph above the declared degree bound (``ConfigError``), so that
+    the harness stops before any run opens (``Method.check_task``); the fit path checks again."""
+    if relation == INPUT_GRAPH:
+        require_degree_bound(task.data.edge_index, task.num_nodes, max_degree, owner)
+
+
+def node_graph(task: Task, s: Setup, max_degree: int, relation: str, owner: str) -> tuple[Tensor, dict]:
+    """The graph NAP aggregates over at node level (``nap.degree_bounded_graph``: the input graph within the
+    declared bound D, or the random out-degree cut-off to D), as a sparse aggregation matrix, and exact counts
+    about the bounding step (diagnostics, never released)."""
     ei = task.data.edge_index
-    bounded = bound_out_degree(ei, task.num_nodes, max_degree, s.gens["cutoff"])
-    facts = {"edges_before_cutoff": int(ei.size(1)), "edges_after_cutoff": int(bounded.size(1))}
+    bounded = degree_bounded_graph(ei, task.num_nodes, max_degree, relation, s.gens["cutoff"], owner)
+    facts = degree_facts(ei, bounded, task.num_nodes, max_degree)
     return aggregation_matrix(bounded, task.num_nodes).to(s.device), facts
 
 

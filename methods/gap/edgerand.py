@@ -16,6 +16,20 @@ Graphs with at most ``DENSE_PAIRS`` pairs use one coin per pair directly.
 GAP's code randomises both entries (u, w) and (w, u) of the symmetric adjacency independently, which spends
 eps1 twice on one undirected edge; we randomise each unordered pair once and symmetrise.
 
+The relation on the input: a user holds a graph (features, labels, the node set and its edges); neighbouring inputs
+differ in one undirected edge {u, w} (both directions; a pair stored in one direction only counts as that edge).
+Features, labels and the node count are public at edge level. The ledger (``presets.edgerand``): randomized response
+at eps1 on every pair plus a Laplace count of sensitivity 1. Proof that it covers the relation: the mechanism reads
+the input's edges only through the set of unordered pairs (the keys u * N + w, u < w, deduplicated, self-loops
+dropped), and neighbouring inputs give key sets that differ in exactly one key. (1) The count m moves by 1: the
+Laplace(1 / eps2) release is eps2-DP. (2) Given the noisy count, q (hence the keep and flip-in probabilities) is
+post-processing, and each pair is released independently with probability p q (a key) or (1 - p) q (not a key);
+the sparse path draws the same law (independent coins on the keys; a Binomial number of uniformly chosen non-keys).
+One pair's likelihood ratio is at most p / (1 - p) = e^eps1 (and (1 - (1 - p) q) / (1 - p q) <= e^eps1 for its
+absence), every other pair's law is the same on both sides: eps1-DP. Basic composition: eps1 + eps2 = eps.
+(``tests/test_input_relations.py`` checks the count's sensitivity and that the released facts are functions of the
+two releases.) The exact counts of the input (true, kept and flipped-in edges) are diagnostics.
+
 A GraphSAGE backbone (pre-processing layer, mean aggregation, jumping knowledge by concatenation,
 post-processing layer: the ProGAP paper's baseline) is then trained non-privately on the released graph (labels and features are public at edge level), with the best
 validation state; inference reads the released graph and raw features (public at edge level), so it is private too.
@@ -86,9 +100,11 @@ def asymmetric_rr(edge_index: Tensor, num_nodes: int, eps_link: float, eps_densi
                   rng: np.random.Generator) -> tuple[Tensor, dict]:
     """Release an undirected graph with ARR (see the module docstring). Returns (edge_index, facts)."""
     n = int(num_nodes)
-    ei = edge_index.cpu()
-    upper = ei[0] < ei[1]
-    edge_keys = sorted_unique((ei[0, upper] * n + ei[1, upper]).numpy().astype(np.int64))
+    ei = edge_index.cpu().long()
+    # the unordered pairs {u, w} with an edge in either direction (self-loops dropped): one key per undirected edge
+    lo, hi = torch.minimum(ei[0], ei[1]), torch.maximum(ei[0], ei[1])
+    pair = lo < hi
+    edge_keys = sorted_unique((lo[pair] * n + hi[pair]).numpy().astype(np.int64))
     m = int(edge_keys.size)
     pairs = n * (n - 1) // 2
     count_noise = rng.laplace(0.0, 1.0 / eps_density)

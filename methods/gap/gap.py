@@ -4,7 +4,7 @@
    is the embedding X(0). Edge level: trained non-privately (features and labels are public at edge
    level), best validation state. Node level: DP-Adam on Poisson batches of training nodes, final state.
 2. Aggregation, computed once and cached: X(k) = normalize(NAP(A, X(k-1); sigma)) for k = 1..K (K ledger
-   events). Node level runs it on the graph cut to out-degree <= D.
+   events). Node level aggregates over the degree-bounded graph of its relation (below).
 3. Classifier over (X(0), ..., X(K)): one base MLP per hop, concatenation, L2 normalisation, a linear
    head (GAP's MultiMLP classifier; the authors' code shares ONE base MLP across hops through a list
    multiplication, we give each hop its own, as the paper describes). Edge level: full-batch Adam with
@@ -17,18 +17,30 @@ nodes) composed with K Gaussian releases of sensitivity sqrt(D), one shared nois
 selects the encoder's and classifier's best epoch on validation labels also at node level (an
 unaccounted use of private labels); we release the final states. Inference reuses the cached
 aggregates (no further graph access).
+
+Node-level relation (``relation``; proofs in ``methods.gap.nap``):
+
+* ``input-graph`` (default): add/remove a node with all its edges in the input graph, over the graphs whose
+  out-degrees are within the declared public bound D = ``max_degree`` (the ledger names it). The run refuses a
+  larger degree in :meth:`GAPNode.check_task`, before any run opens, and NAP aggregates over the input graph.
+  Removing v moves, among the other nodes' rows of each hop (conditioned on the earlier hops), only v's
+  out-neighbours' rows, by one unit vector each: sensitivity sqrt(D). v's own rows are never released.
+* ``cut-off-graph`` (the paper's): NAP aggregates over a random out-degree cut-off to D, and sqrt(D) holds for
+  graphs compared after the cut-off (GAP Lemma 3); not node-level DP for the input graph where the cut-off
+  binds (a removal frees a slot at every neighbour above D).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
-from methods.base import ConfigError, FitContext, Method, register
+from methods.base import ConfigError, FitContext, Method, Task, register
 from methods.gap import common
-from methods.gap.common import NormChoice, calibrate
-from methods.gap.nap import EDGE_SENSITIVITY, nap, node_sensitivity, normalize_rows
+from methods.gap.common import NODE_RELATION_LABELS, NormChoice, calibrate
+from methods.gap.nap import EDGE_SENSITIVITY, INPUT_GRAPH, RELATIONS, nap, node_sensitivity, normalize_rows
 from methods.gap.nets import Encoder, ProgressiveNet
 from methods.gap.stages import CACHED_READS, FEATURE_QUERY_NOTE, CachedAggregatesFitted, train_dp, train_full_batch
 from methods.models import sparse_input
@@ -64,10 +76,17 @@ class GAPNodeConfig(GAPEdgeConfig):
     epochs: int = 5
     batch_size: int = 256
     clip: float = 1.0
+    # the neighbouring relation the epsilon holds for (module docstring): input-graph = node-level DP on input
+    # graphs within the declared bound D; cut-off-graph = the paper's (relative to the graph after the cut-off)
+    relation: Literal["input-graph", "cut-off-graph"] = "input-graph"
+    # D. input-graph: a declared public bound on every node's out-degree in the input graph (the run refuses a
+    # graph above it); cut-off-graph: the paper's random out-degree cut-off (100 on Facebook, 50 on Amazon)
     max_degree: int = 100
 
     def validate(self) -> None:
         super().validate()
+        if self.relation not in RELATIONS:
+            raise ConfigError(f"relation must be one of {', '.join(RELATIONS)} (got {self.relation!r})")
         if self.batch_size < 1 or self.max_degree < 1 or not self.clip > 0:
             raise ConfigError("batch_size and max_degree must be >= 1 and clip > 0")
 
@@ -140,14 +159,20 @@ def _embed(enc: Encoder, x: torch.Tensor) -> torch.Tensor:
 class GAPNode(Method):
     feature_query_note = FEATURE_QUERY_NOTE
     inference_reads = CACHED_READS
-    description = "GAP, node level: DP-SGD encoder, K cached NAP hops on an out-degree-D graph, DP-SGD classifier"
+    description = ("GAP, node level: DP-SGD encoder, K cached NAP hops on input graphs within a declared degree bound "
+                   "D, DP-SGD classifier")
     privacy_unit = "node"
-    unit_label = "node (degree-bounded)"
-    unit_note = ("add/remove a node with its edges, on the graph after the random out-degree cut-off to D (as "
-                 "GAP and ProGAP state it)")
+    relation_labels = NODE_RELATION_LABELS
+    unit_label, unit_note = relation_labels[INPUT_GRAPH]
     Config = GAPNodeConfig
     settings = ("transductive",)
-    smoke_config = {"hops": 2, "encoder_epochs": 2, "epochs": 2, "batch_size": 32, "max_degree": 5}
+    #: max_degree 20: at least the largest degree of the tests' small csbm graphs (13), as input-graph needs
+    smoke_config = {"hops": 2, "encoder_epochs": 2, "epochs": 2, "batch_size": 32, "max_degree": 20}
+
+    def check_task(self, task: Task) -> None:
+        """Under ``input-graph``, refuse a graph above the declared bound D before any run opens."""
+        super().check_task(task)
+        common.check_node_task(task, self.config.max_degree, self.config.relation, self.name or type(self).__name__)
 
     def _fit(self, ctx: FitContext):
         task, budget, c = ctx.task, ctx.budget, self.config
@@ -159,7 +184,8 @@ class GAPNode(Method):
 
         def ledger(z: float, enc_steps: int = t_enc, cls_steps: int = t_cls) -> PrivacyLedger:
             return presets.gap_node(depth=K, num_train=s.num_train, batch_size=c.batch_size, encoder_steps=enc_steps,
-                                    classifier_steps=cls_steps, noise_multiplier=z, max_degree=D)
+                                    classifier_steps=cls_steps, noise_multiplier=z, max_degree=D,
+                                    relation=c.relation)
 
         z = calibrate(ledger, budget) if budget.is_private else 0.0
         sigma_ap = z * node_sensitivity(D)
@@ -176,7 +202,7 @@ class GAPNode(Method):
             x0 = _embed(enc, s.x)
         else:
             x0 = normalize_rows(s.x)
-        adj_t, facts = common.node_graph(task, s, D)
+        adj_t, facts = common.node_graph(task, s, D, c.relation, self.name or type(self).__name__)
         xs = _aggregate(adj_t, x0, K, sigma_ap, s.gens["nap"])
         del adj_t
         with ctx.init("classifier"):
@@ -189,9 +215,7 @@ class GAPNode(Method):
         if z == 0:
             led = PrivacyLedger.non_private("gap-node without noise (epsilon=inf requested)")
         else:
-            led = ledger(z, ran_enc, ran_cls).note(
-                f"node-level DP with respect to the graph after the random out-degree cut-off to D={D} "
-                "(GAP's sensitivity sqrt(D))")
+            led = ledger(z, ran_enc, ran_cls)  # the family names D public (input-graph) or notes the relation
         info = {"noise_multiplier": z, "sigma_ap": sigma_ap, "hops": K, "nap_queries": K, "max_degree": D,
                 "sampling_rate": presets.poisson_rate(c.batch_size, s.num_train), "encoder_steps": ran_enc,
                 "classifier_steps": ran_cls, "diagnostic": facts}

@@ -14,24 +14,41 @@ enters. Sensitivities (Frobenius norm of the change of the noiseless output):
 * node level, two neighbouring relations (:data:`RELATIONS`):
 
   ``input-graph`` (the default): node-level DP for the graph the user holds, over the graphs whose out-degrees
-  are at most a declared public bound D. The run refuses an input with a larger degree
-  (:func:`require_degree_bound`) and aggregates over the input graph itself. Removing a node v with all its
-  edges (or adding it) changes, among the other nodes' rows, exactly the rows of v's out-neighbours, each by
-  v's unit vector: at most D rows, so the change is at most sqrt(D). v's own row is v's data: it enters
-  training only as v's own example and is never released (``methods.gap.stages``). Later hops are the same
-  argument conditioned on the earlier releases.
+  are at most a declared public bound D (``max_degree``). The run refuses an input with a larger degree
+  (:func:`require_degree_bound`, before any run opens) and aggregates over the input graph itself
+  (:func:`degree_bounded_graph`: no cut-off). Neighbours: G and G' = G minus a node v with all its edges
+  (v dropped, or kept as an isolated id: the same for the other rows); removal only lowers degrees, so G' is
+  within the bound whenever G is (and adding v to G' must keep it there).
+
+  Proof of sqrt(D). Row i of the noiseless output is sum over the in-neighbours j of i of u_j = X_j / ||X_j||.
+  Fix the rows X_j of every j != v (hop 1: j's own features, or their embedding by released weights; later
+  hops: the released earlier outputs, below); neighbouring datasets share them. For i != v the sums in
+  G and G' differ only in the term j = v, present iff v -> i is an edge of G. So the change over the rows
+  i != v is u_v at each out-neighbour i of v and 0 elsewhere, of Frobenius norm sqrt(deg_out(v)) <= sqrt(D)
+  (exactly sqrt(deg_out v) when X_v != 0). The edges i -> v that go with v only move v's own row, which is
+  v's data: it enters training only as v's example (DP-SGD covers it) and is never released
+  (``methods.gap.stages``: node-level fits release their weights, the cached aggregates are serving state).
+  Hop k > 1 takes X(k-1) as input: by adaptive composition the mechanism of hop k is analysed conditioned on
+  the earlier releases, i.e. on the rows X(k-1)_j, j != v, which are then the same in both worlds; the
+  argument above applies with u_v = normalise(X(k-1)_v) whatever v's unnormalised row was (for a random
+  X(k-1)_v each conditional law is a Gaussian shifted by at most sqrt(D), and Renyi divergence is jointly
+  quasi-convex, so the mixture obeys the same bound). Each hop is a Gaussian mechanism of sensitivity
+  sqrt(D) (``presets.node_sensitivity``), composed K times in the ledger.
 
   ``cut-off-graph`` (GAP's and ProGAP's relation): a random neighbour cut-off (:func:`bound_out_degree`) keeps
   min(D, out-degree) out-edges of every node and the sqrt(D) bound (GAP Lemma 3) holds for graphs compared
   AFTER the cut-off. It is not node-level DP for the input graph when the cut-off binds: removing v frees a
   slot at every neighbour u whose degree exceeds D, so u keeps an edge it had dropped, and the rows that move
-  are bounded by v's input degree, not by D (``tests/test_gap_nap.py``; the ``nap-node-input`` audit).
+  are bounded by v's input degree, not by D (``tests/test_gap_nap.py``; the ``nap-node-cutoff-input`` audit;
+  ``nap-node-input`` audits the default).
 
 Why no cut-off can replace the declared bound: any rule that caps a node's degree by ranking its neighbours
-reallocates the slot a removed node held, at every node that ranked it (the swap gadget above); the greedy
-edge-addition projection of Day, Li & Lyu (SIGMOD 2016), whose degree histogram is stable, moves a whole chain
-of edges when one node goes (``tests/test_gap_nap.py`` exhibits both). Neither bounds the moved rows by a function
-of D alone, so the sound default spends its noise on the declared bound instead.
+reallocates the slot a removed node held, at every node that ranked it (the swap gadget: S nodes adjacent to v
+and to D witnesses; the witnesses' rows move by about sqrt(D) S / (D + 1)); the greedy edge-addition projection
+of Day, Li & Lyu (SIGMOD 2016), whose degree histogram is stable, flips a whole chain of edges when one node goes
+(order v-a, a-b, b-c, ..., D = 1: G keeps v-a, b-c, d-e, ...; G - v keeps a-b, c-d, ...; every chain row moves).
+``tests/test_gap_nap.py`` exhibits both. Neither bounds the moved rows by a function of D alone, so the sound
+default spends its noise on the declared bound instead.
 """
 
 from __future__ import annotations
@@ -120,15 +137,24 @@ def require_degree_bound(edge_index: Tensor, num_nodes: int, max_degree: int, ow
 
 
 def degree_bounded_graph(edge_index: Tensor, num_nodes: int, max_degree: int, relation: str,
-                         generator: torch.Generator) -> Tensor:
+                         generator: torch.Generator, owner: str = "this method") -> Tensor:
     """The graph NAP aggregates over at node level: the input graph itself under ``input-graph`` (after
-    :func:`require_degree_bound`), the random cut-off :func:`bound_out_degree` under ``cut-off-graph``."""
+    :func:`require_degree_bound`), the random cut-off :func:`bound_out_degree` under ``cut-off-graph``.
+    The cut-off's key is drawn from ``generator`` only under ``cut-off-graph``."""
     if relation == INPUT_GRAPH:
-        require_degree_bound(edge_index, num_nodes, max_degree)
+        require_degree_bound(edge_index, num_nodes, max_degree, owner)
         return edge_index
     if relation == CUTOFF_GRAPH:
         return bound_out_degree(edge_index, num_nodes, max_degree, generator)
     raise ConfigError(f"relation must be one of {', '.join(RELATIONS)} (got {relation!r})")
+
+
+def degree_facts(edge_index: Tensor, bounded: Tensor, num_nodes: int, max_degree: int) -> dict[str, int]:
+    """Exact counts about the bounding step (diagnostics, never released): directed edges before and after it and
+    the nodes whose out-degree exceeds D (under ``cut-off-graph``: where the cut-off binds)."""
+    deg = torch.bincount(edge_index[0].cpu(), minlength=num_nodes) if edge_index.size(1) else torch.zeros(1)
+    return {"edges_before_cutoff": int(edge_index.size(1)), "edges_after_cutoff": int(bounded.size(1)),
+            "nodes_above_max_degree": int((deg > max_degree).sum())}
 
 
 def aggregation_matrix(edge_index: Tensor, num_nodes: int) -> Tensor:

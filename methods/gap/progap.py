@@ -10,25 +10,37 @@ all; inference reuses the cache, so it is private at no extra cost.
 keeping the best-validation state (labels and features are not private at edge level). Accounting:
 ProGAP Theorem 4.1 with sensitivity sqrt(2) per undirected edge (the paper's 1 is one directed entry).
 
-``progap-node`` (node level): the graph is first cut to out-degree <= D (random neighbour cut-off), each
+``progap-node`` (node level): NAP aggregates over the degree-bounded graph of the run's relation (below), each
 stage is trained with DP-Adam on Poisson batches of training nodes (clip C = 1, group norm), and the
 final state of each stage is kept (selecting on validation labels would be an unaccounted release).
 Accounting: ProGAP Theorem 4.2 (``presets.progap_node``) with sampling rate B / #training nodes (the
 theorem's B / N counts nodes that are never sampled) and one multiplier z for both mechanisms
-(sigma_AP = z sqrt(D)), calibrated to the target epsilon. The sqrt(D) sensitivity is with respect to
-the degree-bounded graph (see ``methods.gap.nap``). Hyperparameters are not tuned on validation labels
+(sigma_AP = z sqrt(D)), calibrated to the target epsilon. Hyperparameters are not tuned on validation labels
 inside a run.
+
+Node-level relation (``relation``; proofs in ``methods.gap.nap``):
+
+* ``input-graph`` (default): add/remove a node with all its edges in the input graph, over the graphs whose
+  out-degrees are within the declared public bound D = ``max_degree`` (the ledger names it). The run refuses a
+  larger degree in :meth:`ProGAPNode.check_task`, before any run opens, and NAP aggregates over the input graph.
+  Stage s's NAP input X(s-1)_j = bases[s-1](X~(s-1)_j) is, for j != v, a function of released weights and of
+  j's own features or earlier released rows; so, conditioned on the earlier releases, removing v moves only v's
+  out-neighbours' rows, by one unit vector each: sensitivity sqrt(D). v's own rows are never released.
+* ``cut-off-graph`` (the paper's): NAP aggregates over a random out-degree cut-off to D, and sqrt(D) holds for
+  graphs compared after the cut-off; not node-level DP for the input graph where the cut-off binds (a removal
+  frees a slot at every neighbour above D).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
-from methods.base import ConfigError, ContractViolation, FitContext, Method, register
+from methods.base import ConfigError, ContractViolation, FitContext, Method, Task, register
 from methods.gap import common
-from methods.gap.common import NormChoice, calibrate
-from methods.gap.nap import EDGE_SENSITIVITY, nap, node_sensitivity
+from methods.gap.common import NODE_RELATION_LABELS, NormChoice, calibrate
+from methods.gap.nap import EDGE_SENSITIVITY, INPUT_GRAPH, RELATIONS, nap, node_sensitivity
 from methods.gap.nets import ProgressiveNet
 from methods.gap.stages import (CACHED_READS, FEATURE_QUERY_NOTE, CachedAggregatesFitted, embed, train_dp,
                                 train_full_batch)
@@ -60,10 +72,17 @@ class ProGAPNodeConfig(ProGAPEdgeConfig):
     epochs: int = 5         # per stage (paper: tuned in {5, 10}; 5 won on validation, facebook-wisconsin87, eps 8)
     batch_size: int = 256   # expected Poisson batch (paper: 256 on Facebook)
     clip: float = 1.0
-    max_degree: int = 100   # D (paper: 100 on Facebook, 50 on Amazon)
+    # the neighbouring relation the epsilon holds for (module docstring): input-graph = node-level DP on input
+    # graphs within the declared bound D; cut-off-graph = the paper's (relative to the graph after the cut-off)
+    relation: Literal["input-graph", "cut-off-graph"] = "input-graph"
+    # D. input-graph: a declared public bound on every node's out-degree in the input graph (the run refuses a
+    # graph above it); cut-off-graph: the paper's random out-degree cut-off (100 on Facebook, 50 on Amazon)
+    max_degree: int = 100
 
     def validate(self) -> None:
         super().validate()
+        if self.relation not in RELATIONS:
+            raise ConfigError(f"relation must be one of {', '.join(RELATIONS)} (got {self.relation!r})")
         if self.batch_size < 1 or self.max_degree < 1 or not self.clip > 0:
             raise ConfigError("batch_size and max_degree must be >= 1 and clip > 0")
 
@@ -125,15 +144,20 @@ class ProGAPEdge(Method):
 class ProGAPNode(Method):
     feature_query_note = FEATURE_QUERY_NOTE
     inference_reads = CACHED_READS
-    description = ("ProGAP, node level: out-degree cut-off D, DP-Adam per stage over K cached NAP releases "
-                   "(Theorem 4.2)")
+    description = ("ProGAP, node level: DP-Adam per stage over K cached NAP releases (Theorem 4.2), input graphs "
+                   "within a declared degree bound D")
     privacy_unit = "node"
-    unit_label = "node (degree-bounded)"
-    unit_note = ("add/remove a node with its edges, on the graph after the random out-degree cut-off to D (as "
-                 "GAP and ProGAP state it)")
+    relation_labels = NODE_RELATION_LABELS
+    unit_label, unit_note = relation_labels[INPUT_GRAPH]
     Config = ProGAPNodeConfig
     settings = ("transductive",)
-    smoke_config = {"depth": 2, "epochs": 2, "batch_size": 32, "max_degree": 5}
+    #: max_degree 20: at least the largest degree of the tests' small csbm graphs (13), as input-graph needs
+    smoke_config = {"depth": 2, "epochs": 2, "batch_size": 32, "max_degree": 20}
+
+    def check_task(self, task: Task) -> None:
+        """Under ``input-graph``, refuse a graph above the declared bound D before any run opens."""
+        super().check_task(task)
+        common.check_node_task(task, self.config.max_degree, self.config.relation, self.name or type(self).__name__)
 
     def _fit(self, ctx: FitContext):
         task, budget, c = ctx.task, ctx.budget, self.config
@@ -144,11 +168,11 @@ class ProGAPNode(Method):
 
         def ledger(z: float) -> PrivacyLedger:
             return presets.progap_node(depth=K, num_train=s.num_train, batch_size=c.batch_size, steps_per_stage=T,
-                                       noise_multiplier=z, max_degree=D)
+                                       noise_multiplier=z, max_degree=D, relation=c.relation)
 
         z = calibrate(ledger, budget) if budget.is_private else 0.0
         sigma_ap = z * node_sensitivity(D)
-        adj_t, facts = common.node_graph(task, s, D)
+        adj_t, facts = common.node_graph(task, s, D, c.relation, self.name or type(self).__name__)
         with ctx.init():
             net = ProgressiveNet(task.num_features, c.hidden, task.num_classes, K + 1, c.base_layers,
                                  common.resolve_norm(c.norm, "node")).to(s.device)
@@ -168,8 +192,7 @@ class ProGAPNode(Method):
         if z == 0:
             led = PrivacyLedger.non_private("progap-node without noise (epsilon=inf requested)")
         else:
-            led = ledger(z).note("node-level DP with respect to the graph after the random out-degree cut-off "
-                                 f"to D={D} (GAP/ProGAP's sensitivity sqrt(D))")
+            led = ledger(z)  # the family names D public (input-graph) or notes the relation
         info = {"noise_multiplier": z, "sigma_ap": sigma_ap, "depth": K, "nap_queries": K, "max_degree": D,
                 "sampling_rate": presets.poisson_rate(c.batch_size, s.num_train), "steps_per_stage": T,
                 "diagnostic": facts}

@@ -147,10 +147,12 @@ CACHED_READS = frozenset({I.OWN_FEATURES, I.RELEASE})
 
 
 class CachedAggregatesFitted(Fitted):
-    """A released GAP/ProGAP model: the trained sub-model plus the cached NAP outputs of every node.
+    """A served GAP/ProGAP model: the trained sub-model plus the cached inputs of every node (X(0), then the NAP
+    outputs X(1..K)).
 
-    Inference only post-processes the cached aggregates: it never touches the adjacency again, so it
-    costs no privacy beyond training (ProGAP Section 4.2). No reference to the graph is kept.
+    Inference only post-processes the cached inputs: it never touches the adjacency again, so it costs no privacy
+    beyond training (ProGAP Section 4.2). No reference to the graph is kept. What of it is released follows from the
+    ledger (:meth:`release`); the rest is serving state (:meth:`serving_state`).
     """
 
     def __init__(self, model: nn.Module, inputs: list[Tensor], ledger: PrivacyLedger, history: list[dict],
@@ -168,8 +170,27 @@ class CachedAggregatesFitted(Fitted):
                 self._proba = torch.softmax(self.model(*self.inputs).float(), dim=-1).cpu()
         return self._proba if nodes is None else self._proba[torch.as_tensor(nodes, dtype=torch.long)]
 
+    def _released_inputs(self) -> range:
+        """Which cached inputs the ledger covers. Edge level: X(1..K). Each NAP output is a Gaussian release of
+        sensitivity sqrt(2) per undirected edge (every row, the two endpoints' included: removing edge (u, v) moves
+        row u by x_v and row v by x_u, unit vectors), so the whole matrix is covered. X(0) (raw features or a
+        non-private encoder's embedding of them) is public at edge level but data, not a release: serving state.
+        Node level (and without a claim): none. X(0) is every node's raw row or its embedding; and the sqrt(D) bound
+        of a node-level NAP release covers the rows of the other nodes only -- the removed node's own row aggregates
+        its in-edges, outside the bound (a 5-leaf star at target epsilon 4 gives that row an exact epsilon of 11.7).
+        So only the DP-SGD weights are released, and every cached input is serving state, each row reaching only its
+        own node (``CACHED_READS``)."""
+        if self.ledger.unit == "edge" and self.ledger.non_private_use is None:
+            return range(1, len(self.inputs))
+        return range(0)
+
     def release(self) -> dict[str, Tensor]:
-        """The weights and every cached input (the NAP releases and X(0))."""
+        """The weights, and at edge level the NAP outputs X(1..K) (:meth:`_released_inputs`)."""
         out = {f"model.{k}": v.detach() for k, v in self.model.state_dict().items()}
-        out.update({f"input.{i}": x for i, x in enumerate(self.inputs)})
+        out.update({f"input.{i}": self.inputs[i] for i in self._released_inputs()})
         return out
+
+    def serving_state(self) -> dict[str, Tensor]:
+        """The cached inputs the ledger does not cover: X(0) at edge level, every one at node level."""
+        released = set(self._released_inputs())
+        return {f"input.{i}": x for i, x in enumerate(self.inputs) if i not in released}

@@ -1,12 +1,25 @@
 """DP-GNN's degree-bounded sampling (Daigavane et al. 2022, Algorithms 1-3), vectorised.
 
 Notation follows the paper. A directed edge ``(u, v)`` of ``edge_index`` (row 0 = u, row 1 = v) puts u in
-v's *incoming* list ``RE_v`` when u is a training node. Algorithm 1 keeps each incoming edge of v
-independently with probability ``K / (2 |RE_v|)`` and then empties the list of every node whose sampled
-in-degree still exceeds K (official code: such a node is "dropped from all edgelists" E, i.e. it enters no
-tree). The sampled *out*-lists are ``E_u = {v : u in RE_v}``. Algorithm 2 (DFS-TREE) builds the depth-r tree
-of a root: the root, then recursively the trees of depth r-1 of every node in its out-list. Algorithm 3
-builds one tree per training node.
+v's *incoming* list ``RE_v`` when u is a training node. The sampled *out*-lists are ``E_u = {v : u in RE_v}``.
+Algorithm 2 (DFS-TREE) builds the depth-r tree of a root: the root, then recursively the trees of depth r-1 of
+every node in its out-list. Algorithm 3 builds one tree per training node. The lists ``RE_v`` the trees are
+built from depend on the neighbouring relation (``relation``; ``methods.dpgnn``'s module docstring has both
+proofs):
+
+* ``input-graph`` (the default): every incoming edge from a training node is kept (identity sampling), after
+  checking that no node has more than K of them (:func:`require_in_degree_bound`; K is a declared public
+  bound). No edge's presence depends on another edge, so removing a node v with all its edges changes exactly
+  the trees that contain v, at most N(K, r) of them (Lemma 1).
+* ``in-edges`` (the paper's Algorithm 1): each incoming edge of v is kept independently with probability
+  ``K / (2 |RE_v|)``, then the list of every node whose sampled in-degree still exceeds K is emptied (official
+  code: such a node is "dropped from all edgelists" E, i.e. it enters no tree). Lemma 2 ("only the trees that
+  contain the changed node change") holds under the paper's relation, where a node owns its features, label
+  and incoming edge list and every other node's list is as it was. It fails for neighbouring input graphs:
+  removing v shrinks RE_u at every u it points to, which raises the keep probability of u's other in-edges and
+  can flip u's drop rule, so trees of u's other in-neighbours change without containing v, in law (kept with
+  probability 1/2 in G, always in G - v, in the gadget of ``tests/test_dpgnn_privacy.py``), not only under one
+  coupling of the coins.
 
 Consequences this module's tests check (hypothesis, random directed and undirected graphs):
 
@@ -17,17 +30,20 @@ Consequences this module's tests check (hypothesis, random directed and undirect
   only be a leaf, and every internal node of every training tree is a training node;
 * the result is a deterministic function of the generator's state.
 
-Randomness. Each edge's coin is a 64-bit hash (splitmix64) of one key drawn from ``generator`` and of the
-edge's endpoints ``(u, v)``, not of its position in ``edge_index``. So the coins of the edges two graphs
-share are the same coins; that is the coupling behind Lemma 2 ("only the trees that contain the changed
-node change"), and ``tests/test_dpgnn_sampler.py`` checks it literally on random graph pairs.
+Randomness. Each edge's coin and priority are 64-bit hashes (splitmix64) of one key drawn from ``generator``
+and of the edge's endpoints ``(u, v)``, not of its position in ``edge_index``. So the coins of the edges two
+graphs share are the same coins; that is the coupling behind both relations' proofs, and
+``tests/test_dpgnn_privacy.py`` checks it literally on random graph pairs. A removal that renumbers the other
+nodes changes the hash inputs but not their law (the hash idealised as a random function of the edge), so the
+coupling is one of edges, not of their numbers.
 
 ``max_children`` (not in the paper) caps the out-list used for each tree node at the ``max_children``
-edges of highest hash priority. Out-degrees are not bounded by Algorithm 1 (a hub with many low-degree
+edges of highest hash priority. Out-degrees are not bounded by either relation (a hub with many low-degree
 neighbours keeps most of its out-edges), and the official implementation likewise truncates each
 subgraph (``pad_subgraphs_to``). Truncating by a per-edge priority only ever removes nodes from trees, and
-removing a node outside the kept top-``max_children`` of a list changes nothing, so neither Lemma 1 nor the
-coupling above is affected.
+removing a node outside the kept top-``max_children`` of a list leaves that list as it was, so neither Lemma 1
+nor the proofs above are affected (by induction on depth: a tree without v never had v among a node's kept
+children).
 """
 
 from __future__ import annotations

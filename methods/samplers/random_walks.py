@@ -17,7 +17,9 @@ Two equivalences make the compiled sampler exact and fast:
   Every unassigned neighbour is equally likely on every path, so the draw is exactly uniform.
 
 Neighbours are the targets of the out-edges of ``edge_index`` (directed input is walked as given);
-duplicate edges are merged so that each neighbour counts once, self-loops are ignored.
+duplicate edges are merged so that each neighbour counts once, self-loops are ignored. The sampler reads the
+structure, the roots and its generator only, never a feature or a label: DRW's feature-level relation needs the
+subgraphs to be the same on neighbouring inputs (``methods/drw.py``, (a)).
 ``naive_disjoint_random_walks`` is the paper's pseudo-code in pure Python over adjacency lists, kept as
 the reference (tests compare both with the exact distribution on small graphs; ``bench perf drw-sampler``
 times them).
