@@ -335,7 +335,7 @@ class ClippingProbe:
 
 
 # --------------------------------------------------------------------------------------
-# Private inference: with the release held fixed, does any served output move?
+# Private inference: with the served model held fixed (release and serving state), does any served output move?
 # --------------------------------------------------------------------------------------
 
 
@@ -387,7 +387,8 @@ class InferenceCheck:
     claimed: bool  # the method claims private inference
     declared_release: bool  # and says what it releases (Fitted.release)
     tried: int = 0
-    conclusive: int = 0  # changes that left the release bit-identical
+    conclusive: int = 0  # changes that left the release and the serving state's rows per node bit-identical (the
+    #                      changed node's own excepted)
     max_change: float = 0.0  # the largest move of a served posterior the check forbids, among those
     unit: int | None = None  # the node whose row changed when a posterior moved (None: an edge)
     kinds: tuple[str, ...] = ()  # the changes tried: "features" (a node's row), "edge" (one undirected edge)
@@ -401,16 +402,24 @@ class InferenceCheck:
 def _served_moves(out: InferenceCheck, make_method, task, budget, streams, base, release, kind: str, tries: int,
                   own_row_read: bool, enough: int | None) -> None:
     """Refit on ``tries`` tasks that differ from ``task`` in one ``kind`` change (:func:`unit_perturbations`) and, for
-    each whose release stays bit-identical, record in ``out`` the largest move of a served posterior: every node's
-    but the changed node's own when ``own_row_read``."""
-    from methods.base import fit_method, same_release
+    each whose served model stays bit-identical, record in ``out`` the largest move of a served posterior: every node's
+    but the changed node's own when ``own_row_read``. Held fixed: the release, and the serving state's rows per node
+    (:func:`methods.base.node_rows`) but for the changed node's own. Holding the release alone would count as
+    conclusive a change that reached what the server holds for another node (GAP's cached aggregate of a neighbour,
+    served state at node level) and blame inference for it. A served graph's edges are not held: whether inference
+    reads them is what ``inference_reads`` declares and this check tests."""
+    from methods.base import fit_method, node_rows, same_release, same_serving_state
+
+    n = task.num_nodes
+    serving = node_rows(base.serving_state(), n)
 
     p0 = base.predict_proba()
     found = 0
     for other, v in unit_perturbations("edge" if kind == "edge" else "node", task, tries):
         out.tried += 1
         f = fit_method(make_method(), other, budget, streams)
-        if not same_release(release, f.release()):
+        if not (same_release(release, f.release())
+                and same_serving_state(serving, node_rows(f.serving_state(), n), n, v)):
             continue
         out.conclusive += 1
         found += 1
@@ -427,7 +436,9 @@ def _served_moves(out: InferenceCheck, make_method, task, budget, streams, base,
 def check_private_inference(make_method, task, budget, streams, unit: str, tries: int = 8,
                             base=None, enough: int | None = None) -> InferenceCheck:
     """A method that claims private inference serves every output from its DP release plus the queried unit's own
-    data. So whenever a change to one private unit leaves the release bit-identical (same streams), no other
+    data (its own rows of the serving state). So whenever a change to one private unit leaves the release and the
+    serving state's rows bit-identical (same streams; the changed node's own rows excepted: :func:`_served_moves`),
+    no other
     node's served posterior may change (see :func:`unit_perturbations`). Stops after ``enough`` conclusive
     changes (default: every one of ``tries``)."""
     from methods.base import fit_method
@@ -455,10 +466,11 @@ def undeclared_changes(reads) -> tuple[str, ...]:
 def check_inference_reads(make_method, task, budget, streams, tries: int = 6, base=None,
                           enough: int | None = 2) -> InferenceCheck:
     """Hold a method to its ``inference_reads``, claimed private or not: for each kind of data it says served
-    inference does not read (:func:`undeclared_changes`), change it in one place; whenever the release stays
-    bit-identical, no served posterior may move (the changed node's own may when the method reads its own row). A
-    private-inference claim is derived from the declaration (``methods.inference``), so this is what makes the claim
-    checkable; it also catches a method whose declaration is narrower than what it serves, claimed or not."""
+    inference does not read (:func:`undeclared_changes`), change it in one place; whenever the release and the serving
+    state's rows stay bit-identical (:func:`_served_moves`), no served posterior may move (the changed node's own may
+    when the method reads its own row). A private-inference claim is derived from the declaration
+    (``methods.inference``), so this is what makes the claim checkable; it also catches a method whose declaration
+    is narrower than what it serves, claimed or not."""
     from methods import inference as I
     from methods.base import fit_method
 
@@ -473,4 +485,168 @@ def check_inference_reads(make_method, task, budget, streams, tries: int = 6, ba
     for kind in kinds:
         _served_moves(out, make_method, task, budget, streams, base, release, kind, tries, I.OWN_FEATURES in reads,
                       enough)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Release coverage: does a released tensor depend on one unit more than the ledger covers?
+# --------------------------------------------------------------------------------------
+
+
+def _permute_nodes(task, order: Tensor):
+    """``task`` with its nodes in ``order`` (node i of the result is node order[i] of ``task``)."""
+    import dataclasses
+
+    n = task.num_nodes
+    inv = torch.empty(n, dtype=torch.long)
+    inv[order] = torch.arange(n)
+    data = task.data.__class__(x=task.data.x[order], y=task.data.y[order], edge_index=inv[task.data.edge_index])
+    data.num_nodes = n
+    opt = {k: (getattr(task, k)[order] if getattr(task, k) is not None else None)
+           for k in ("query_mask", "public_mask", "node_ids")}
+    return dataclasses.replace(task, data=data, train_mask=task.train_mask[order], val_mask=task.val_mask[order],
+                               test_mask=task.test_mask[order], **opt)
+
+
+def _without_node(task, v: int):
+    """``task`` without node ``v`` and its edges; the other nodes keep their order."""
+    import dataclasses
+
+    from torch_geometric.utils import subgraph
+
+    keep = torch.ones(task.num_nodes, dtype=torch.bool)
+    keep[v] = False
+    idx = keep.nonzero().view(-1)
+    ei, _ = subgraph(idx, task.data.edge_index, relabel_nodes=True, num_nodes=task.num_nodes)
+    data = task.data.__class__(x=task.data.x[idx], y=task.data.y[idx], edge_index=ei)
+    data.num_nodes = int(idx.numel())
+    opt = {k: (getattr(task, k)[idx] if getattr(task, k) is not None else None)
+           for k in ("query_mask", "public_mask", "node_ids")}
+    return dataclasses.replace(task, data=data, train_mask=task.train_mask[idx], val_mask=task.val_mask[idx],
+                               test_mask=task.test_mask[idx], **opt)
+
+
+def unit_neighbour(task, unit: str):
+    """``(base, neighbour, what)``: two tasks one private unit of ``unit`` apart, on the input data. Node: the
+    training node of highest degree removed with all its edges (it and a second training node of another label are
+    first moved to the end of ``base``, so the removal leaves every other node's index as is); edge: the undirected
+    edge of highest endpoint degree removed (private-public: an edge between two private nodes); feature: that
+    training node's feature row replaced. ``what`` names the unit."""
+    import dataclasses
+
+    ei = task.data.edge_index
+    deg = torch.bincount(ei[0], minlength=task.num_nodes)
+    train = task.train_mask.nonzero().view(-1)
+    by_deg = train[torch.argsort(deg[train], stable=True)]
+    v = int(by_deg[-1])
+    if unit == "node":
+        others = [int(w) for w in by_deg if int(task.data.y[w]) != int(task.data.y[v])] or [int(by_deg[0])]
+        w = others[0]
+        rest = [i for i in range(task.num_nodes) if i not in (v, w)]
+        base = _permute_nodes(task, torch.tensor(rest + [w, v]))
+        return base, _without_node(base, base.num_nodes - 1), f"training node {v} (degree {int(deg[v])}) removed"
+    if unit == "edge":
+        upper = ei[0] < ei[1]
+        if task.setting == "private-public":
+            upper &= task.train_mask[ei[0]] & task.train_mask[ei[1]]
+        pairs = ei[:, upper]
+        if not pairs.size(1):
+            raise ValueError("no private edge to remove")
+        a, b = (int(t) for t in pairs[:, int((deg[pairs[0]] + deg[pairs[1]]).argmax())])
+        keep = ~(((ei[0] == a) & (ei[1] == b)) | ((ei[0] == b) & (ei[1] == a)))
+        data = task.data.clone()
+        data.edge_index = ei[:, keep]
+        return task, dataclasses.replace(task, data=data), f"edge ({a}, {b}) removed"
+    if unit == "feature":
+        data = task.data.clone()
+        data.x = data.x.clone()
+        data.x[v] = data.x[v] + 1.0
+        return task, dataclasses.replace(task, data=data), f"training node {v}'s feature row replaced"
+    raise ValueError(f"no neighbouring relation for unit {unit!r}")
+
+
+@dataclass(frozen=True)
+class CoverageFinding:
+    """One thing :func:`check_release_coverage` found: ``check`` is ``disjoint`` (a), ``node-indexed`` (b),
+    ``noise-free`` (c) or ``sensitivity`` (d); ``key`` the tensor."""
+
+    check: str
+    key: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"[{self.check}] {self.key}: {self.text}"
+
+
+def _dense(x: Tensor) -> Tensor:
+    return (x.to_dense() if x.layout != torch.strided else x).detach().cpu()
+
+
+def _bit_equal(x: Tensor, y: Tensor) -> bool:
+    x, y = _dense(x), _dense(y)
+    return x.shape == y.shape and x.dtype == y.dtype and torch.equal(x, y)
+
+
+def _gaussian_sensitivity(ledger) -> float | None:
+    """The largest L2 sensitivity of the ledger's Gaussian releases (``None``: it has none)."""
+    s = [float(e.sensitivity) for e in ledger.events if getattr(e, "kind", "") == "gaussian"]
+    return max(s) if s else None
+
+
+def check_release_coverage(make_method, task, unit: str, streams, budget=None, other_streams=None,
+                           atol: float = 1e-5) -> list[CoverageFinding]:
+    """Whether what a method releases (``Fitted.release``) stays within what its ledger covers, on one unit removed
+    from the input data (:func:`unit_neighbour`; both fits on the same ``streams``, so the noise is coupled).
+
+    (a) ``disjoint``: no tensor is both released and serving state.
+    (b) ``node-indexed`` (node unit): no released tensor changes shape when a node is removed. A tensor with a row per
+    node holds the removed node's own row, which no node-level ledger covers: a node-level mechanism bounds how the
+    other rows move, and the removed node's row is not there to move in the neighbour (GAP's own aggregate row,
+    the raw feature matrix).
+    (c) ``noise-free``: a released tensor that is bit-identical under two different seeds (``streams`` and
+    ``other_streams``) is one no noise reaches, so a function of the data alone; it must then be bit-identical
+    between the neighbours, or its change is released without a mechanism.
+    (d) ``sensitivity`` (edge unit, a release holding NAP outputs ``input.1..K``): the first NAP output moves, under
+    the coupled noise, by at most the ledger's Gaussian sensitivity (sqrt(2) per undirected edge). GAP row-normalises
+    it after the noise: for rows of norm >= 1 (the noise alone has norm sigma sqrt(d)) that is the projection onto the
+    unit ball, 1-Lipschitz, so the bound holds for the released matrix too.
+
+    Returns the findings (empty: nothing found)."""
+    from methods.base import Budget, fit_method
+    from methods.streams import RunStreams
+
+    streams = RunStreams.of(streams)
+    other_streams = other_streams if other_streams is not None else streams.child("release-coverage")
+    budget = budget if budget is not None else Budget(4.0, 1e-4)
+    base, near, what = unit_neighbour(task, unit)
+    f0 = fit_method(make_method(), base, budget, streams)
+    f1 = fit_method(make_method(), near, budget, streams)
+    out: list[CoverageFinding] = []
+    for label, f in (("base", f0), ("neighbour", f1)):
+        both = sorted(set(f.release() or {}) & set(f.serving_state() or {}))
+        out += [CoverageFinding("disjoint", k, f"released and declared serving state ({label} fit)") for k in both]
+    r0, r1 = f0.release(), f1.release()
+    if r0 is None or r1 is None:
+        return out
+    for k in sorted(set(r0) ^ set(r1)):
+        out.append(CoverageFinding("noise-free", k, f"released by one neighbour only ({what})"))
+    common = sorted(set(r0) & set(r1))
+    if unit == "node":
+        for k in common:
+            if tuple(r0[k].shape) != tuple(r1[k].shape):
+                out.append(CoverageFinding(
+                    "node-indexed", k, f"shape {tuple(r0[k].shape)} becomes {tuple(r1[k].shape)} when {what}: a row "
+                    "per node, so it holds the removed node's own row, which no node-level ledger covers"))
+    g0 = fit_method(make_method(), base, budget, other_streams).release() or {}
+    for k in common:
+        if k in g0 and _bit_equal(r0[k], g0[k]) and not _bit_equal(r0[k], r1[k]):
+            out.append(CoverageFinding(
+                "noise-free", k, f"the same under two seeds (no noise reaches it) but not between the neighbours "
+                f"({what}): a change released without a mechanism"))
+    sens = _gaussian_sensitivity(f0.ledger)
+    if unit == "edge" and sens is not None and "input.1" in common and r0["input.1"].shape == r1["input.1"].shape:
+        moved = float((_dense(r0["input.1"]).double() - _dense(r1["input.1"]).double()).norm())
+        if moved > sens * (1 + 1e-6) + atol:
+            out.append(CoverageFinding("sensitivity", "input.1", f"moves by {moved:.6g} when {what}, above the "
+                                       f"ledger's sensitivity {sens:.6g} (same noise in both fits)"))
     return out

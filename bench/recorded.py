@@ -68,7 +68,8 @@ def attack_recorded(plan: AttackPlan, run_ids: list[str], *, experiment: str, tr
                     device: Any = "cpu", data_root: str | None = None, progress: bool = False) -> list[Any]:
     """Attack the released models that tracked runs logged (:mod:`bench.release`), each attack a child run of its
     recorded run: the attacked model is the one the run served, loaded from its artefact and checked against its
-    recorded posteriors, never a refit. One :class:`bench.run.RunResult` per run (no training metrics)."""
+    recorded posteriors, never a refit (the served model: its release and its serving state, which is not a release;
+    each report's ``attacked_state`` says so). One :class:`bench.run.RunResult` per run (no training metrics)."""
     if not run_ids:
         raise ConfigError("no run given")
     dev = resolve_device(device)
@@ -90,9 +91,11 @@ def attack_recorded(plan: AttackPlan, run_ids: list[str], *, experiment: str, tr
         with using_accountant(setting.accountant):  # reference and shadow models train as the target did
             reports = attack_one(plan, target, parent, experiment=experiment, track=track, progress=progress,
                                  run_name=run.info.run_name or run.info.run_id,
-                                 tags={"attacked_model": release.SOURCE_RECORDED})
+                                 tags={"attacked_model": release.SOURCE_RECORDED,
+                                       "attacked_state": release.SERVED_MODEL})
         for r in reports:
             r["attacked_model"] = release.SOURCE_RECORDED
+            r["attacked_state"] = release.SERVED_MODEL  # queried with its serving state, which is not a release
         spent = float(run.data.metrics.get("epsilon", math.inf))
         results.append(RunResult(method.name, task.dataset, task.split, setting.seed, method.privacy_unit,
                                  {k: v for k, v in run.data.metrics.items() if k in ("test_acc", "test_macro_f1")},

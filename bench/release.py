@@ -2,17 +2,22 @@
 
 Every tracked run logs, under the artefact folder ``release/``:
 
-* ``release.pt``: what the run releases under its ledger, as named CPU tensors (:meth:`methods.base.Fitted.release`:
-  the weights; GAP/ProGAP's cached noisy aggregates; EdgeRand's randomised graph, kept sparse). Loads with
-  ``torch.load(..., weights_only=True)``; empty when the method declares no release;
-* ``served.pt.gz``: the served model itself (the :class:`~methods.base.Fitted` object, pickled by ``torch.save``,
-  gzip level 1): the release plus whatever inference reads that the release does not hold (for a method whose
-  inference reads the task's own graph, that graph: it is served, not released). Attacks query this object, so they
-  hit exactly what the run served. A Fitted that cannot be pickled (a plugin's holding a lambda) is not saved: the
-  manifest says why, the run still finishes, and attacks of it are refused;
-* ``manifest.json``: the format, the Fitted's class, the sha256 of both files, the released predictions' hashes
-  (:func:`posteriors_hash`, the full served posteriors; :func:`bench.provenance.predictions_hash`, the tag the
-  leaderboard's records carry) and the torch version that wrote them.
+* ``release.pt``: the tensors the run releases under its ledger, and only those, as named CPU tensors
+  (:meth:`methods.base.Fitted.release`: the weights; edge-level GAP/ProGAP's NAP outputs X(1..K); EdgeRand's
+  randomised graph, kept sparse). Loads with ``torch.load(..., weights_only=True)``; empty when the method declares
+  no release;
+* ``served.pt.gz``: the served model (release + serving state; the serving state is NOT a release): the
+  :class:`~methods.base.Fitted` object, pickled by ``torch.save``, gzip level 1. Besides the release it holds what
+  the server keeps to answer queries (:meth:`methods.base.Fitted.serving_state`: raw feature rows, GAP/ProGAP's X(0)
+  and, at node level, every cached aggregate; a served graph that is the task's own), which no ledger
+  covers: it is data, kept like the training data, never published. Attacks query this object, so they hit exactly
+  what the run served, and their records say so (:data:`SERVED_MODEL`). A Fitted that cannot be pickled (a plugin's
+  holding a lambda) is not saved: the manifest says why, the run still finishes, and attacks of it are refused;
+* ``manifest.json``: the format, the Fitted's class, the keys of the release and of the serving state
+  (``serving_keys``; ``None`` in a manifest written before serving state was declared: unknown), the sha256 of both
+  files, the released predictions' hashes (:func:`posteriors_hash`, the full served posteriors;
+  :func:`bench.provenance.predictions_hash`, the tag the leaderboard's records carry) and the torch version that
+  wrote them.
 
 :func:`load` downloads the three files, checks both digests, unpickles the served model onto the device asked for
 (``torch.load``'s ``map_location``: a model fitted on a GPU loads on a CPU and back) and checks that it serves the
@@ -46,6 +51,9 @@ FORMAT = 1
 SOURCE_RECORDED = "recorded artefact"
 SOURCE_REEXECUTED = "re-execution (same posteriors as the recorded run)"
 SOURCE_REFIT = "refit (not the recorded run)"
+#: what an attack of a served model queried (the ``attacked_state`` of its record, beside ``attacked_model``): the
+#: served model, whose serving state is not a release, so an attack's success is not a property of the release alone
+SERVED_MODEL = "served model (release + serving state, not a release)"
 
 
 class ReleaseMissing(BenchError):
@@ -66,17 +74,23 @@ class Manifest:
     torch: str
     #: why the served model could not be saved ("" when it was): a plugin's Fitted holding a lambda, say
     served_error: str = ""
+    #: the keys of the serving state (:meth:`methods.base.Fitted.serving_state`) held in ``served.pt.gz`` and not in
+    #: ``release.pt``; ``None``: unknown (a manifest written before serving state was declared)
+    serving_keys: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["release_keys"] = list(self.release_keys)
+        d["serving_keys"] = None if self.serving_keys is None else list(self.serving_keys)
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Manifest":
         if int(d.get("format", 0)) != FORMAT:
             raise BenchError(f"released-model manifest format {d.get('format')} (this version reads {FORMAT})")
-        return cls(**{**d, "release_keys": tuple(d.get("release_keys") or ())})
+        serving = d.get("serving_keys")
+        return cls(**{**d, "release_keys": tuple(d.get("release_keys") or ()),
+                      "serving_keys": None if serving is None else tuple(serving)})
 
 
 def posteriors_hash(proba: torch.Tensor) -> str:
@@ -116,6 +130,8 @@ def save(fitted: Any, task: Any, folder: str | Path) -> Manifest:
     folder.mkdir(parents=True, exist_ok=True)
     proba = fitted.predict_proba()
     release = _cpu(fitted.release())
+    serving_state = getattr(fitted, "serving_state", None)  # a plugin's Fitted may predate the method
+    serving = sorted(map(str, (serving_state() if callable(serving_state) else None) or {}))
     torch.save(release, folder / RELEASE_FILE)
     served_error = ""
     try:
@@ -129,13 +145,15 @@ def save(fitted: Any, task: Any, folder: str | Path) -> Manifest:
     manifest = Manifest(FORMAT, f"{cls.__module__}.{cls.__qualname__}", tuple(sorted(release)),
                         _sha256(folder / RELEASE_FILE), _sha256(served) if served.exists() else "",
                         posteriors_hash(proba), predictions_hash(task, proba), (folder / RELEASE_FILE).stat().st_size,
-                        served.stat().st_size if served.exists() else 0, torch.__version__, served_error)
+                        served.stat().st_size if served.exists() else 0, torch.__version__, served_error,
+                        tuple(serving))
     (folder / MANIFEST_FILE).write_text(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
     return manifest
 
 
 def read(folder: str | Path, task: Any, device: Any = "cpu") -> tuple[Any, Manifest]:
-    """The served model in ``folder`` (written by :func:`save`) on ``device``, checked against its manifest."""
+    """The served model in ``folder`` (written by :func:`save`: release + serving state, the latter not a release) on
+    ``device``, checked against its manifest."""
     folder = Path(folder)
     if not (folder / MANIFEST_FILE).is_file():
         raise ReleaseMissing(f"no released model in {folder} ({MANIFEST_FILE} missing)")
@@ -163,7 +181,8 @@ def read(folder: str | Path, task: Any, device: Any = "cpu") -> tuple[Any, Manif
 
 
 def release_tensors(folder: str | Path) -> dict[str, torch.Tensor]:
-    """The DP-released tensors of ``folder`` (``release.pt``), loaded without unpickling code; sparse ones sparse."""
+    """The tensors released under the ledger in ``folder`` (``release.pt``; never the serving state), loaded without
+    unpickling code; sparse ones sparse."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # torch: sparse invariant checks / "sparse CSR support is in beta"
         return torch.load(Path(folder) / RELEASE_FILE, map_location="cpu", weights_only=True)
@@ -183,7 +202,8 @@ def log(run: Any, fitted: Any, task: Any) -> Manifest | None:
 
 
 def load(run_id: str, task: Any, device: Any = "cpu") -> tuple[Any, Manifest]:
-    """The served model a tracked run logged, on ``device``; :class:`ReleaseMissing` when it logged none."""
+    """The served model a tracked run logged (release + serving state, :func:`read`), on ``device``;
+    :class:`ReleaseMissing` when it logged none."""
     from bench import tracking
 
     d = tempfile.mkdtemp(prefix="bench-release-")
@@ -197,5 +217,5 @@ def load(run_id: str, task: Any, device: Any = "cpu") -> tuple[Any, Manifest]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-__all__ = ["ARTIFACT_DIR", "Manifest", "ReleaseMissing", "SOURCE_RECORDED", "SOURCE_REEXECUTED", "SOURCE_REFIT",
-           "load", "log", "posteriors_hash", "read", "release_tensors", "save"]
+__all__ = ["ARTIFACT_DIR", "Manifest", "ReleaseMissing", "SERVED_MODEL", "SOURCE_RECORDED", "SOURCE_REEXECUTED",
+           "SOURCE_REFIT", "load", "log", "posteriors_hash", "read", "release_tensors", "save"]

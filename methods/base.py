@@ -273,15 +273,17 @@ def stable_hash(obj: Any) -> str:
 
 
 class Fitted(ABC):
-    """A trained, released model.
+    """A trained model as a server holds it: what it releases (:meth:`release`) plus the state it keeps to answer
+    queries (:meth:`serving_state`).
 
     ``ledger`` records every private mechanism that touched the data; ``epsilon(delta)`` is what
     the accountant computes from it (never the target). ``history`` holds per-epoch metrics and
     ``info`` facts about the run; ``info["inference_private"]`` is derived from the method's declaration
     (:func:`inference_private_of`), never typed by the method.
 
-    Releases and diagnostics. What a run releases is the served model and the facts in ``info`` that are
-    functions of public data or of the DP releases (noise multipliers, step counts, the ledger). Anything a
+    Releases and diagnostics. What a run releases is :meth:`release` (the tensors its ledger covers), the served
+    posteriors, and the facts in ``info`` that are functions of public data or of the DP releases (noise
+    multipliers, step counts, the ledger); :meth:`serving_state` is held by the server, never released. Anything a
     method computes from private data without a mechanism -- training loss, accuracy on private labels,
     exact counts of dropped nodes or kept edges -- goes in ``info["diagnostic"]`` (and per-epoch in
     ``history``): logged as ``diagnostic.*``, tagged "not private, not released", never in outputs,
@@ -300,11 +302,25 @@ class Fitted(ABC):
         return float(self.ledger.epsilon(delta))
 
     def release(self) -> dict[str, Tensor] | None:
-        """The released artifacts (weights, noisy aggregates, a randomised graph) as named tensors.
+        """What the run releases under its ledger, as named tensors: only what the ledger covers (weights, noisy
+        aggregates whose every row the ledger bounds, a randomised graph). ``None``: not declared.
 
         A method that claims private inference (``info["inference_private"]``) must say what it releases:
-        the contract tests check that, with the release held fixed, no served output depends on another
-        private unit's data, nor on any data the method's ``inference_reads`` leaves out. ``None``: not declared.
+        the contract tests check that, with the release and the serving state held fixed, no served output depends
+        on another private unit's data, nor on any data the method's ``inference_reads`` leaves out; and that no
+        released tensor depends on one unit more than the ledger covers (``audits.structural.check_release_coverage``).
+        """
+        return None
+
+    def serving_state(self) -> dict[str, Tensor] | None:
+        """The tensors the served model keeps to answer queries that are NOT released (no ledger covers them): raw
+        feature rows, an embedding of them, per-node aggregates outside the ledger's bound, the task's own graph.
+
+        Serving state is not a release: it is what a server holds. Published, it would be data. When inference is
+        private, each of its node-indexed rows reaches only the node it belongs to (the :mod:`methods.inference`
+        convention: the queried node's own row is the querier's input); a method whose inference reads other rows or
+        the edges declares it in ``inference_reads`` and claims no private inference. Its keys never overlap
+        :meth:`release`'s. ``None``: none beyond the release (or not declared).
         """
         return None
 
@@ -448,17 +464,45 @@ class Method(ABC):
         raise NotImplementedError(f"{type(self).__name__} must implement _fit(ctx) (or override fit)")
 
 
+def _dense_cpu(x: Tensor) -> Tensor:
+    return (x.to_dense() if x.layout != torch.strided else x).cpu()
+
+
 def same_release(a: dict[str, Tensor] | None, b: dict[str, Tensor] | None) -> bool:
     """Whether two ``Fitted.release()`` dicts are bit-identical (sparse tensors compared densely)."""
     if a is None or b is None or set(a) != set(b):
         return False
     for k in a:
-        x, y = a[k], b[k]
-        if x.layout != torch.strided:
-            x = x.to_dense()
-        if y.layout != torch.strided:
-            y = y.to_dense()
-        if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x.cpu(), y.cpu()):
+        x, y = _dense_cpu(a[k]), _dense_cpu(b[k])
+        if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y):
+            return False
+    return True
+
+
+def node_rows(state: dict[str, Tensor] | None, num_nodes: int) -> dict[str, Tensor]:
+    """The tensors of a serving state that hold one row per node (strided, ``num_nodes`` rows): the rows that, by
+    :meth:`Fitted.serving_state`'s convention, each reach only their own node. The rest (a served graph's edges) is
+    raw structure whose reading ``Method.inference_reads`` declares."""
+    return {k: v for k, v in (state or {}).items()
+            if v.layout == torch.strided and v.dim() >= 1 and v.size(0) == num_nodes}
+
+
+def same_serving_state(a: dict[str, Tensor] | None, b: dict[str, Tensor] | None, num_nodes: int | None = None,
+                       node: int | None = None) -> bool:
+    """Whether two ``Fitted.serving_state()`` dicts (or their :func:`node_rows`) are bit-identical, except in
+    ``node``'s own rows (row ``node`` of each tensor with ``num_nodes`` rows): a changed node's own serving rows reach
+    only that node, so they may differ where the comparison leaves its own posterior out. ``None`` is empty."""
+    a, b = a or {}, b or {}
+    if set(a) != set(b):
+        return False
+    for k in a:
+        x, y = _dense_cpu(a[k]), _dense_cpu(b[k])
+        if (node is not None and num_nodes is not None and x.dim() >= 1 and x.shape == y.shape
+                and x.size(0) == num_nodes and a[k].layout == torch.strided):
+            keep = torch.ones(num_nodes, dtype=torch.bool)
+            keep[node] = False
+            x, y = x[keep], y[keep]
+        if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y):
             return False
     return True
 
@@ -507,6 +551,7 @@ def check_fitted(method: Method, fitted: Any, budget: Budget) -> None:
     if not isinstance(getattr(fitted, "info", None), dict) or not isinstance(getattr(fitted, "history", None), list):
         raise ContractViolation(f"{name}: a Fitted needs info (dict) and history (list)")
     _check_inference_flag(name, method, fitted, budget)
+    _check_serving_state(name, fitted)
     if not method.is_private:
         if fitted.ledger.non_private_use is None:
             raise ContractViolation(f"{name} is not private but its ledger does not say so")
@@ -537,6 +582,15 @@ def _check_inference_flag(name: str, method: Method, fitted: Any, budget: Budget
             why = "there is no privacy claim"
         raise ContractViolation(f"{name}: info['inference_private'] = {have!r}, but inference is "
                                 f"{'private' if want else 'not private'}: {why} (methods.inference)")
+
+
+def _check_serving_state(name: str, fitted: Any) -> None:
+    """A tensor is released (covered by the ledger) or serving state (held, not released), never both."""
+    release, serving = fitted.release() or {}, fitted.serving_state() or {}
+    both = sorted(set(release) & set(serving))
+    if both:
+        raise ContractViolation(f"{name}: {', '.join(both)} both released and declared serving state (Fitted."
+                                "serving_state holds what the server keeps that is NOT released)")
 
 
 #: ``info`` keys that state what the sampler's population or rate was, and the ledger fields they must match

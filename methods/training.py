@@ -100,10 +100,11 @@ def train_full_batch(model: Backbone, task: Task, *, lr: float, weight_decay: fl
 
 
 class ModelFitted(Fitted):
-    """A released model that serves posteriors from a fixed graph.
+    """A served model that answers posteriors from a fixed graph.
 
-    ``graph_released``: the served graph is itself a DP release (EdgeRand's randomised adjacency), so it is
-    part of :meth:`release`; otherwise the graph is the task's data and only the weights are released."""
+    ``graph_released``: the served graph's structure is itself a DP release (EdgeRand's randomised adjacency), so its
+    edges are part of :meth:`release`. Otherwise the graph is the task's own data (or, PrivGNN's, its public part):
+    served, not released. Either way its features are serving state (public at edge level, but data)."""
 
     def __init__(self, model: torch.nn.Module, graph: GraphInput, ledger: PrivacyLedger,
                  history: list[dict[str, float]], info: dict | None = None, graph_released: bool = False) -> None:
@@ -121,13 +122,24 @@ class ModelFitted(Fitted):
                 self._proba = torch.softmax(self.model(self.graph).float(), dim=-1).cpu()
         return self._proba if nodes is None else self._proba[torch.as_tensor(nodes, dtype=torch.long)]
 
+    #: the served graph's tensors that a randomised graph releases (its structure; the features are the task's)
+    RELEASED_GRAPH = ("edge_index", "edge_weight")
+
+    def _graph_tensors(self) -> dict[str, Tensor]:
+        return {k: v.detach() for k, v in vars(self.graph).items() if isinstance(v, Tensor)}
+
     def release(self) -> dict[str, Tensor]:
+        """The weights, and a randomised graph's structure when the graph is a release."""
         out = {f"model.{k}": v.detach() for k, v in self.model.state_dict().items()}
         if self.graph_released:
-            for k, v in vars(self.graph).items():
-                if isinstance(v, Tensor):
-                    out[f"graph.{k}"] = v.detach()
+            out.update({f"graph.{k}": v for k, v in self._graph_tensors().items() if k in self.RELEASED_GRAPH})
         return out
+
+    def serving_state(self) -> dict[str, Tensor]:
+        """The served graph's tensors that are not released: its feature rows, and its edges unless they are a DP
+        release (the task's own graph is served, not released)."""
+        released = self.RELEASED_GRAPH if self.graph_released else ()
+        return {f"graph.{k}": v for k, v in self._graph_tensors().items() if k not in released}
 
 
 class FeatureQueryFitted(ModelFitted):

@@ -14,8 +14,9 @@ al. 2022, where the released model answers feature queries); feature (``attacks.
 ``released-prediction`` game (the node's served posterior, which a feature-level claim does not cover). One compact
 record per run (kind ``edge-attack`` or ``feature-attack``) goes to ``--out`` (default
 ``docs/leaderboard/attacks/<level>.jsonl``): per variant its AUC, TPR at 1% FPR and the counts at that ROC point --
-no epsilon: an attack on one model is not a game between neighbouring datasets -- and ``attacked_model``, which
-model it saw.
+no epsilon: an attack on one model is not a game between neighbouring datasets -- ``attacked_model``, which
+model it saw, and ``attacked_state`` (:data:`bench.release.SERVED_MODEL`): the attack queried the served model,
+whose serving state (raw rows, a served graph) is not a release.
 
 A run whose artefact the store does not hold (a record from before runs logged their model, or a store on another
 machine) is an error, unless ``--rerun-missing`` (move such records to ``docs/leaderboard/superseded/``, so that
@@ -140,7 +141,7 @@ def _attack_setting(run: dict[str, Any], setting: Any, level: str, options: dict
             "params": {k: p[k] for k in ("method", "dataset", "split", "seed", "privacy_unit", "target_epsilon",
                                          "delta", "config_hash") if k in p},
             "attack_options": options, "attacks": attacks, "not_applicable": not_applicable,
-            "attacked_model": source,
+            "attacked_model": source, "attacked_state": release.SERVED_MODEL,
             "reproduces_run": bool(predictions_hash(task, proba) == recorded) if recorded else None,
             "refit_test_acc": test_acc,
             "seconds": {("fit" if source == release.SOURCE_REFIT else "load"): round(load_seconds, 2),

@@ -49,6 +49,11 @@ def test_every_methods_served_model_round_trips(name, small_task, pp_task, tmp_p
     for k, v in declared.items():
         assert tensors[k].layout == v.layout
         assert torch.equal(dense(tensors[k]), dense(v.cpu()))
+    # the serving state travels in the served model only, named in the manifest, never in release.pt
+    serving = fitted.serving_state() or {}
+    assert manifest.serving_keys == tuple(sorted(serving)) and not set(serving) & set(tensors)
+    for k, v in serving.items():
+        assert torch.equal(dense(loaded.serving_state()[k].cpu()), dense(v.cpu()))
     query = getattr(fitted, "predict_proba_rows", None)
     if callable(query):
         rows, values = torch.tensor([0, 5]), torch.rand(2, task.num_features)
@@ -71,6 +76,29 @@ def test_a_sparse_release_stays_sparse_so_the_file_grows_with_its_edges(tmp_path
     assert manifest.release_bytes < n * n * 4 / 20
     got = release.release_tensors(tmp_path)["graph.edge_index"]
     assert got.layout != torch.strided and torch.equal(got.to_dense(), adj.to_dense())
+
+
+def test_release_pt_holds_only_what_the_ledger_covers(small_task, tmp_path):
+    """Node-level ProGAP: release.pt holds the weights; the raw feature matrix (X(0)) and every node's own cached
+    aggregate are serving state, held in served.pt.gz and named in the manifest."""
+    fitted, task = _fit("progap-node", small_task, None)
+    manifest = release.save(fitted, task, tmp_path)
+    tensors = release.release_tensors(tmp_path)
+    assert tensors and all(k.startswith("model.") for k in tensors)
+    assert manifest.serving_keys == ("input.0", "input.1", "input.2")
+    loaded, _ = release.read(tmp_path, task)
+    assert torch.allclose(loaded.serving_state()["input.0"], task.data.x)
+
+
+def test_a_manifest_from_before_serving_state_reads_as_unknown(small_task, tmp_path):
+    fitted, task = _fit("dp-mlp", small_task, None)
+    release.save(fitted, task, tmp_path)
+    m = json.loads((tmp_path / release.MANIFEST_FILE).read_text())
+    assert m["format"] == 1 and m["serving_keys"] == ["graph.edge_index", "graph.x"]
+    del m["serving_keys"]
+    (tmp_path / release.MANIFEST_FILE).write_text(json.dumps(m))
+    _, old = release.read(tmp_path, task)
+    assert old.serving_keys is None
 
 
 def test_a_corrupted_or_foreign_artefact_is_refused(small_task, tmp_path):
@@ -126,6 +154,7 @@ def test_a_tracked_run_logs_its_release_and_attacks_of_it_load_it(monkeypatch):
     [res] = api.attack_recorded(r.run_id, "threshold", bootstrap=0, experiment="release-test", device="cpu")
     [rep] = res.attacks
     assert rep["status"] == "ok" and rep["attacked_model"] == release.SOURCE_RECORDED
+    assert rep["attacked_state"] == release.SERVED_MODEL  # queried with its serving state, which is not a release
     child = tracking.client().get_run(rep["run_id"])
     assert child.data.tags["mlflow.parentRunId"] == r.run_id
 

@@ -1,5 +1,6 @@
-"""``private-inference``: a method claiming private inference declares its release, and with that release held
-fixed no served output depends on another private unit (:func:`audits.structural.check_private_inference`)."""
+"""``private-inference``: a method claiming private inference declares its release, and with the served model held
+fixed -- the release and the serving state, the changed node's own serving rows excepted -- no served output depends
+on another private unit (:func:`audits.structural.check_private_inference`)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ def private_inference(b, alpha: float) -> Check:
                      "claims private inference without saying what it releases", seconds=secs)
     bad = found.max_change > 0
     detail = (f"changing unit {found.unit} moved another node's served posterior by {found.max_change:.3g} "
-              "with the release unchanged" if bad else
-              ("" if found.conclusive else "every change tried reached the release"))
+              "with the release and the serving state unchanged" if bad else
+              ("" if found.conclusive else "every change tried reached the release or the serving state"))
     return Check("private-inference", b.seed, VIOLATION if bad else PASS,
                  f"{found.conclusive}/{found.tried} conclusive, max change {found.max_change:.3g}", "0",
                  detail, seconds=secs, data=found.__dict__)
