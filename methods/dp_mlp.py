@@ -10,6 +10,16 @@ input) and not at feature level, where that row is the protected unit (``methods
 
 Model selection uses no private label: the final model is released (validation accuracy is only
 logged), since picking the best epoch on validation labels would be an unaccounted release.
+
+The relation on the input (``dp-mlp``): a user holds a graph and its split; neighbouring inputs differ in one node v
+with its feature row, its label and all its edges. Nothing data-dependent runs before DP-SGD: the edges are never
+read (so v's edges reach nothing), feature preprocessing (``features=row``) is per row, and the examples are the
+training nodes' own (row, label) pairs, so removing v removes at most one example (none when v is not a training
+node) and every other example is unchanged: add/remove of one example in ``PoissonGaussian`` (sensitivity C). The
+one input the run reads beyond its examples is the training-node count n (the rate B / n and the steps per
+epoch): ``presets.dp_mlp`` names it public, a convention: the rate and the step count are those of the published
+n on both neighbours. ``dp-mlp-feature``: replace-one of one row, which leaves n unchanged.
+``tests/test_input_relations.py`` checks that the edges and the other nodes' rows do not reach the weights.
 """
 
 from __future__ import annotations

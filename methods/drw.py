@@ -1,7 +1,28 @@
 """Random-walk DP-SGD (Ayle et al. 2022): DRW, DRW-R, DRW-D, and the non-private RW baseline.
 
-Privacy unit: ``feature`` -- neighbouring graphs share structure, labels and the node count and differ in
-one node's feature row (the paper's setting; structure and labels are public).
+Privacy unit: ``feature``. The relation on the input (the paper's Section 4.1): a user holds a graph (structure A,
+features X, labels y) and its split; neighbouring inputs share A, y, the node count and the split and differ in one
+node's feature row x_v. Labels are not protected at this level: the paper's relation keeps them fixed, so they are
+public like the structure, and so is which nodes are labelled (the split). What makes the ledger cover that relation
+(proof; ``tests/test_input_relations.py`` checks (a) and (b) on random graphs):
+
+(a) The subgraphs depend on the structure, the roots and the ``subgraphs`` stream only, never on X or y: the
+    sampler reads ``edge_index``, N and the roots (inductively every node of the training graph, transductively
+    the labelled nodes of ``train_mask``: the split, not the labels' values), and DRW-D's resamples draw from the
+    same stream. Their counts (M, M_min), the batch size m, DRW-D's period and the steps the budget affords are
+    functions of these and of the budget. So both neighbours run the same sequence of subgraph sets under one
+    coupling of the sampler, and every number the ledger reads is the same on both.
+(b) Given the subgraphs: they are node-disjoint, feature preprocessing (``features=row``) is per row, and a batch
+    reads only its own subgraphs' rows (``methods/subgraphs.py``). So x_v enters at most one example, the subgraph
+    holding v (none when v lies in no batchable subgraph): replacing x_v is replace-one of one example among M,
+    whose clipped gradient moves by at most 2C.
+(c) Each step draws m of the M examples uniformly without replacement: Wang, Balle & Kasiviswanathan's replace-one
+    bound. Inductively the ledger's population is M_min <= M: a uniform m-subset of M examples is a uniform m-subset
+    of a uniform M_min-subset U drawn independently of the data; the step's output law is the same on both
+    neighbours when v's example is outside U and is the M_min-population mechanism when it is inside, and a mixture
+    with equal weights on both sides keeps the M_min bound (the hockey-stick divergence is jointly convex, the Renyi
+    divergence jointly quasi-convex). Transductively the population is M.
+(d) The steps compose adaptively given the subgraph sequence, whose law is the same on both neighbours by (a).
 
 Training (Algorithm 1): the graph is split into node-disjoint random-walk subgraphs (one walk of length L
 per root for DRW; R walks from the same root for DRW-R; DRW re-run every ``resample_every`` steps for
@@ -19,8 +40,8 @@ sampling probability m / M', recorded as ``FixedSizeGaussian(population=M', samp
   M' = M_min = ceil(N / (1 + R L)), the paper's bound on the number of subgraphs any run can form;
 * transductive (only labelled nodes are roots, only their subgraphs are batched): the paper's M_min counts
   subgraphs that can never be batched and understates the leakage, so M' = M, the number of batchable
-  subgraphs of this run. M depends on the structure and the sampler's randomness only, never on features,
-  so it may be used (the run logs ``accounting_population`` and ``accounting_rule``).
+  subgraphs of this run. M depends on the structure, the split and the sampler's randomness only, never on
+  features ((a) above), so it may be used (the run logs ``accounting_population`` and ``accounting_rule``).
 
 Inference is the paper's: a full-graph GCN forward with the trained weights. It reads every node's
 features without noise, so predictions are not private (``inference_reads``; ``methods.inference``); the

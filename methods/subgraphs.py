@@ -2,8 +2,8 @@
 
 A set of M subgraphs becomes ``nodes [M, P]`` (global node ids, -1 = padding, position 0 = the
 subgraph's root, whose label is the example's target) and a normalised dense adjacency ``adj [M, P, P]``
-built once; a batch is then two index operations. Only features are gathered per batch, so the example
-of a subgraph depends on exactly the feature rows of its own nodes (what the sensitivity arguments of
+built once from the structure alone; a batch is then two index operations. Only features are gathered per batch,
+so the example of a subgraph depends on exactly the feature rows of its own nodes (what the sensitivity arguments of
 DRW and DP-GNN need).
 """
 

@@ -8,14 +8,26 @@ teacher's vote (PATE-G predicts through the query's public neighbourhood, PATE-M
 Laplace(1/lambda) noise is added to each of the C vote counts and the noisy argmax is the
 pseudo-label. The student is PrivGNN's (GraphSAGE on the public graph), and it is what is released.
 
-Privacy (node level, add/remove): each private node is assigned to a part independently and
-uniformly at random (not by cutting a permutation into equal chunks, where adding one node would
-shift the boundaries and change many parts). Adding or removing a node then changes only its own
-part -- its induced subgraph too, since a part keeps only the edges inside it -- so at most one
-teacher, and at most one vote per query: one count -1, another +1. The ledger is
-``presets.privgnn_pate``: 2|Q| Laplace(1/lambda) events of sensitivity 1 (pure 2 lambda per query,
-PATE's LNMax bound, composed under RDP). A teacher whose part is empty abstains (a data-independent
-rule; it changes at most one count, within the same bound).
+Privacy: the relation on the input is PrivGNN's (``methods/privgnn/privgnn.py``): the private graph with and
+without one node v, with its features, label and edges; the public graph fixed. The ledger is
+``presets.privgnn_pate``: 2|Q| Laplace(1/lambda) events of sensitivity 1 (pure 2 lambda per query, PATE's LNMax
+bound, composed under RDP). Proof that it covers the relation:
+
+(a) Each private node is assigned to a part independently and uniformly at random (not by cutting a permutation
+    into equal chunks, where adding one node would shift the boundaries and change many parts). So the other
+    nodes' assignments have the same law with or without v, and v's part is independent of them: couple the two
+    runs on the others' assignments (with a fixed seed the implementation draws node j's part as the j-th draw, so
+    removing v shifts the later draws; the coupling is of laws, which is what DP needs).
+(b) Given the assignment, teacher t's votes are a function of its own part's records only: their features and
+    labels, and (PATE-G) the edges with both ends in the part, in their relative order; the queries and the
+    public graph are public. Each teacher trains ALONE (one teacher per batch, padded to its own part's size):
+    a batch padded to its largest part would make every teacher's floating-point trajectory depend on the other
+    parts' sizes, v's included, and after 200 epochs that is a different teacher (``teachers.py``).
+(c) So adding v changes at most teacher t = v's part, hence at most one vote per query: one count -1 and another
+    +1, or a single count by 1 when v is its part's only node (an empty part abstains, a data-independent rule).
+    Per query the histogram moves by at most 1 in two coordinates: two Laplace(1/lambda) events of sensitivity 1.
+    The joint law over the coupling in (a) is a mixture of such pairs with the same weights on both sides, which
+    keeps every Renyi and hockey-stick bound (joint quasi-convexity, joint convexity).
 
 The paper reports PATE's epsilon with Papernot et al. (2017)'s moments accountant, partly
 data-dependent (PATE-M's values fall below the data-independent bound as teachers agree): publishing
@@ -50,6 +62,7 @@ class PATEConfig(NetConfig):
     queries: int = 1000
     lam: float | None = None  # 1 / Laplace scale on each vote count; None: calibrated to --epsilon
     mlp_layers: int = 3  # PATE-M's teachers
+    # no effect: every teacher trains alone (the module docstring, (b)); kept so that recorded configurations rebuild
     teacher_batch: int = 32
     features: Literal["auto", "row", "none"] = "auto"
 
@@ -123,8 +136,8 @@ class PATEMethod(Method):
         qd = queries.to(device)
         in_edges = graphs.public_in_edges.to(device) if self.teacher_kind == "sage" else None
         bar = progress_bar(c.teachers, f"{self.name} teachers", progress)
-        for start in range(0, c.teachers, c.teacher_batch):
-            idx = list(range(start, min(c.teachers, start + c.teacher_batch)))
+        for teacher in range(c.teachers):  # one per batch: its shapes are those of its own part (docstring, (b))
+            idx = [teacher]
             sets = [parts[t] for t in idx]
             gens = [streams.torch("init", "teacher", t) for t in idx]
             edges = graphs.edges_private if self.teacher_kind == "sage" else None

@@ -13,10 +13,37 @@ Per query node v (|Q| drawn from public-train; public data only):
 The student (same architecture) is trained transductively on the public graph with the |Q|
 pseudo-labels and released; it serves predictions from public data only.
 
-Privacy (node level, add/remove of one private node with its features, label and edges): each
-query is a Poisson(gamma)-subsampled Laplace mechanism; the ledger holds |Q| such events. Everything
-after the subsample -- KNN, the induced subgraph, training -- is a function of the subsample and of
-data-independent randomness, and the teacher's posterior is a probability vector.
+Privacy: the relation on the input. A user holds a private graph (nodes with features, labels and the edges among
+them) and a public graph (features and edges; public-train labels are never read). Neighbouring inputs: the private
+graph with and without one node v, with its features, its label and all its edges; the public graph is the same.
+(The suite's private-public split builds the two graphs from one dataset and keeps no private-public edge; were
+there any, no step would read them: ``split_graphs`` keeps the two induced graphs only.) The ledger,
+``presets.privgnn``, holds |Q| events ``PoissonLaplace(gamma, 1/lambda, sensitivity 2)``. Proof that it covers the
+relation:
+
+(a) Query i's output is ``argmax(f_i(S_i) + Lap(1/lambda)^C)`` with ``S_i`` its Poisson(gamma) subsample (its own
+    ``sampler`` stream: independent of the data and of the other queries). ``f_i(S)`` reads only the records of S --
+    their features, labels and the edges with both ends in the teacher's node set -- in their relative order, plus
+    the public graph and teacher i's own generator: the KNN ranks S by distance to the query (ties by position in S,
+    which removing another node does not reorder; the batched filter of ``knn.py`` reads every private row's norm
+    but selects exactly the definition's rows); the teacher trains on the subgraph its <= K nodes induce, padded to
+    K nodes so that no shape of its batch depends on another query's data (KNNREM and SINGLEGNN teachers train
+    alone; ``methods/privgnn/teachers.py``). So ``f_i(S)`` is the same function on both neighbours whenever v is
+    not in S, bit for bit (``tests/test_input_relations.py``).
+(b) For ANY two subsamples ``||f_i(S) - f_i(S')||_1 <= 2`` (two probability vectors). In particular for S and
+    S + v, whatever the K nearest become: v may replace the K-th nearest (a substitution of one training node, which
+    can change the teacher's induced subgraph by v's edges and the dropped node's), or be ranked out. The Laplace
+    step is therefore a sensitivity-2 mechanism of the subsample under every relation, substitution included.
+(c) Adding v: S restricted to the other nodes has the same law, and v joins it independently with probability
+    gamma, so query i's output law is ``(1 - gamma) A_i(S) + gamma A_i(S + v)``: exactly the add/remove
+    Poisson-subsampling setting (Zhu & Wang 2019, whose general upper bound the ledger evaluates) with base
+    mechanism ``A_i``, whose RDP (b) bounds. (The implementation draws node j's coin as the j-th uniform of the
+    stream, so with a fixed seed removing v shifts the later nodes' coins; the statement is about laws, which is
+    what DP is about.)
+(d) Other queries: v's presence changes their subsamples and nearest sets too, each through its own independent
+    subsample, so each is its own event of the ledger; the |Q| releases compose.
+|Q|, gamma and lambda come from the configuration and the public graph; delta's default reads the private node
+count (the suite's delta rule, stated with the run's conventions).
 
 Deviations from the paper, all on the side of soundness:
 
@@ -35,7 +62,10 @@ Deviations from the paper, all on the side of soundness:
   Laplace release of sensitivity 2|Q| (presets.privgnn(single_teacher=True)). KNNREM keeps it (a
   fresh subsample per query; only the KNN step is dropped).
 * Teacher training randomness (initialisation, dropout) is independent of the data and of the other
-  teachers; the batched trainer guarantees it (methods/privgnn/teachers.py).
+  teachers; the batched trainer guarantees it (methods/privgnn/teachers.py). KNN teachers are padded to K nodes in
+  their batch (a data-independent shape: a batch padded to its largest teacher would let v's presence in one
+  query's subsample move every other teacher of the batch through the rounding); KNNREM teachers, whose subsamples
+  have no data-independent bound, train one at a time.
 """
 
 from __future__ import annotations
@@ -72,7 +102,7 @@ class PrivGNNConfig(NetConfig):
     distance: Literal["euclidean", "cosine"] = "euclidean"
     ablation: Literal["none", "knnrem", "singlegnn"] = "none"
     teacher_epochs: int | None = None  # None: the same as epochs (200, appendix G.1)
-    teacher_batch: int = 32  # teachers trained at once
+    teacher_batch: int = 32  # teachers trained at once, each padded to K nodes (KNNREM: one at a time)
     features: Literal["auto", "row", "none"] = "auto"
     # "posterior" (Algorithm 1): Laplace noise on the teacher's probability vector. "log_posterior" is what
     # the authors' code does (noise on log-softmax outputs); log-probabilities are unbounded, so no
@@ -246,13 +276,16 @@ class PrivGNN(Method):
                 out[:] = F.log_softmax(logits, -1).cpu()
         else:
             bar = progress_bar(q, f"{self.name} teachers", progress)
-            for start in range(0, q, c.teacher_batch):
-                idx = list(range(start, min(q, start + c.teacher_batch)))
+            # the batch's padded size must not depend on private data (methods/privgnn/teachers.py): K bounds every
+            # KNN teacher; a KNNREM subsample has no data-independent bound, so its teachers train alone
+            step, pad = (c.teacher_batch, c.k) if c.ablation == "none" else (1, None)
+            for start in range(0, q, step):
+                idx = list(range(start, min(q, start + step)))
                 node_sets = self.select_many(graphs, [offset + i for i in idx], [int(queries[i]) for i in idx],
                                              streams)
                 sizes += [int(s.numel()) for s in node_sets]
                 gens = [streams.torch("init", "teacher", offset + i) for i in idx]
-                model = self._train(node_sets, gens, graphs, classes, device)
+                model = self._train(node_sets, gens, graphs, classes, device, pad_to=pad)
                 for j, i in enumerate(idx):
                     if node_sets[j].numel() == 0:
                         out[i] = uniform_posterior(1, classes)[0].log()
@@ -268,10 +301,10 @@ class PrivGNN(Method):
         return out
 
     def _train(self, node_sets: list[Tensor], gens: list[torch.Generator], graphs: Graphs, classes: int,
-               device: torch.device) -> BatchedSAGE:
+               device: torch.device, pad_to: int | None = None) -> BatchedSAGE:
         c = self.config
         batch = build_batch(graphs.x_private, graphs.y_private, graphs.edges_private, node_sets,
-                            graphs.private_lookup).to(device)
+                            graphs.private_lookup, pad_to=pad_to).to(device)
         model = BatchedSAGE(gens, graphs.x_private.size(1), c.hidden, classes, c.dropout).to(device)
         train_teachers(model, batch, gens, epochs=self.teacher_epochs, lr=c.lr, weight_decay=c.weight_decay)
         return model

@@ -7,13 +7,18 @@ the teachers' graphs are padded to a common size ``P`` (``x``: [T, P, F]) and a 
 ``torch.bmm``. Message passing runs over the block-diagonal union of the teachers' edge lists
 (flattened node ids ``t * P + i``), so no message crosses from one teacher to another.
 
-Independence is exact, not approximate: batch-norm statistics, the loss and Adam's moment
-estimates are all per teacher (Adam is elementwise; the loss is a sum of per-teacher means, so a
-teacher's gradient is the one it would get alone), and each teacher draws its initialisation and
-its dropout masks from its own generator. A teacher therefore computes the same function of its
-own training data whatever else shares its batch -- which the privacy analysis needs (one private
-node can only change the teachers whose data contain it) and which the tests check by comparing a
-batch with teachers trained one by one.
+Independence: batch-norm statistics, the loss and Adam's moment estimates are all per teacher (Adam is elementwise;
+the loss is a sum of per-teacher means, so a teacher's gradient is the one it would get alone), and each teacher
+draws its initialisation and its dropout masks from its own generator. In exact arithmetic a teacher computes the
+same function of its own training data whatever else shares its batch. In floating point it computes a function of
+its own data AND of the batch's shapes: the number of teachers T, its slot, and the padded size P (at a fixed T, a
+different P changes a teacher's weights by an ulp within a few epochs, and 200 epochs turn that into a different
+teacher: about 9% of PATE-M's votes on Computers, seed 0, differ between its 20 teachers trained in one batch and
+one at a time). The privacy analysis needs a teacher to depend on no private node outside its data, so the shapes
+must not depend on private data: T and the slot come from the configuration; ``pad_to`` fixes P (PrivGNN pads to K,
+a bound on every teacher's size), and where no data-independent bound exists (PATE's parts, the KNNREM and SINGLEGNN
+subsamples) each teacher is trained alone (T = 1, P = its own size). At fixed shapes the other teachers' data do not
+reach a teacher, bit for bit (``tests/test_privgnn_teachers.py``, ``tests/test_input_relations.py``).
 
 Speed. The first layer (``[T, P, 2F] x [T, 2F, H]`` forward and weight gradient) is almost all of the cost.
 It is one ``torch.bmm``: per-teacher oneDNN GEMMs gave no end-to-end gain and were
@@ -111,7 +116,7 @@ def mean_adjacency(src: Tensor, dst: Tensor, n: int, dtype: torch.dtype = torch.
 
 
 def build_batch(x: Tensor, y: Tensor, edge_index: Tensor | None, node_sets: list[Tensor],
-                lookup: EdgeLookup | None = None) -> TeacherBatch:
+                lookup: EdgeLookup | None = None, pad_to: int | None = None) -> TeacherBatch:
     """Pad the graphs induced by ``node_sets`` (indices into ``x``/``y``/the graph ``edge_index``)
     into one :class:`TeacherBatch`. With a graph, ``x`` holds ``[x | mean of in-neighbours' x]``
     ([T, P, 2F], what a GraphSAGE first layer reads); ``edge_index=None`` builds graph-free batches
@@ -119,9 +124,16 @@ def build_batch(x: Tensor, y: Tensor, edge_index: Tensor | None, node_sets: list
 
     Each node set holds distinct nodes. ``lookup``: ``edge_index``'s :class:`EdgeLookup` by source (built here when
     not given; pass one when the same graph serves many batches). Each teacher's edges are read off its nodes'
-    out-edges, teacher by teacher, each in ``edge_index`` order: the edges PyG's ``subgraph`` returns."""
+    out-edges, teacher by teacher, each in ``edge_index`` order: the edges PyG's ``subgraph`` returns.
+
+    ``pad_to``: the padded size P (at least every set's size); None: the largest set's size, which makes every
+    teacher's rounding depend on the other sets' sizes (see the module docstring), so private callers with more than
+    one teacher per batch pass a data-independent bound."""
     t_count = len(node_sets)
-    p = max([int(s.numel()) for s in node_sets] + [1])
+    largest = max([int(s.numel()) for s in node_sets] + [1])
+    if pad_to is not None and pad_to < largest:
+        raise ValueError(f"a node set has {largest} nodes, more than pad_to={pad_to}")
+    p = largest if pad_to is None else int(pad_to)
     n_all, f = x.shape
     dev = x.device
     sets = [s.view(-1).long().to(dev) for s in node_sets]
