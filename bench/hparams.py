@@ -4,7 +4,8 @@ defaults where better settings are known.
 
 Each entry says where its values come from: ``paper`` (the paper's stated values, cited in ``note``) or
 ``tuned`` (chosen on mean validation accuracy over 3 seeds from the ``grid`` it lists -- tuned on validation
-labels, outside the privacy budget, as the papers do). A run logs the entry it used as the parameter
+labels, outside the privacy budget, as the papers do), ``measured``, or ``declared`` (a public bound the claim rests
+on, such as a declared degree bound: not tuned, and the runs refuse data that exceed it). A run logs the entry it used as the parameter
 ``hp_source``; explicit ``--set`` overrides always win. Keys under a method are dataset names or glob patterns
 (``facebook-*``), optionally with a split (``cora@random-75-10-15``); the most specific match wins (exact name
 and split, exact name, pattern and split, pattern). ``by_epsilon`` may refine an entry per target epsilon.
@@ -26,7 +27,7 @@ DEFAULT_PATH = Path(__file__).resolve().parents[1] / "configs" / "hparams.yaml"
 #: entries written by ``scripts/tune.py`` from ``configs/tuning.yaml``; they override hparams.yaml's entry of the same
 #: method and key
 TUNED_PATH = DEFAULT_PATH.with_name("hparams_tuned.yaml")
-SOURCES = ("paper", "tuned", "measured")
+SOURCES = ("paper", "tuned", "measured", "declared")
 
 
 @dataclass(frozen=True)

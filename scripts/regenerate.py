@@ -1,7 +1,8 @@
 """Regenerate the whole published leaderboard from one clean commit (a release tag), resumably, and record its cost.
 
-    python -m scripts.regenerate --ref v1.0.2 [--datasets D ...] [--stages S ...] [--workers 2] [--threads 1]
-                                 [--site docs/leaderboard] [--tracking-dir DIR] [--progress FILE] [--dry-run]
+    python -m scripts.regenerate --ref v1.0.2 [--datasets D ...] [--methods M ...] [--stages S ...] [--workers 2]
+                                 [--threads 1] [--site docs/leaderboard] [--tracking-dir DIR] [--progress FILE]
+                                 [--dry-run]
 
 Run it from a checkout of ``--ref`` itself (``git checkout --detach v1.0.2``): it refuses a HEAD other than the
 ref's commit and a work tree whose code differs from it (a tracked or untracked file outside ``docs/``), because
@@ -19,6 +20,8 @@ Per dataset (the config's order, or ``--datasets``), the stages (``--stages``, d
 
 * ``retire``: the dataset's records that do not name the ref's clean commit (runs, unit attacks, white-box bounds)
   move to ``SITE/superseded/<dataset>.jsonl`` (``bench.superseded``), so every cell below runs again;
+  with ``--methods``, only those methods' records retire and only their cells run (a release that changes some
+  methods regenerates their rows; the other rows keep naming the release that made them);
 * ``train``: the training cells (``scripts.build_leaderboard --no-tune --no-verify``: resumable, a cell with a record
   is done), the hyperparameters being the tag's checked-in ones;
 * ``attacks``: the unit attacks on the recorded artefacts (``scripts.unit_attacks`` per level with
@@ -109,6 +112,16 @@ class Context:
     pooled: list[str]
     teacher_cache: str | None = None
     raw: dict = field(default_factory=dict)
+    #: only these methods' cells and records (None: every method of the config)
+    methods: tuple[str, ...] | None = None
+
+    def mine(self, rec: dict) -> bool:
+        """Whether a record belongs to the regenerated methods (runs: ``params.method``; attack and audit
+        records: their ``method`` or their target's)."""
+        if self.methods is None:
+            return True
+        p = rec.get("params") or {}
+        return (p.get("method") or rec.get("method") or rec.get("target_method")) in self.methods
 
     @property
     def runs(self) -> Path:
@@ -205,7 +218,7 @@ def stale_lines(ctx: Context, dataset: str) -> dict[Path, tuple[list[str], list[
             keep, stale = [], []
             for line in (x for x in f.read_text().splitlines() if x.strip()):
                 rec = json.loads(line)
-                mine = (rec.get("params") or {}).get("dataset") == dataset
+                mine = (rec.get("params") or {}).get("dataset") == dataset and ctx.mine(rec)
                 (stale if mine and rec.get("git_commit") != ctx.commit else keep).append(line)
             if stale:
                 out[f] = (keep, stale)
@@ -245,7 +258,8 @@ def plan(ctx: Context, datasets: list[str], stages: list[str]) -> list[Step]:
                 "--threads", str(ctx.threads)]
     steps: list[Step] = []
     for d in datasets:
-        cells = [c for c in api.cells(dataset_config(ctx.raw, d)) if not c.skip]
+        cells = [c for c in api.cells(dataset_config(ctx.raw, d))
+                 if not c.skip and (ctx.methods is None or c.method in ctx.methods)]
         ok, done = _finished(ctx, d)
         fams = families(cells)
         size = str(ATTACK_SIZE.get(d, DEFAULT_ATTACK_SIZE))
@@ -253,7 +267,7 @@ def plan(ctx: Context, datasets: list[str], stages: list[str]) -> list[Step]:
             if stage == "retire":
                 n = sum(len(s) for _, s in stale_lines(ctx, d).values())
                 steps.append(Step(d, stage, "*", n, n, [(lambda d=d: retire(ctx, d), 1)]))
-            elif stage == "page":
+            elif stage == "page" and ctx.methods is None:
                 steps.append(Step(d, stage, "*", 1, 1, [(_py("bench", "leaderboard", "--config", cfg, "--site",
                                                               str(ctx.site), "--no-track"), 1)]))
             for fam, ms in fams.items() if stage not in ("retire", "page") else ():
@@ -493,6 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default=str(CONFIG), help="the leaderboard's sweep config (default: %(default)s)")
     p.add_argument("--site", default=str(SITE), help="the site whose records are regenerated (default: %(default)s)")
     p.add_argument("--datasets", nargs="*", help="only these datasets, in this order (default: the config's)")
+    p.add_argument("--methods", nargs="*", help="only these methods' cells and records (default: every method)")
     p.add_argument("--stages", nargs="*", choices=STAGES, help=f"only these stages (default: all: {' '.join(STAGES)})")
     p.add_argument("--workers", type=int, default=2, help="sweep cells in parallel (default: %(default)s)")
     p.add_argument("--threads", type=int, default=1, help="torch/numba threads per cell or script (default: 1)")
@@ -521,11 +536,17 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise Refused(f"{', '.join(unknown)} not in {config}")
         stages = [s for s in STAGES if s in (args.stages or STAGES)]
+        configured = {m if isinstance(m, str) else m["name"] for m in raw.get("methods") or []}
+        if args.methods is not None:
+            bad = sorted(set(args.methods) - configured)
+            if bad or not args.methods:
+                raise Refused(f"--methods: {', '.join(bad) or 'none given'} not in {config}")
         commit = ref_commit(args.ref)
         site = Path(args.site).resolve()
         ctx = Context(args.ref, commit, config.resolve(), site,
                       Path(args.tracking_dir or REPO / "mlflow" / f"regen-{commit[:12]}").resolve(), args.workers,
-                      args.threads, list(args.pooled_datasets), args.teacher_cache, raw)
+                      args.threads, list(args.pooled_datasets), args.teacher_cache, raw,
+                      tuple(args.methods) if args.methods is not None else None)
         problems = checkout_problems(commit, args.ref)
         if problems and not args.dry_run:
             raise Refused("; ".join(problems))
