@@ -9,7 +9,9 @@ Each line of an export (a file or a directory of per-dataset files, :mod:`bench.
 * recipe: a ledger stamped with the family function that built it (``methods.privacy.presets``) is what that
   function rebuilds from the stamped parameters;
 * delta: at most the rule's value, the largest power of ten below 1 / #privacy units (the count a run logs as
-  ``privacy_units``; for records older than that parameter, counted on the dataset when it can be loaded);
+  ``privacy_units``, public by convention: the published dataset's size; for records older than that parameter,
+  counted on the dataset when it can be loaded); the conventions a run states (``noise``,
+  ``conventions.delta_units``) agree with its ``secure_noise`` and ``privacy_units``;
 * rates: attack AUCs and TPRs lie in [0, 1]; verification and audit lower bounds are >= 0, their alphas in [0, 1];
 * white-box bounds (``whitebox-audit`` records of ``scripts.whitebox_audits``): both lower bounds, assumption-free
   and f-DP (with the family it assumes), in [0, claimed], and no PASS whose realised pair exceeds the claim;
@@ -188,6 +190,7 @@ def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _U
             problems.append("no ledger: its epsilon cannot be recomputed")
         elif not problems:
             problems += _check_ledger(rec, metrics, params, units, report)
+        problems += _check_conventions(params)
         for name, variants in (rec.get("attacks") or {}).items():
             for variant, vals in (variants or {}).items():
                 for k in ("auc", "tpr_at_1pct_fpr"):
@@ -255,6 +258,26 @@ def _check_ledger(rec: dict, metrics: dict, params: dict, units: _Units | None,
                 report.delta_unchecked[ds] = report.delta_unchecked.get(ds, 0) + 1
         elif not delta <= default_delta(n) * (1 + RTOL):
             problems.append(f"delta {delta:g} is above the rule's {default_delta(n):g} for {n} privacy units")
+    return problems
+
+
+def _check_conventions(params: dict) -> list[str]:
+    """The conventions a run record states (``noise``, ``conventions.delta_units``:
+    :func:`bench.plan.convention_params`) say what its params say: the noise mode its ``secure_noise`` ran, and the count its ``privacy_units`` publishes.
+    A record from before runs stated them is read from those params (:func:`bench.records.conventions_of`)."""
+    from bench.records import CONVENTION_PREFIX, DELTA_UNITS, NOISE, noise_text
+
+    problems = []
+    stated = params.get(NOISE)
+    if stated not in (None, ""):
+        want = noise_text(params.get("secure_noise"), str(params.get("privacy_unit") or "none") != "none")
+        if str(stated).split(" ", 1)[0] != want.split(" ", 1)[0]:
+            problems.append(f"noise {str(stated).split(' ', 1)[0]!r} but secure_noise is "
+                            f"{params.get('secure_noise')!r}")
+    named = params.get(CONVENTION_PREFIX + DELTA_UNITS)
+    if named not in (None, "") and not str(named).startswith(f"privacy_units = {params.get('privacy_units')}:"):
+        problems.append(f"{CONVENTION_PREFIX}{DELTA_UNITS} names another count than privacy_units "
+                        f"{params.get('privacy_units')!r}: {str(named)[:60]!r}")
     return problems
 
 

@@ -179,6 +179,10 @@ class VerifySpec:
 
 
 def privacy_units(task: Task, unit: str) -> int:
+    """The number of private units of ``task`` the default delta is set from (``privacy_units`` of a run's record):
+    undirected edges at edge level; else the nodes of a transductive graph, or the training (private) nodes of an
+    inductive or private-public split. A count of the private data: the record names it public by convention
+    (:func:`harness_conventions`)."""
     if unit == "edge":
         return max(task.num_edges, 1)
     if task.setting == "transductive":
@@ -188,12 +192,43 @@ def privacy_units(task: Task, unit: str) -> int:
 
 def resolve_budget(spec_eps: float | None, spec_delta: float | None, method: Method, task: Task) -> Budget:
     """The budget a method runs at on ``task``: none for a non-private method; else the target epsilon (``inf``
-    when none) and delta, by default the largest power of ten below 1/#privacy units."""
+    when none) and delta, by default the largest power of ten below 1/#privacy units (:func:`privacy_units`, a
+    count the record names public by convention: :func:`harness_conventions`)."""
     if not method.is_private:
         return Budget(math.inf, 0.0)  # listed next to private methods: runs without privacy
     eps = math.inf if spec_eps is None else spec_eps
     delta = spec_delta if spec_delta is not None else default_delta(privacy_units(task, method.privacy_unit))
     return Budget(eps, delta)
+
+
+def harness_conventions(method: Method, task: Task) -> dict[str, int]:
+    """The facts about the private data that the harness, not the method's ledger, reads and publishes, each named
+    public by convention in the run's record (:func:`convention_params`): the count of privacy units
+    (:func:`privacy_units`), which the default delta is set from and the record publishes as ``privacy_units``.
+    Removing one unit changes it, and at a power of ten (100 units, a neighbour of 99) the rule's delta and the
+    noise calibrated to it change with it, so the claim holds for neighbouring datasets only with the count public:
+    the published dataset's size, as the training-set size of DP-SGD is (``PrivacyLedger.conventions``). A
+    non-private run makes no claim: nothing to name."""
+    if not method.is_private:
+        return {}
+    from bench.records import DELTA_UNITS
+
+    return {DELTA_UNITS: privacy_units(task, method.privacy_unit)}
+
+
+def convention_params(method: Method, task: Task, budget: Budget, spec_delta: float | None,
+                      secure_noise: bool) -> dict[str, str]:
+    """The params a run record states its conventions in, beside its ledger's: ``noise`` (reproducible from the
+    seed, or secure: :func:`bench.records.noise_text`) and ``conventions.<fact>`` for each of
+    :func:`harness_conventions` (``conventions.delta_units``: :func:`bench.records.delta_units_text`)."""
+    from bench.records import CONVENTION_PREFIX, DELTA_UNITS, delta_units_text, noise_text
+
+    out = {"noise": noise_text(secure_noise, method.is_private)}
+    for fact, value in harness_conventions(method, task).items():
+        if fact == DELTA_UNITS:
+            out[CONVENTION_PREFIX + fact] = delta_units_text(value, method.privacy_unit, task.setting,
+                                                             budget.delta, spec_delta is None)
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -293,6 +328,10 @@ class RunPlan:
 
     def budget(self, method: Method, task: Task) -> Budget:
         return resolve_budget(self.epsilon, self.delta, method, task)
+
+    def conventions(self, method: Method, task: Task, budget: Budget) -> dict[str, str]:
+        """The params a run states its conventions in (:func:`convention_params`)."""
+        return convention_params(method, task, budget, self.delta, self.secure_noise)
 
 
 def plan_run(spec: RunSpec) -> RunPlan:
@@ -463,4 +502,5 @@ def plan_verify(spec: VerifySpec) -> VerifyPlan:
 
 
 __all__ = ["AUDIT_MODES", "AuditPlan", "AuditSpec", "MethodPlan", "RunPlan", "RunSpec", "Tracking", "VerifyPlan",
-           "VerifySpec", "plan_audit", "plan_method", "plan_run", "plan_verify", "privacy_units", "resolve_budget"]
+           "VerifySpec", "convention_params", "harness_conventions", "plan_audit", "plan_method", "plan_run",
+           "plan_verify", "privacy_units", "resolve_budget"]

@@ -102,6 +102,73 @@ def spent_epsilon(record: dict[str, Any]) -> float:
     return _epsilon(json.dumps(led, sort_keys=True), delta, accountant_of(record))
 
 
+# --------------------------------------------------------------------------------------
+# The conventions a record states beside its ledger's
+# --------------------------------------------------------------------------------------
+
+#: the param that says how a run drew its DP noise (:func:`noise_text`)
+NOISE = "noise"
+#: the fact a run record names public by convention outside its ledger: the count of privacy units delta is set
+#: from (param ``conventions.delta_units``, :func:`delta_units_text`)
+DELTA_UNITS = "delta_units"
+CONVENTION_PREFIX = "conventions."
+NOISE_REPRODUCIBLE = ("reproducible (a function of the seed): the epsilon is the algorithm's guarantee, the published "
+                      "artefact is not a private release")
+NOISE_SECURE = ("secure (drawn from OS entropy, never logged): the record cannot regenerate the noise; a private "
+                "release")
+NOISE_NONE = "none (not private)"
+
+
+def noise_text(secure_noise: Any, private: bool = True) -> str:
+    """How a run drew its DP noise, as its record states it: ``--secure-noise`` (OS entropy, never logged, so nothing
+    published regenerates it) or the default, a function of the published seed (``methods.streams``): re-running
+    the record reproduces its outputs bit for bit, so the artefact it publishes is no private release (the noise is
+    known to whoever knows the seed), while the epsilon still bounds the algorithm (Dwork & Roth 2014, Def. 2.4:
+    a property of the randomised map, whose coins must be secret in a release)."""
+    if not private:
+        return NOISE_NONE
+    return NOISE_SECURE if str(secure_noise).strip().lower() in ("true", "1") else NOISE_REPRODUCIBLE
+
+
+def units_counted(unit: str, setting: str) -> str:
+    """What ``privacy_units`` (:func:`bench.plan.privacy_units`) counts for ``unit`` in ``setting``."""
+    if unit == "edge":
+        return "undirected edges of the graph"
+    if setting == "transductive":
+        return "nodes of the graph"
+    if setting == "private-public":
+        return "private (training) nodes of the seeded split"
+    return "training nodes of the seeded split"
+
+
+def delta_units_text(units: Any, unit: str, setting: str, delta: float, from_rule: bool) -> str:
+    """The record's statement that the count delta's rule reads is public by convention: the size of the published
+    dataset (the split's sizes follow from it and the seed). The rule (the largest power of ten below 1 / count)
+    depends on it only through its order of magnitude."""
+    how = ("the largest power of ten below 1 / privacy_units, so it depends on the count only through its order of "
+           "magnitude" if from_rule else "given, not derived from the count")
+    return (f"privacy_units = {units}: the number of {units_counted(unit, setting)}, public by convention (the "
+            f"published dataset's size); delta {delta:g} is {how}")
+
+
+def conventions_of(record: dict[str, Any]) -> dict[str, str]:
+    """The conventions a run record rests on beyond its ledger's (``noise``, ``delta_units``): the ones it states
+    (params ``noise`` and ``conventions.*``), and for a record from before runs stated them, the same derived from
+    its params (``secure_noise``, ``privacy_units``, ``delta``)."""
+    from methods.base import default_delta
+
+    p = record.get("params") or {}
+    unit = str(p.get("privacy_unit") or "none")
+    private = unit != "none"
+    out = {NOISE: str(p.get(NOISE) or noise_text(p.get("secure_noise"), private))}
+    stated = {k[len(CONVENTION_PREFIX):]: str(v) for k, v in p.items() if k.startswith(CONVENTION_PREFIX)}
+    if DELTA_UNITS not in stated and private and p.get("privacy_units"):
+        n, delta = int(p["privacy_units"]), number(p.get("delta"))
+        stated[DELTA_UNITS] = delta_units_text(n, unit, str(p.get("setting") or "transductive"), delta,
+                                               n >= 1 and math.isclose(delta, default_delta(n), rel_tol=1e-9))
+    return {**out, **stated}
+
+
 def _json_artifact(run_id: str, name: str) -> Any:
     from bench import tracking
 
@@ -292,6 +359,7 @@ def write(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:
     return len(rows)
 
 
-__all__ = ["KINDS", "accountant_of", "append", "attacks_beside", "done_cells", "hparams_of", "ledger_of", "load",
+__all__ = ["DELTA_UNITS", "KINDS", "NOISE", "accountant_of", "append", "attacks_beside", "conventions_of",
+           "delta_units_text", "done_cells", "hparams_of", "ledger_of", "load", "noise_text",
            "load_attacks", "number", "record_for", "record_from_run", "records_from_experiment", "row_key", "shard",
            "sharded", "site_attacks", "site_export", "spent_epsilon", "write"]

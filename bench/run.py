@@ -148,6 +148,7 @@ def run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun |
               "dataset_source": p.dataset.source, "secure_noise": p.secure_noise,
               "random_streams": streams.describe()["streams"], "hp_source": mp.hp_source,
               "accountant": active_accountant(), "privacy_units": privacy_units(task, cls.privacy_unit),
+              **p.conventions(method, task, budget),
               "host": host_description(p.device), "threads": torch.get_num_threads(),
               **{f"hp.{k}": v for k, v in hparams.items()}}
     tags = {**trk.tags, "method": cls.name, "dataset": p.dataset.name, "split": p.split,

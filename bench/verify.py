@@ -48,15 +48,16 @@ def run_verify(plan: VerifyPlan, log: Callable[[str], None] | None = None) -> Ve
     mp, budget, task, cfg, trk = plan.method, plan.budget, plan.task, plan.config, plan.run.tracking
     cls, dataset, split, seeds = mp.cls, plan.run.dataset.name, plan.run.split, plan.seeds
     config_hash = plan.config_hash
+    label = mp.build().relation_label()  # the relation this configuration runs, as bench run records it
     tags = {**trk.tags, "kind": "verify", "method": cls.name, "dataset": dataset, "split": split,
-            "config_hash": config_hash, "unit_label": cls.label()}
+            "config_hash": config_hash, "unit_label": label}
     params = {"method": cls.name, "dataset": dataset, "split": split, "seeds": seeds,
               "target_epsilon": str(budget.epsilon), "delta": budget.delta, "confidence": cfg.confidence,
               "quick": cfg.quick, "canaries": cfg.m, "trials": cfg.trials, "privacy_unit": cls.privacy_unit,
-              "unit_label": cls.label(), "config_hash": config_hash, "split_hash": task.split_hash(),
+              "unit_label": label, "config_hash": config_hash, "split_hash": task.split_hash(),
               **{f"hp.{k}": v for k, v in mp.hparams.items()}}
     if log:
-        log(f"# verifying {cls.name} ({cls.label()}) on {dataset}/{split} at {budget}, seeds "
+        log(f"# verifying {cls.name} ({label}) on {dataset}/{split} at {budget}, seeds "
             f"{seeds}{' (quick)' if plan.quick else ''}")
     eps_name = "inf" if math.isinf(budget.epsilon) else f"{budget.epsilon:g}"
     name = f"verify {cls.name}/{dataset}/{split}/eps={eps_name}"

@@ -12,6 +12,13 @@ public fact whose value differs, and only if a third dataset that agrees with th
 differs in private data (another unit removed), releases exactly the same facts. Excluded: ``info["diagnostic"]``,
 the keys the method declares noisy (``Method.noisy_info``) and wall-clock measurements (``*_seconds``, like the fit
 time).
+
+Delta is an input too: each task's budget is resolved by the harness's own rule (:func:`bench.plan.resolve_budget`:
+the largest power of ten below 1 / #privacy units), on tasks cut to exactly 100 units, so that the neighbour's 99
+cross a power of ten and the rule's delta (1e-3 against 1e-2), with the noise calibrated to it, changes. The count
+is read by the harness, not by a ledger's family, so the run's record names it public
+(:func:`bench.plan.harness_conventions`, logged as ``conventions.delta_units``); a released fact that changes with
+delta alone (the base task refitted at the neighbour's delta) passes only if that count is named.
 """
 
 from __future__ import annotations
@@ -23,14 +30,18 @@ from typing import Any
 import pytest
 import torch
 
+import bench.plan as plan
 from bench.cli import load_plugin
+from bench.records import DELTA_UNITS
 from bench.run import RELEASED_HISTORY
 from methods import Budget, available_methods, get_method
 from tests.conftest import REPO
 
 load_plugin(str(REPO / "tests" / "plugins" / "example_plugin.py"))
 PRIVATE = sorted(n for n, c in available_methods().items() if c.privacy_unit != "none")
-BUDGET = Budget(4.0, 1e-4)
+EPSILON = 4.0
+#: the base task's number of privacy units: a power of ten, so a neighbour's count crosses it
+UNITS = 100
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -61,8 +72,9 @@ def _permute(task, order: torch.Tensor):
                                test_mask=task.test_mask[order], **opt)
 
 
-def _drop_node(task, v: int):
-    """``task`` without node ``v`` and its edges (the other nodes keep their order)."""
+def _drop_node(task, v):
+    """``task`` without node ``v`` (an index, or a tensor of them) and its edges (the other nodes keep their
+    order)."""
     from torch_geometric.utils import subgraph
 
     keep = torch.ones(task.num_nodes, dtype=torch.bool)
@@ -90,6 +102,31 @@ def _replace_row(task, v: int):
     data.x = data.x.clone()
     data.x[v] = data.x[v] + 1.0
     return dataclasses.replace(task, data=data)
+
+
+def at_power_of_ten(task, unit: str, units: int = UNITS):
+    """``task`` cut to exactly ``units`` privacy units (:func:`bench.plan.privacy_units`): edges dropped at edge
+    level (the first in index order of the unordered pairs kept), nodes at node level (training nodes outside the
+    transductive setting, where the count is theirs), drawn with a fixed generator so every split part keeps
+    nodes. A feature-level neighbour replaces a row and keeps the count: the task as is."""
+    n = plan.privacy_units(task, unit)
+    if unit == "feature" or n == units:
+        return task
+    if n < units:
+        pytest.fail(f"the task has {n} {unit} units, fewer than {units}")
+    if unit == "edge":
+        ei = task.data.edge_index
+        upper = ei[:, ei[0] < ei[1]]
+        kept = upper[:, :units]
+        data = task.data.clone()
+        data.edge_index = torch.cat([kept, kept.flip(0)], dim=1)
+        return dataclasses.replace(task, data=data)
+    pool = (torch.arange(task.num_nodes) if task.setting == "transductive"
+            else task.train_mask.nonzero().view(-1))
+    order = torch.randperm(pool.numel(), generator=torch.Generator().manual_seed(0))
+    out = _drop_node(task, pool[order[:n - units]])
+    assert plan.privacy_units(out, unit) == units
+    return out
 
 
 def neighbours(task, unit: str):
@@ -170,36 +207,57 @@ class Dependence:
     problems: list[str]
 
 
-def _fit(cls, task):
-    return cls(**cls.smoke_config).fit(task, BUDGET, seed=0, device="cpu")
+def budget_for(cls, task) -> Budget:
+    """The budget the harness runs ``cls`` at on ``task``: the target epsilon and the rule's delta."""
+    return plan.resolve_budget(EPSILON, None, cls(**cls.smoke_config), task)
+
+
+def _fit(cls, task, budget: Budget | None = None):
+    return cls(**cls.smoke_config).fit(task, budget or budget_for(cls, task), seed=0, device="cpu")
 
 
 def check_released_facts(cls, task, name: str | None = None) -> Dependence:
     """Fit ``cls`` on a task and on its neighbour (same seed) and explain every released difference (see the
-    module docstring)."""
+    module docstring), in two steps whose chain ends at the runs the harness makes: the data changed at the base's
+    delta (explained by the ledgers' conventions, with a third dataset), then the neighbour's own delta from the
+    harness's rule (explained only by the record naming the count public: :func:`bench.plan.harness_conventions`)."""
     name = name or cls.name
     base, near, other = neighbours(task, cls.privacy_unit)
-    f0, f1 = _fit(cls, base), _fit(cls, near)
+    b0, b1 = budget_for(cls, base), budget_for(cls, near)
+    f0, f1 = _fit(cls, base, b0), _fit(cls, near, b0)
     r0, r1 = released(cls, f0), released(cls, f1)
+    depends: dict[str, list[str]] = {}
+    problems: list[str] = []
     diff = differing(r0, r1)
-    if not diff:
-        return Dependence(name, {}, [])
-    p0, p1 = f0.ledger.public_facts, f1.ledger.public_facts
-    facts = sorted(k for k in p0.keys() | p1.keys() if p0.get(k) != p1.get(k))
-    if not facts:
-        return Dependence(name, {}, [
-            f"{name}: {k} differs between neighbouring datasets ({_short(r0.get(k))} vs {_short(r1.get(k))}) and "
-            f"its ledger names no public fact that explains it (PrivacyLedger.conventions: {p0 or 'none'})"
-            for k in diff])
-    f2 = _fit(cls, other)
-    if f2.ledger.public_facts != p1:
-        return Dependence(name, {}, [f"{name}: the two neighbours disagree on the public facts "
-                                     f"({p1} vs {f2.ledger.public_facts}); the check needs a pair that agrees"])
-    r2 = released(cls, f2)
-    return Dependence(name, {k: facts for k in diff}, [
-        f"{name}: {k} differs between two datasets that agree on the public facts {p1} ({_short(r1.get(k))} vs "
-        f"{_short(r2.get(k))}): it depends on private data the ledger's conventions do not name"
-        for k in differing(r1, r2)])
+    if diff:
+        p0, p1 = f0.ledger.public_facts, f1.ledger.public_facts
+        facts = sorted(k for k in p0.keys() | p1.keys() if p0.get(k) != p1.get(k))
+        if not facts:
+            problems += [f"{name}: {k} differs between neighbouring datasets ({_short(r0.get(k))} vs "
+                         f"{_short(r1.get(k))}) and its ledger names no public fact that explains it "
+                         f"(PrivacyLedger.conventions: {p0 or 'none'})" for k in diff]
+        else:
+            f2 = _fit(cls, other, b0)
+            if f2.ledger.public_facts != p1:
+                return Dependence(name, {}, [f"{name}: the two neighbours disagree on the public facts "
+                                             f"({p1} vs {f2.ledger.public_facts}); the check needs a pair that agrees"])
+            r2 = released(cls, f2)
+            problems += [f"{name}: {k} differs between two datasets that agree on the public facts {p1} "
+                         f"({_short(r1.get(k))} vs {_short(r2.get(k))}): it depends on private data the ledger's "
+                         "conventions do not name" for k in differing(r1, r2)]
+            depends = {k: list(facts) for k in diff}
+    if b1.delta != b0.delta:  # the count crossed a power of ten: the neighbour runs at another delta
+        by_delta = differing(r1, released(cls, _fit(cls, near, b1)))
+        method = cls(**cls.smoke_config)
+        c0, c1 = plan.harness_conventions(method, base), plan.harness_conventions(method, near)
+        if by_delta and (DELTA_UNITS not in c1 or c0.get(DELTA_UNITS) == c1.get(DELTA_UNITS)):
+            n0, n1 = plan.privacy_units(base, cls.privacy_unit), plan.privacy_units(near, cls.privacy_unit)
+            problems += [f"{name}: {k} changes with delta alone ({b0.delta:g} for {n0} privacy units, {b1.delta:g} "
+                         f"for {n1}) and no convention names the count public (the record's "
+                         f"conventions.{DELTA_UNITS})" for k in by_delta]
+        for k in by_delta:
+            depends.setdefault(k, []).append(DELTA_UNITS)
+    return Dependence(name, depends, problems)
 
 
 def _short(v: Any) -> str:
@@ -208,10 +266,11 @@ def _short(v: Any) -> str:
 
 
 def _task_for(cls, small_task, private_public):
+    """The task ``cls`` is checked on, cut to :data:`UNITS` privacy units (:func:`at_power_of_ten`)."""
     if small_task.setting in cls.settings:
-        return small_task
+        return at_power_of_ten(small_task, cls.privacy_unit)
     if private_public.setting in cls.settings:
-        return private_public
+        return at_power_of_ten(private_public, cls.privacy_unit)
     pytest.fail(f"{cls.name} supports neither the transductive nor the private-public setting")
 
 
@@ -253,6 +312,74 @@ def test_a_training_set_size_the_ledger_does_not_name_fails_naming_the_keys(smal
         assert f"dp-mlp: {key} differs between neighbouring datasets" in problems
 
 
+def test_every_checked_task_crosses_a_power_of_ten_where_removing_a_unit_changes_the_count(small_task,
+                                                                                            private_public_task):
+    """The registry-wide check sees delta's inputs: at node and edge level the base task holds 100 privacy units and
+    its neighbour 99, so the harness's rule gives them different deltas (1e-3, 1e-2), and the record of each names
+    the count public (``conventions.delta_units``)."""
+    for name in PRIVATE:
+        cls = get_method(name)
+        task = _task_for(cls, small_task, private_public_task)
+        base, near, _ = neighbours(task, cls.privacy_unit)
+        method = cls(**cls.smoke_config)
+        counts = plan.privacy_units(base, cls.privacy_unit), plan.privacy_units(near, cls.privacy_unit)
+        deltas = budget_for(cls, base).delta, budget_for(cls, near).delta
+        if cls.privacy_unit == "feature":  # a replaced row: the count, and delta, stay
+            assert counts[0] == counts[1] and deltas[0] == deltas[1], name
+        else:
+            assert counts == (UNITS, UNITS - 1) and deltas == (1e-3, 1e-2), (name, counts, deltas)
+        assert plan.harness_conventions(method, near) == {DELTA_UNITS: counts[1]}, name
+
+
+def test_a_delta_from_a_count_the_record_does_not_name_fails(small_task, monkeypatch):
+    """dp-mlp's noise is calibrated to delta: at 100 training-graph nodes against 99 the rule's delta changes and
+    with it the released noise multiplier and ledger, which the record's naming of the count explains; without it
+    (no harness convention) the check fails, naming the keys that change with delta alone, although the ledger's
+    num_train explains the data's part."""
+    cls = get_method("dp-mlp")
+    task = at_power_of_ten(small_task, "node")
+    found = check_released_facts(cls, task)
+    assert not found.problems, "\n".join(found.problems)
+    assert {"info.noise_multiplier", "ledger.events"} <= {k for k, v in found.depends.items() if DELTA_UNITS in v}
+
+    monkeypatch.setattr(plan, "harness_conventions", lambda method, task: {})
+    problems = check_released_facts(cls, task).problems
+    assert problems and all("changes with delta alone (0.001 for 100 privacy units, 0.01 for 99)" in p
+                            for p in problems)
+    assert any(p.startswith("dp-mlp: info.noise_multiplier changes with delta alone") for p in problems)
+
+
+def test_the_record_states_the_noise_and_names_the_count_delta_is_set_from(small_task):
+    """The params a run states its conventions in (:func:`bench.plan.convention_params`, which ``bench run`` logs):
+    the noise mode, and the count the rule's delta reads, public by convention; the checker reads them back."""
+    from bench.check import _check_conventions
+    from bench.records import NOISE_NONE, NOISE_REPRODUCIBLE, NOISE_SECURE, conventions_of
+
+    task = at_power_of_ten(small_task, "node")
+    method = get_method("dp-mlp")(**get_method("dp-mlp").smoke_config)
+    budget = plan.resolve_budget(EPSILON, None, method, task)
+    params = plan.convention_params(method, task, budget, None, False)
+    assert params["noise"] == NOISE_REPRODUCIBLE
+    named = params[f"conventions.{DELTA_UNITS}"]
+    assert named.startswith("privacy_units = 100: the number of nodes of the graph, public by convention")
+    assert "delta 0.001 is the largest power of ten below 1 / privacy_units" in named
+    assert "given" in plan.convention_params(method, task, Budget(EPSILON, 1e-5), 1e-5, False)[
+        f"conventions.{DELTA_UNITS}"]
+    assert plan.convention_params(method, task, budget, None, True)["noise"] == NOISE_SECURE
+    plain = get_method("mlp")()
+    assert plan.convention_params(plain, task, plan.resolve_budget(None, None, plain, task), None, False) == {
+        "noise": NOISE_NONE}
+    # a record carries them (its params); one from before reads the same from secure_noise and privacy_units
+    rec = {"params": {"privacy_unit": "node", "setting": "transductive", "privacy_units": "100", "delta": "0.001",
+                      "secure_noise": "false", **params}}
+    old = {"params": {k: v for k, v in rec["params"].items() if k != "noise" and not k.startswith("conventions.")}}
+    assert conventions_of(rec) == conventions_of(old) == {"noise": NOISE_REPRODUCIBLE, DELTA_UNITS: named}
+    assert _check_conventions(rec["params"]) == []
+    assert _check_conventions({**rec["params"], "secure_noise": "true"}) == [
+        "noise 'reproducible' but secure_noise is 'true'"]
+    assert "names another count" in _check_conventions({**rec["params"], "privacy_units": "99"})[0]
+
+
 def test_a_private_count_released_under_a_named_convention_still_fails(private_public_task):
     """Naming a public fact excuses only what is a function of it: PATE releasing the number of private edges
     (which removing one node or another changes differently) fails even if its ledger named num_train."""
@@ -292,5 +419,7 @@ def test_dpgnn_calibration_reads_the_training_set_size_and_its_ledger_says_so():
     assert [round(lam, 3) for *_, lam in plans.values()] == [2.777, 3.035]
     for n, (_, _, t, lam) in plans.items():
         led = run_ledger(n, c, lam, t)
-        assert led.public_facts == {"num_train": n} and led.epsilon(1e-4) <= 4.0
-        assert led.describe_conventions()[0].startswith(f"num_train = {n}: the training-set size")
+        # N named public (and, under the input-graph relation, the declared degree bound K)
+        assert led.public_facts.get("num_train") == n and set(led.public_facts) <= {"num_train", "max_degree"}
+        assert led.epsilon(1e-4) <= 4.0
+        assert any(line.startswith(f"num_train = {n}: the training-set size") for line in led.describe_conventions())

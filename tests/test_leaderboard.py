@@ -201,7 +201,7 @@ def test_a_one_seed_row_reports_the_max_and_says_so():
                                      "entropy": {"auc": 0.52, "tpr_at_1pct_fpr": 0.03}}}}
     (row,) = collect_records([rec])
     cells = row_cells(row)
-    assert "max of 2" in cells[10] and cells[7] == "0.3000" and cells[8] == "-"  # one seed: no "± 0", no CI
+    assert "max of 2" in cells[11] and cells[7] == "0.3000" and cells[8] == "-"  # one seed: no "± 0", no CI
     assert cells[5] == "1e-05"
 
 
@@ -327,12 +327,12 @@ def test_edge_rows_show_the_strongest_edge_attack_and_keep_node_membership_secon
     assert b.auc == pytest.approx(0.705) and b.models == ("recorded run",) and not hasattr(b, "eps")
     assert row.strongest("node membership").name == "lira.online"
     header, cells = header_for("edge"), row_cells(row, "edge")
-    assert len(cells) == len(header) and header[10] == "strongest attack on edge membership (AUC)"
+    assert len(cells) == len(header) and header[11] == "strongest attack on edge membership (AUC)"
     assert not [h for h in header if "implied" in h or ("eps" in h and "attack" in h)]
-    assert cells[10].startswith("0.705 (link-stealing.cosine; held-out choice of 2)") and "outside" not in cells[10]
-    assert "attacked:" not in cells[10]
-    assert "reference link-stealing.ref-features-cosine (no model): 0.900" in cells[10]
-    assert cells[11] == "0.050" and "[node membership: outside the edge-level claim]" in cells[12]
+    assert cells[11].startswith("0.705 (link-stealing.cosine; held-out choice of 2)") and "outside" not in cells[11]
+    assert "attacked:" not in cells[11]
+    assert "reference link-stealing.ref-features-cosine (no model): 0.900" in cells[11]
+    assert cells[12] == "0.050" and "[node membership: outside the edge-level claim]" in cells[13]
     assert len(row_cells(row, "node")) == len(header_for("node")) == len(header) - 1
     line = dict(zip(CSV_COLUMNS, next(csv.reader(io.StringIO(to_csv([row]).splitlines()[1])))))
     assert line["strongest_attack_unit"] == "edge membership" and line["strongest_attack"] == "link-stealing.cosine"
@@ -343,10 +343,10 @@ def test_edge_rows_show_the_strongest_edge_attack_and_keep_node_membership_secon
     assert float(line["edge_membership_reference_auc"]) == pytest.approx(0.9)
     # without edge records the unit-matched column says so instead of showing a node attack in its place
     (bare,) = collect_records([run(0), run(1)])
-    assert row_cells(bare, "edge")[10] == "-" and "lira.online" in row_cells(bare, "edge")[12]
+    assert row_cells(bare, "edge")[11] == "-" and "lira.online" in row_cells(bare, "edge")[13]
     # an attack on a refit that is not the recorded run says so in the cell
     (refit,) = collect_records([run(0), run(1), edge(0), edge(1, model=release.SOURCE_REFIT)])
-    assert "attacked: recorded run, refit, NOT the recorded run" in row_cells(refit, "edge")[10]
+    assert "attacked: recorded run, refit, NOT the recorded run" in row_cells(refit, "edge")[11]
 
 
 def test_feature_rows_show_the_strongest_feature_attack_beside_edge_records_of_the_same_run():
@@ -384,12 +384,12 @@ def test_feature_rows_show_the_strongest_feature_attack_beside_edge_records_of_t
     assert b.auc == pytest.approx(0.525) and row.strongest("edge membership").name == "link-stealing.cosine"
     assert row.strongest(released).name == "released-prediction.posterior-match"
     header, cells = header_for("feature"), row_cells(row, "feature")
-    assert len(cells) == len(header) and header[10] == f"strongest attack on {weights} (AUC)"
-    assert header[12] == f"attack on {released} (AUC)" and header[14] == "node membership attack (AUC)"
-    assert cells[10].startswith("0.525 (attribute-inference.paired; held-out choice of 2)")
-    assert "outside" not in cells[10] and "reference attribute-inference.ref-neighbour-cosine (no model): 0.780" in cells[10]
-    assert cells[12].startswith("1.000 (released-prediction.posterior-match") and cells[13] == "1.000"
-    assert "[node membership: outside the feature-level claim]" in cells[14]
+    assert len(cells) == len(header) and header[11] == f"strongest attack on {weights} (AUC)"
+    assert header[13] == f"attack on {released} (AUC)" and header[15] == "node membership attack (AUC)"
+    assert cells[11].startswith("0.525 (attribute-inference.paired; held-out choice of 2)")
+    assert "outside" not in cells[11] and "reference attribute-inference.ref-neighbour-cosine (no model): 0.780" in cells[11]
+    assert cells[13].startswith("1.000 (released-prediction.posterior-match") and cells[14] == "1.000"
+    assert "[node membership: outside the feature-level claim]" in cells[15]
     line = dict(zip(CSV_COLUMNS, next(csv.reader(io.StringIO(to_csv([row]).splitlines()[1])))))
     assert line["strongest_attack_unit"] == weights and line["feature_row_attack"] == "attribute-inference.paired"
     assert line["feature_row_reference"] == "attribute-inference.ref-neighbour-cosine"
@@ -457,14 +457,16 @@ def test_a_rows_verification_verdict_never_reads_inconclusive_as_pass(verdicts, 
 
 def test_every_epsilon_column_is_a_claim_or_a_neighbouring_dataset_game():
     """No column of any section (nor of the CSV) prints an epsilon that an attack on one model implies: the only
-    epsilons are the target, the ledger's spent epsilon and the lower bounds of audits, whose games are between
-    neighbouring datasets (white-box canaries and mechanism pairs, the verification's audits)."""
-    from bench.leaderboard import CSV_COLUMNS, WHITEBOX_HEADER, header_for
+    epsilons are the target, the ledger's spent epsilon (and the seeds' ledgers composed) and the lower bounds of
+    audits, whose games are between neighbouring datasets (white-box canaries and mechanism pairs, the
+    verification's audits)."""
+    from bench.leaderboard import COMPOSED_HEADER, CSV_COLUMNS, WHITEBOX_HEADER, header_for
 
-    allowed = {"target eps", "spent eps (max)", WHITEBOX_HEADER, "verification (eps_lb)"}
+    allowed = {"target eps", "spent eps (max)", COMPOSED_HEADER, WHITEBOX_HEADER, "verification (eps_lb)"}
     for section in ("node", "edge", "feature", "none"):
         assert not [h for h in header_for(section) if "eps" in h.lower() and h not in allowed], section
-    csv_allowed = {"target_epsilon", "spent_epsilon_max", "whitebox_epsilon_lb_assumption_free",
+    csv_allowed = {"target_epsilon", "spent_epsilon_max", "epsilon_all_seeds_composed",
+                   "whitebox_epsilon_lb_assumption_free",
                    "whitebox_epsilon_lb_fdp", "verification_epsilon_lb"}
     assert not [c for c in CSV_COLUMNS if "eps" in c.lower() and c not in csv_allowed]
 

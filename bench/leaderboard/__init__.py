@@ -6,8 +6,10 @@ file, so a published leaderboard rebuilds without the MLflow store. Per dataset 
 
 * test accuracy: mean over seeds with a 95% percentile bootstrap interval (``scipy.stats.bootstrap``);
 * spent epsilon: the max over seeds of what the accountant computed from each run's ledger (never the target),
-  with the run's delta; the unit and neighbouring relation the epsilon holds for (the method's ``unit_label``,
-  e.g. ``node (in-edges)``, footnoted); whether inference is private;
+  with the run's delta: the epsilon of one model; beside it the epsilon of releasing every seed's model of the row
+  (their ledgers composed, :func:`~bench.leaderboard.rows.compose_seeds`); the unit and neighbouring relation the
+  epsilon holds for (the record's relation's label, :func:`~bench.leaderboard.rows.unit_label_of`, e.g.
+  ``node (declared max degree)``, footnoted); whether inference is private;
 * the strongest attack on the unit the claim protects (edge membership for edge-level rows, from the
   ``edge-attack`` records of ``scripts.unit_attacks``; feature rows from the weights for feature-level rows, with the
   released-prediction game beside it; node membership elsewhere), chosen on held-out data: for each seed, the
@@ -29,7 +31,7 @@ columns one click away.
 directory exists, else ``DIR/runs.jsonl`` (resumable).
 
 One module per job: :mod:`~bench.leaderboard.rows` (rows from records), :mod:`~bench.leaderboard.compact` (the
-compact main table), :mod:`~bench.leaderboard.tables`
+compact main table), :mod:`~bench.leaderboard.conventions` (what every epsilon of the page rests on), :mod:`~bench.leaderboard.tables`
 (columns, cells, notes, the terminal summary), :mod:`~bench.leaderboard.plots`, :mod:`~bench.leaderboard.export`
 (CSV), :mod:`~bench.leaderboard.page` (the markdown and HTML documents and the published site; its prose is
 :mod:`bench.site`'s) and :mod:`~bench.leaderboard.tracked` (one format, optionally logged as a run). Checking an
@@ -39,10 +41,11 @@ export is :mod:`bench.check`'s. Every name stays importable from here.
 from bench.leaderboard.rows import (BIG, CLAIM_UNITS, REFERENCE_PREFIXES, RELEASED_PREDICTIONS, SOURCE_OTHER,
                                     SOURCE_OWN, SOURCE_REPRODUCED, SOURCE_UNKNOWN, LeaderboardError, Row, Strongest,
                                     attack_infers, attacked_model, bootstrap_ci, collect, collect_records,
-                                    config_records, mark_identical, previous_setting, public_facts,
-                                    section_attack_unit)
-from bench.leaderboard.tables import (BASE_HEADER, COLUMN_NOTES, HEADER, PREVIOUS_MARK, PREVIOUS_NOTE,
-                                      SUMMARY_HEADER, WHITEBOX_HEADER, attack_cell, attack_unit_note, footnotes,
+                                    compose_seeds, config_records, mark_identical, previous_setting, public_facts,
+                                    relation_of, section_attack_unit, unit_label_of)
+from bench.leaderboard.tables import (BASE_HEADER, COLUMN_NOTES, COMPOSED_HEADER, HEADER, PREVIOUS_MARK, PREVIOUS_NOTE,
+                                      SUMMARY_HEADER, WHITEBOX_HEADER, attack_cell, attack_unit_note, composed_cell,
+                                      footnotes,
                                       header_for, identical_results, inference_flag, marks, row_cells, same_as_text,
                                       sections, strongest_attack_unit, summary_cells, terminal_summary,
                                       whitebox_bounds, whitebox_cell, whitebox_claim)

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from bench.leaderboard.rows import Row, Strongest
-from bench.leaderboard.tables import _num, whitebox_bounds, whitebox_claim
+from bench.leaderboard.tables import COMPOSED_HEADER, _num, composed_cell, whitebox_bounds, whitebox_claim
 from bench.site import REPRODUCED_RULE
 
 
@@ -32,8 +32,10 @@ BEST_NOTE = (f"{BEST_MARK}: the best row at its target epsilon, i.e. the highest
 
 LEGEND = [
     "One table per dataset and privacy unit, private methods only; click a column header to sort it.",
-    "spent eps: the epsilon the accountant computed from each run's ledger (max over seeds), at the delta in the "
-    "plot's title; target eps: the budget the run was calibrated to.",
+    "spent eps: the epsilon of one model, the accountant's from each run's ledger (max over seeds), at the delta in "
+    "the plot's title; target eps: the budget the run was calibrated to. A row averages one model per seed, all "
+    f"trained on the same data: {COMPOSED_HEADER} is what releasing all of them costs (their ledgers composed, at "
+    "the same delta).",
     "test acc [95% CI]: mean over seeds, 95% percentile bootstrap interval.",
     "attack AUC: the strongest attack on what the row's claim protects (edge membership at edge level, a training "
     "node's feature row from the released weights at feature level, node membership at node level), the variant "
@@ -60,7 +62,8 @@ def compact_header(unit: str, multi_split: bool) -> list[str]:
     from bench.leaderboard.rows import section_attack_unit
 
     return (["method"] + (["split"] if multi_split else [])
-            + ["target eps", "spent eps", "test acc [95% CI]", f"attack AUC ({section_attack_unit(unit)})",
+            + ["target eps", "spent eps", COMPOSED_HEADER, "test acc [95% CI]",
+               f"attack AUC ({section_attack_unit(unit)})",
                "eps_lb assumption-free", "eps_lb f-DP"])
 
 
@@ -95,8 +98,10 @@ def compact_cells(r: Row, unit: str, multi_split: bool, best: bool = False) -> l
     ci = "" if r.ci is None else f" [{r.ci[0]:.4f}, {r.ci[1]:.4f}]"
     acc = _num(r.acc_mean) + ci + (f" {BEST_MARK}" if best else "")
     attack = Cell(_num(b.auc, ".3f") if b.name else "-", b.name)
-    cells = [Cell(r.label + marks(r))] + ([Cell(r.split)] if multi_split else [])
-    cells += [Cell(_num(r.target_epsilon, "g")), Cell(_num(r.spent_max, ".4g")), Cell(acc), attack]
+    unit = f"{r.unit_label}: {r.unit_note}" if r.unit_note else r.unit_label
+    cells = [Cell(r.label + marks(r), unit)] + ([Cell(r.split)] if multi_split else [])
+    cells += [Cell(_num(r.target_epsilon, "g")), Cell(_num(r.spent_max, ".4g")),
+              Cell(composed_cell(r), f"{len(set(r.seeds))} models, one per seed"), Cell(acc), attack]
     return cells + whitebox_cells(r)
 
 

@@ -1,5 +1,7 @@
 """The leaderboard as CSV: one line per row, every unit's strongest attack, the white-box bounds and the
-verification in columns of their own (``bench leaderboard --format csv``)."""
+verification in columns of their own (``bench leaderboard --format csv``); ``epsilon_all_seeds_composed`` is what
+releasing every seed's model of the row costs, ``noise`` how the runs drew their noise (reproducible from the seed,
+or secure)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from bench.leaderboard.tables import inference_flag, strongest_attack_unit, whit
 
 
 CSV_COLUMNS = ["dataset", "privacy_unit", "unit_label", "method", "split", "target_epsilon", "spent_epsilon_max",
-               "delta", "inference_private", "test_acc_mean", "ci_low", "ci_high", "seeds", "strongest_attack_unit",
-               "strongest_attack", "strongest_attack_auc", "strongest_attack_tpr_at_1pct_fpr",
+               "epsilon_all_seeds_composed", "delta", "noise", "inference_private", "test_acc_mean", "ci_low",
+               "ci_high", "seeds", "strongest_attack_unit", "strongest_attack", "strongest_attack_auc", "strongest_attack_tpr_at_1pct_fpr",
                "strongest_attack_attacked_model", "attack_candidates", "held_out_choice",
                "strongest_attack_outside_claim", "node_membership_attack", "node_membership_auc",
                "node_membership_tpr_at_1pct_fpr", "node_membership_attacked_model", "edge_membership_attack",
@@ -52,7 +54,9 @@ def to_csv(rows: list[Row]) -> str:
         b = r.strongest(r.claim_unit)
         outside = strongest_attack_unit(r, b)[1]
         refs, frefs = r.references("edge membership"), r.references(CLAIM_UNITS["feature"])
-        w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max, r.delta,
+        w.writerow([r.dataset, r.unit, r.unit_label, r.label, r.split, r.target_epsilon, r.spent_max,
+                    "" if r.unit == "none" or math.isnan(r.composed) else r.composed, r.delta,
+                    "; ".join(sorted(r.noise)),
                     "" if inference_flag(r) is None else str(inference_flag(r)).lower(), r.acc_mean, "" if r.ci is None else r.ci[0], "" if r.ci is None else r.ci[1],
                     len(r.accs), r.claim_unit, *nums(b), b.candidates, b.held_out, outside,
                     *nums(r.strongest("node membership")), *nums(r.strongest("edge membership")),

@@ -1,7 +1,8 @@
 """The leaderboard as a page: the markdown and the self-contained HTML documents, and the published site
 (``index.html``, ``README.md``, ``plots/``). Its prose (title, provenance, papers) is :mod:`bench.site`'s.
 
-Both documents read in the same order: a contents list with an anchor per dataset and unit, the legend, then per
+Both documents read in the same order: a contents list with an anchor per dataset and unit, the conventions every
+epsilon on the page rests on (:mod:`~bench.leaderboard.conventions`), the legend, then per
 dataset and unit the compact main table (:mod:`bench.leaderboard.compact`) beside its plot, with every other column,
 the non-private references and the hyperparameters one click away (``<details>``); "Papers vs ours" and how the page
 was built close it. The HTML sorts any table by a click on its header (a few lines of inline script: the page works
@@ -13,6 +14,8 @@ import html
 import re
 from pathlib import Path
 
+from bench.leaderboard.conventions import HEADING as CONVENTIONS_HEADING
+from bench.leaderboard.conventions import conventions
 from bench.leaderboard.compact import (LEGEND, Cell, best_rows, compact_cells, compact_header, is_multi_split,
                                        private_rows)
 from bench.leaderboard.plots import _b64, _plot_keys, _png, _safe, plot_section
@@ -61,10 +64,11 @@ def hparams_cells(r: Row) -> list[str]:
 
 
 def _contents(rows: list[Row], extra: list[str]) -> list[tuple[str, list[tuple[str, str]]]]:
-    """(dataset, [(unit, anchor)]) per dataset, then the closing sections as (heading, [])."""
+    """The conventions (when the page has private rows), (dataset, [(unit, anchor)]) per dataset, then the closing
+    sections as (heading, [])."""
     items = [(ds, [(unit, anchor(section_title(ds, unit))) for unit, _ in units])
              for ds, units in _by_dataset(rows).items()]
-    return items + [(h, []) for h in extra]
+    return ([(CONVENTIONS_HEADING, [])] if conventions(rows) else []) + items + [(h, []) for h in extra]
 
 
 # --------------------------------------------------------------------------------------
@@ -90,6 +94,9 @@ def to_markdown(rows: list[Row], title: str, plots: dict[tuple[str, str], str] |
     for ds, units in _contents(rows, closing):
         links = " · ".join(f"[{u}](#{a})" for u, a in units)
         lines.append(f"* [{ds}](#{anchor(ds)})" + (f": {links}" if links else ""))
+    stated = conventions(rows)
+    if stated:
+        lines += ["", f"## {CONVENTIONS_HEADING}", ""] + [f"* {n}" for n in stated]
     lines += ["", "## How to read the tables", ""] + [f"* {n}" for n in LEGEND]
     lines += ["", f"<details><summary>{NOTES_SUMMARY}</summary>", ""]
     lines += [f"* {n}" for n in footnotes(rows) + COLUMN_NOTES] + ["", "</details>", ""]
@@ -189,6 +196,10 @@ def to_html(rows: list[Row], title: str, figures: dict[tuple[str, str], str], in
         toc.append(f"<li><a href='#{anchor(ds)}'>{esc(ds)}</a>" + (f": {links}" if links else "") + "</li>")
     parts.append("<nav id='contents' aria-label='contents'><strong>Contents</strong><ul>" + "".join(toc)
                  + "</ul></nav>")
+    stated = conventions(rows)
+    if stated:
+        parts.append(f"<h2 id='{anchor(CONVENTIONS_HEADING)}'>{esc(CONVENTIONS_HEADING)}</h2><ul class='note'>"
+                     + "".join(f"<li>{esc(n)}</li>" for n in stated) + "</ul>")
     parts.append(f"<h2 id='{anchor('How to read the tables')}'>How to read the tables</h2><ul class='note'>"
                  + "".join(f"<li>{esc(n)}</li>" for n in LEGEND) + "</ul>")
     parts.append(f"<details><summary>{esc(NOTES_SUMMARY)}</summary><ul class='note'>"

@@ -69,6 +69,17 @@ class Row:
     previous: bool = False
     #: facts about the private data the rows' claims take as public by convention (``PrivacyLedger.conventions``)
     public_facts: set = field(default_factory=set)
+    #: the values the runs' ledgers name for each public fact (e.g. max_degree -> {168}: the declared bound)
+    public_values: dict[str, set] = field(default_factory=dict)
+    #: the footnote of the row's unit label (the relation its records ran: :func:`unit_label_of`)
+    unit_note: str = ""
+    #: seed -> the run's ledger (``ledger.json``), and the accountants the runs name: what :attr:`composed` composes
+    ledgers: dict[int, dict] = field(default_factory=dict)
+    accountants: set = field(default_factory=set)
+    #: the epsilon of releasing every seed's model of the row together (:func:`compose_seeds`), at the row's delta
+    composed: float = math.nan
+    #: how the runs drew their DP noise (:func:`bench.records.noise_text`): "reproducible" and/or "secure"
+    noise: set = field(default_factory=set)
 
     @property
     def label(self) -> str:
@@ -236,15 +247,44 @@ def bootstrap_ci(xs: list[float], seed: int = 0, resamples: int = 2000) -> tuple
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def _unit_label(method: str, unit: str, tags: dict) -> str:
-    if tags.get("unit_label"):
-        return tags["unit_label"]
-    try:
-        from methods.base import get_method
+def _papers_relations() -> dict[str, str]:
+    """The relation of a record that names none (no ``hp.relation``): what the method ran before its config chose
+    one, the papers' relation (release v1.0.2's gap-node, progap-node, dpgnn and dpgnn-adam records: the cut-off
+    graph, and DP-GNN's in-edge lists)."""
+    from methods.privacy.presets import CUTOFF_GRAPH, IN_EDGES
 
-        return get_method(method).label()
-    except BenchError:
-        return unit
+    return {"gap-node": CUTOFF_GRAPH, "progap-node": CUTOFF_GRAPH, "dpgnn": IN_EDGES, "dpgnn-adam": IN_EDGES}
+
+
+def relation_of(method: str, params: dict) -> str | None:
+    """The neighbouring relation a run of ``method`` ran under: its ``hp.relation`` param, else the papers' relation
+    for the methods that had no other (:func:`_papers_relations`), else None (the method has one relation)."""
+    rel = params.get("hp.relation")
+    return str(rel) if rel not in (None, "") else _papers_relations().get(method)
+
+
+def unit_label_of(method: str, unit: str, params: dict | None = None, tags: dict | None = None) -> tuple[str, str]:
+    """(unit label, footnote) of a record: the method's ``relation_labels`` entry for the relation it ran
+    (:func:`relation_of`), else the label the record logged with the method's note when that is the method's own
+    label, else the method's label and note; for a method not registered here, the logged label or the unit."""
+    from methods.base import available_methods
+
+    params, tags = params or {}, tags or {}
+    cls = available_methods().get(method)
+    logged = tags.get("unit_label") or params.get("unit_label") or ""
+    if cls is None:
+        return logged or unit, ""
+    rel = relation_of(method, params)
+    labels = getattr(cls, "relation_labels", None) or {}
+    if rel in labels:
+        return labels[rel]
+    if not logged or logged == cls.label():
+        return cls.label(), cls.unit_note
+    return logged, ""
+
+
+def _unit_label(method: str, unit: str, tags: dict, params: dict | None = None) -> str:
+    return unit_label_of(method, unit, params, tags)[0]
 
 
 def collect(experiment: str) -> list[Row]:
@@ -257,7 +297,7 @@ def collect(experiment: str) -> list[Row]:
 def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
     """Rows from records (:mod:`bench.records`): run records give accuracy, spent epsilon and attacks; verify and
     audit records give the verification column of the configuration they checked."""
-    from bench.records import spent_epsilon
+    from bench.records import NOISE, accountant_of, conventions_of, spent_epsilon
 
     newest: dict[Any, dict] = {}
     checks, unit_attacks, whitebox = [], [], []
@@ -300,12 +340,20 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
         released = (rec.get("tags") or {}).get("predictions_hash") or (m.get("test_acc"), m.get("test_macro_f1"))
         row.run_keys[seed] = (_events_key(led) if led else round(row.spent[-1], 9), released)
         row.delta = _f(p.get("delta"))
-        row.unit_label = _unit_label(p["method"], row.unit, tags)
+        row.unit_label, row.unit_note = unit_label_of(p["method"], row.unit, p, tags)
+        if led:
+            row.ledgers[seed] = led
+            row.accountants.add(accountant_of(rec))
+        if row.unit != "none":
+            row.noise.add(conventions_of(rec)[NOISE].split(" ", 1)[0])
         row.inference_private = str(tags.get("inference_private", row.inference_private or ""))
         row.hp_source = p.get("hp_source", row.hp_source)
         row.previous = row.previous or bool(rec.get("previous_setting"))
         if led:
             row.public_facts |= public_facts(led)
+            for fact, value in _conventions(led).items():
+                row.public_values.setdefault(fact, set()).add(value if isinstance(value, (int, float, str))
+                                                              else repr(value))
         for name, variants in (rec.get("attacks") or {}).items():
             for variant, vals in variants.items():
                 full = f"{name}.{variant}"
@@ -337,7 +385,8 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
             cls = available_methods().get(method)
             unit = cls.privacy_unit if cls else p.get("privacy_unit", "?")
             key = (dataset, unit, method, split or "?", eps, ())
-            match = [rows.setdefault(key, Row(*key[:5], unit_label=_unit_label(method, unit, tags)))]
+            label, note = unit_label_of(method, unit, p, tags)
+            match = [rows.setdefault(key, Row(*key[:5], unit_label=label, unit_note=note))]
         lbs = []
         if rec.get("kind") == "verify":
             lbs = [c["epsilon_lb"] for c in (rec.get("verify") or {}).get("checks", [])
@@ -358,7 +407,41 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
     out = sorted(rows.values(), key=lambda r: (r.dataset, r.unit, r.method, r.split, r.variant, r.target_epsilon))
     for row in out:
         row.ci = bootstrap_ci(row.accs)
+        row.composed = compose_seeds(row)
     return out
+
+
+def compose_seeds(row: Row) -> float:
+    """The epsilon of releasing every seed's model of ``row`` together, at the row's delta: the runs are
+    independent mechanisms on the same data (each seed spawns its own noise root, :mod:`methods.streams`), so
+    their ledgers compose (``PrivacyLedger.add``: sequential composition, Dwork & Roth 2014, Thm. 3.16, tightened
+    by the accountants' own composition of RDP curves or privacy-loss distributions), accounted as the runs were
+    (the accountant their records name). One seed: its own epsilon. inf when a run made no claim; NaN when a run has no ledger or the
+    runs name different accountants or relations."""
+    import json
+
+    from methods.privacy import LedgerError, PrivacyLedger
+
+    if row.unit == "none" or not row.seeds:
+        return math.inf if row.unit == "none" else math.nan
+    if len(row.ledgers) < len(set(row.seeds)) or len(row.accountants) != 1:
+        return math.nan
+    if len(row.ledgers) == 1:
+        return row.spent_max
+    try:
+        ledgers = [PrivacyLedger.from_dict(row.ledgers[s]) for s in sorted(row.ledgers)]
+        if any(led.non_private_use is not None for led in ledgers):
+            return math.inf
+        total = ledgers[0]
+        for led in ledgers[1:]:
+            for e in led.events:
+                total = total.add(e)
+    except (LedgerError, KeyError, TypeError, ValueError):
+        return math.nan
+    from bench.records import _epsilon
+
+    delta = 0.0 if math.isnan(row.delta) else row.delta
+    return _epsilon(json.dumps(total.to_dict(), sort_keys=True), delta, next(iter(row.accountants)))
 
 
 def _join_attack_records(recs: list[dict[str, Any]], runs_of: dict[str, tuple[Row, int]]) -> None:
@@ -398,10 +481,19 @@ def _join_whitebox_records(recs: list[dict[str, Any]], runs_of: dict[str, tuple[
             row.whitebox = {**rec["whitebox"], "row_seed": seed, "row_claimed": spent}
 
 
+def _conventions(ledger: dict) -> dict[str, Any]:
+    """A logged ledger's ``conventions`` as fact -> value (``ledger.json`` holds a mapping; a list of pairs reads
+    the same)."""
+    conv = ledger.get("conventions") or {}
+    if isinstance(conv, dict):
+        return {str(k): v for k, v in conv.items()}
+    return {str(c[0]): c[1] for c in conv}
+
+
 def public_facts(ledger: dict) -> set[str]:
     """The facts a ledger's claim takes as public (its ``conventions``; for a record from before ledgers named
     them, what its recipe's family declares public, ``methods.privacy.presets.family``)."""
-    named = {str(c[0]) for c in ledger.get("conventions") or []}
+    named = set(_conventions(ledger))
     if named:
         return named
     from methods.privacy import presets

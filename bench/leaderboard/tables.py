@@ -9,8 +9,10 @@ from typing import Any
 from bench.leaderboard.rows import (BIG, RELEASED_PREDICTIONS, SOURCE_OWN, SOURCE_UNKNOWN, Row, Strongest, _f,
                                     section_attack_unit)
 
+#: the epsilon of releasing all of a row's models (:func:`bench.leaderboard.rows.compose_seeds`)
+COMPOSED_HEADER = "eps, all seeds composed"
 BASE_HEADER = ["method", "unit", "split", "target eps", "spent eps (max)", "delta", "inference", "test acc", "95% CI",
-               "seeds"]
+               "seeds", COMPOSED_HEADER]
 
 
 WHITEBOX_HEADER = "white-box eps_lb: assumption-free / f-DP, of the run's claim"
@@ -125,13 +127,20 @@ def row_cells(r: Row, section: str | None = None) -> list[str]:
     acc = _num(r.acc_mean)
     cells = [r.label + marks(r), r.unit_label or r.unit, r.split, _num(r.target_epsilon, "g"), _num(r.spent_max, ".4g"),
              "-" if r.unit == "none" or math.isnan(r.delta) or math.isinf(r.spent_max) else f"{r.delta:.0e}",
-             _inference(r), acc, ci, str(len(r.accs)), attack_cell(r, b), _num(b.tpr, ".3f") if b.name else "-"]
+             _inference(r), acc, ci, str(len(r.accs)), composed_cell(r), attack_cell(r, b),
+             _num(b.tpr, ".3f") if b.name else "-"]
     if section == "feature":
         rp = r.strongest(RELEASED_PREDICTIONS)
         cells += [attack_cell(r, rp), _num(rp.tpr, ".3f") if rp.name else "-"]
     if section in ("edge", "feature"):
         cells.append(attack_cell(r, r.strongest("node membership")))
     return cells + [whitebox_cell(r), verification]
+
+
+def composed_cell(r: Row) -> str:
+    """What releasing every seed's model of ``r`` costs (:attr:`Row.composed`), or ``-`` (not private, or no
+    ledgers to compose)."""
+    return "-" if r.unit == "none" or math.isnan(r.composed) else _num(r.composed, ".4g")
 
 
 def marks(r: Row) -> str:
@@ -183,24 +192,38 @@ def section_order(dataset: str, unit: str) -> tuple:
     return d, dataset, u, unit
 
 
-def footnotes(rows: list[Row]) -> list[str]:
-    from methods.base import available_methods
+#: public facts whose value the footnote lists per dataset: a declared bound a reader compares with the data
+SHOWN_VALUES = ("max_degree",)
+#: what a claim resting on a public fact holds for, where the fact's meaning (``PUBLIC_FACTS``) does not say
+FACT_SCOPE = {"num_train": "the epsilon holds for neighbouring datasets of that size",
+              "num_nodes": "the epsilon holds for neighbouring datasets of that size"}
 
-    notes: dict[str, str] = {}
-    methods = available_methods()
-    for r in rows:
-        cls = methods.get(r.method)
-        if cls is not None and cls.unit_note:
-            notes.setdefault(cls.label(), cls.unit_note)
+
+def footnotes(rows: list[Row]) -> list[str]:
+    """The notes under the tables: each unit label's meaning (the relation the row's records ran,
+    :func:`~bench.leaderboard.rows.unit_label_of`), the facts the rows' ledgers take as public by convention
+    (with the declared bounds' values per dataset), identical results and previous settings."""
     from methods.privacy.ledger import PUBLIC_FACTS
 
+    notes: dict[str, str] = {}
+    for r in rows:
+        if r.unit_note:
+            notes.setdefault(r.unit_label or r.unit, r.unit_note)
     public: dict[str, set[str]] = {}
+    values: dict[str, dict[str, set]] = {}
     for r in rows:
         for fact in r.public_facts:
             public.setdefault(fact, set()).add(r.method)
-    conventions = [f"public by convention ({', '.join(sorted(ms))}): {fact}, {PUBLIC_FACTS.get(fact, '')}; their "
-                   "epsilon holds for neighbouring datasets of that size (docs/accounting.md)"
-                   for fact, ms in sorted(public.items())]
+        for fact, vs in r.public_values.items():
+            values.setdefault(fact, {}).setdefault(r.dataset, set()).update(vs)
+    conventions = []
+    for fact, ms in sorted(public.items()):
+        meaning = PUBLIC_FACTS.get(fact, "a fact its family names public")
+        text = f"public by convention ({', '.join(sorted(ms))}): {fact}, {meaning}"
+        if fact in SHOWN_VALUES and values.get(fact):
+            by_ds = sorted(values[fact].items(), key=lambda kv: section_order(kv[0], ""))
+            text += " (" + "; ".join(f"{ds} {', '.join(str(v) for v in sorted(vs, key=str))}" for ds, vs in by_ds) + ")"
+        conventions.append(text + (f"; {FACT_SCOPE[fact]}" if fact in FACT_SCOPE else "") + " (docs/accounting.md)")
     return ([f"{label}: {note}" for label, note in sorted(notes.items())] + conventions + identical_results(rows)
             + ([PREVIOUS_NOTE] if any(r.previous for r in rows) else []))
 
@@ -226,8 +249,10 @@ def identical_results(rows: list[Row]) -> list[str]:
 
 COLUMN_NOTES = [
     "test acc: mean over seeds, 95% percentile bootstrap interval (scipy).",
-    "spent eps: the accountant's epsilon recomputed from each run's ledger (max over seeds), never the target or a "
-    "logged metric; delta as run.",
+    "spent eps: the epsilon of one model, the accountant's recomputed from each run's ledger (max over seeds), never "
+    "the target or a logged metric; delta as run.",
+    f"{COMPOSED_HEADER}: what releasing every seed's model of the row together costs: the runs' ledgers composed "
+    "(independent runs on the same data; the accountant the records name) at the row's delta.",
     "method '(= other ...)': every seed's run is identical to the other row's (the same ledger and the same test "
     "predictions): the two rows compare nothing at this budget.",
     "strongest attack on <unit>: among the attacks on what the section's claims protect (edge membership in "
