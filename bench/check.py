@@ -65,7 +65,7 @@ class CheckReport:
     failures: list[tuple[str, list[str]]] = field(default_factory=list)  # (where, problems)
     legacy_dirty: int = 0
     strict: bool = False
-    release: str | None = None  # "TAG (sha)" when every record must name that commit
+    release: str | None = None  # "TAG (sha)[, TAG (sha)]" when every record must name one of those commits
     delta_unchecked: dict[str, int] = field(default_factory=dict)  # dataset -> runs whose unit count is unknown
     commits_checked: bool = True
     notes: list[str] = field(default_factory=list)
@@ -78,7 +78,7 @@ class CheckReport:
         lines = [f"# checked {self.checked} records ({self.runs} runs): {len(self.failures)} failing; epsilon "
                  f"recomputed from the ledger for {self.epsilons} runs"]
         if self.release:
-            lines.append(f"# release {self.release}: every record must name this commit, clean")
+            lines.append(f"# release {self.release}: every record must name {'this commit' if ',' not in self.release else 'one of these commits'}, clean")
         elif self.strict:
             lines.append("# strict: every record must name a clean commit of this history (no legacy exemption)")
         if self.legacy_dirty:
@@ -171,8 +171,8 @@ class _Units:
 
 def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _Units | None = None,
                  report: CheckReport | None = None, strict: bool = False,
-                 release: tuple[str, str] | None = None) -> list[str]:
-    """The problems of one record (empty: it checks out); ``strict`` and ``release`` (tag, sha): the commit rule
+                 release: tuple[str, str] | list[tuple[str, str]] | None = None) -> list[str]:
+    """The problems of one record (empty: it checks out); ``strict`` and ``release`` ((tag, sha) or a list): the commit rule
     of :func:`check_export`."""
     from bench.records import KINDS
 
@@ -368,9 +368,10 @@ def _check_bounds(what: str, lb: Any, alpha: Any) -> list[str]:
 
 
 def _check_commit(rec: dict, commits: _Commits | None, report: CheckReport | None, strict: bool = False,
-                  release: tuple[str, str] | None = None) -> list[str]:
-    """The commit rule; ``strict``: no legacy exemption for dirty records; ``release`` (tag, sha): the record names
-    exactly that commit."""
+                  release: tuple[str, str] | list[tuple[str, str]] | None = None) -> list[str]:
+    """The commit rule; ``strict``: no legacy exemption for dirty records; ``release`` (tag, sha), or a list of them:
+    the record names exactly that commit (one of them)."""
+    releases = [release] if isinstance(release, tuple) else list(release or [])
     commit = str(rec.get("git_commit") or "")
     if not commit:
         return []  # reported as a missing field
@@ -378,8 +379,9 @@ def _check_commit(rec: dict, commits: _Commits | None, report: CheckReport | Non
     problems = []
     if sha == "unknown" or len(sha) != 40 or any(c not in "0123456789abcdef" for c in sha):
         problems.append(f"git_commit {commit!r} is not a commit id")
-    elif release is not None and sha != release[1]:
-        problems.append(f"commit {sha[:12]} is not the release {release[0]}'s commit {release[1][:12]}")
+    elif releases and sha not in {r[1] for r in releases}:
+        names = " or ".join(f"the release {t}'s commit {c[:12]}" for t, c in releases)
+        problems.append(f"commit {sha[:12]} is not {names}")
     elif commits is not None and commits.available and not commits.in_history(sha):
         problems.append(f"commit {sha[:12]} is not in this repository's history")
     elif rec.get("code_tree") and commits is not None and commits.available and not dirty \
@@ -387,18 +389,34 @@ def _check_commit(rec: dict, commits: _Commits | None, report: CheckReport | Non
         problems.append(f"commit {sha[:12]} named by a manifest: the files that ran hash to tree "
                         f"{str(rec['code_tree'])[:12]}, not the commit's {str(commits.tree_of(sha))[:12]}")
     if dirty:
-        if strict or release is not None or (rec.get("start_time") or 0) >= DIRTY_CUTOFF:
+        if strict or releases or (rec.get("start_time") or 0) >= DIRTY_CUTOFF:
             problems.append(f"commit {sha[:12]} is -dirty: the code that ran cannot be checked out")
         elif report is not None:
             report.legacy_dirty += 1
     return problems
 
 
+#: the releases whose records a published site holds, tag -> commit (committed beside the records, so a clone that did
+#: not fetch tags still checks every release it publishes)
+RELEASES_FILE = Path("docs") / "leaderboard" / "releases.json"
+
+
+def registered_releases(repo: str | Path | None = None) -> dict[str, str]:
+    """tag -> commit from ``repo``'s :data:`RELEASES_FILE` (empty when it is missing or unreadable)."""
+    path = (Path(repo) if repo is not None else REPO) / RELEASES_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return {str(k): str(v) for k, v in data.items() if isinstance(v, str) and len(v) == 40} \
+        if isinstance(data, dict) else {}
+
+
 def release_commit(tag: str, repo: str | Path | None = None) -> str:
     """The commit of the release ``tag``: the git tag's (peeled: an annotated tag's commit), or else the commit that
-    ``repo``'s CITATION.cff names (its ``commit`` key) when its ``version`` is the tag's (a leading ``v`` aside), so
-    a clone that did not fetch tags still checks a release. BenchError when neither names one, or when both do and
-    they disagree."""
+    ``repo``'s CITATION.cff names (its ``commit`` key) when its ``version`` is the tag's (a leading ``v`` aside), or
+    the one :data:`RELEASES_FILE` registers, so a clone that did not fetch tags still checks a release. BenchError
+    when none names one, or when two do and they disagree."""
     repo = Path(repo) if repo is not None else REPO
     try:
         out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}"], cwd=repo,
@@ -407,13 +425,20 @@ def release_commit(tag: str, repo: str | Path | None = None) -> str:
         raise BenchError(f"--release {tag}: git cannot be asked in {repo} ({e})") from None
     sha = out.stdout.strip() if out.returncode == 0 else ""
     cited = cited_release(repo)
-    named = cited[1] if cited and cited[0] == tag.removeprefix("v") else None
-    if len(sha) == 40 and named and named != sha:
-        raise BenchError(f"--release {tag}: the git tag is {sha[:12]} but CITATION.cff names {named[:12]}")
-    if len(sha) == 40 or named:
-        return sha if len(sha) == 40 else named
-    raise BenchError(f"--release {tag}: no git tag {tag!r} in {repo} and CITATION.cff names no commit of it "
-                     f"(git fetch --tags, or git tag {tag} <commit>)")
+    named = {"CITATION.cff": cited[1] if cited and cited[0] == tag.removeprefix("v") else None,
+             str(RELEASES_FILE): registered_releases(repo).get(tag)}
+    if len(sha) == 40:
+        named["the git tag"] = sha
+    found = {k: v for k, v in named.items() if v}
+    for k, v in found.items():
+        if len(sha) == 40 and v != sha:
+            raise BenchError(f"--release {tag}: the git tag is {sha[:12]} but {k} names {v[:12]}")
+    if len(set(found.values())) > 1:
+        raise BenchError(f"--release {tag}: " + ", ".join(f"{k} names {v[:12]}" for k, v in found.items()))
+    if found:
+        return next(iter(found.values()))
+    raise BenchError(f"--release {tag}: no git tag {tag!r} in {repo} and CITATION.cff names no commit of it, nor "
+                     f"{RELEASES_FILE} (git fetch --tags, or git tag {tag} <commit>)")
 
 
 def cited_release(repo: str | Path | None = None) -> tuple[str, str] | None:
@@ -450,11 +475,12 @@ def lines_of(export: str | Path) -> Iterable[tuple[str, dict[str, Any] | None, s
 
 
 def check_export(export: str | Path, repo: str | Path | None = None, count_units: bool = True,
-                 strict: bool = False, release: str | None = None) -> CheckReport:
+                 strict: bool = False, release: str | list[str] | tuple[str, ...] | None = None) -> CheckReport:
     """Check every record of ``export`` (a file or a directory of ``*.jsonl``). ``repo``: the git checkout whose
     history the commits must be in (default: this package's). ``count_units``: load datasets for the delta rule
     of records without a ``privacy_units`` parameter. ``strict``: a dirty, missing or unknown commit fails whenever
-    the record started (no legacy exemption); ``release``: a git tag every record must name the commit of (implies
+    the record started (no legacy exemption); ``release``: a git tag (or several: a site whose rows come from more
+    than one release) every record must name the commit of, one of them (implies
     ``strict``). Bad input (no export, no such tag, no history to check against under ``strict``): BenchError."""
     p = Path(export)
     if not p.exists():
@@ -480,10 +506,12 @@ def check_export(export: str | Path, repo: str | Path | None = None, count_units
         report.notes.append(f"commits not checked against a history: {no_history}")
     tagged = None
     if release is not None:
-        tagged = (release, release_commit(release, repo))
-        report.release = f"{release} ({tagged[1][:12]})"
-        if not commits.in_history(tagged[1]):
-            raise BenchError(f"--release {release}: its commit {tagged[1][:12]} is not in this checkout's history")
+        tags = [release] if isinstance(release, str) else list(release)
+        tagged = [(t, release_commit(t, repo)) for t in tags]
+        report.release = ", ".join(f"{t} ({c[:12]})" for t, c in tagged)
+        for t, c in tagged:
+            if not commits.in_history(c):
+                raise BenchError(f"--release {t}: its commit {c[:12]} is not in this checkout's history")
     for where, rec, why in lines_of(p):
         report.checked += 1
         if rec is None:
@@ -497,4 +525,5 @@ def check_export(export: str | Path, repo: str | Path | None = None, count_units
     return report
 
 
-__all__ = ["CheckReport", "DIRTY_CUTOFF", "check_export", "check_record", "cited_release", "release_commit"]
+__all__ = ["CheckReport", "DIRTY_CUTOFF", "RELEASES_FILE", "check_export", "check_record", "cited_release",
+           "registered_releases", "release_commit"]

@@ -350,6 +350,8 @@ class Progress:
         self.data = data or {"schema": SCHEMA, "ref": ctx.ref, "commit": ctx.commit, "started": _now(), "steps": {}}
         self.data.update(config=str(ctx.config.relative_to(REPO) if ctx.config.is_relative_to(REPO) else ctx.config),
                          workers=ctx.workers, threads_per_cell=ctx.threads)
+        if ctx.methods is not None:  # a partial regeneration: only these methods' records name the ref
+            self.data["methods"] = list(ctx.methods)
 
     def done(self, step: Step) -> bool:
         return self.data["steps"].get(step.key, {}).get("status") == "done"
@@ -517,7 +519,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tracking-dir", metavar="DIR",
                    help="the runs' own tracking store (default: mlflow/regen-<commit>, git-ignored)")
     p.add_argument("--progress", metavar="FILE",
-                   help="progress and cost, rewritten as it goes (default: SITE/regeneration.json)")
+                   help="progress and cost, rewritten as it goes (default: SITE/regeneration.json; with --methods "
+                        "SITE/regeneration-REF.json)")
     p.add_argument("--commit-to", metavar="BRANCH",
                    help="after every step, commit the site (results only) onto BRANCH, created at the ref's commit, "
                         "without moving HEAD: a partial run survives the session that ran it")
@@ -550,7 +553,8 @@ def main(argv: list[str] | None = None) -> int:
         problems = checkout_problems(commit, args.ref)
         if problems and not args.dry_run:
             raise Refused("; ".join(problems))
-        progress = Progress(Path(args.progress) if args.progress else site / "regeneration.json", ctx)
+        default_progress = site / ("regeneration.json" if ctx.methods is None else f"regeneration-{args.ref}.json")
+        progress = Progress(Path(args.progress) if args.progress else default_progress, ctx)
         if args.commit_to:
             if not (REPO / ".git").exists():
                 raise Refused("--commit-to needs git (a copy without .git: commit its site where git is)")

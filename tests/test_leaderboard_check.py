@@ -412,6 +412,40 @@ def test_a_release_without_its_tag_is_the_commit_citation_cff_names(tmp_path, go
     assert cited_release(repo) is None and release_commit("v1.0.0", repo) == tagged
 
 
+def test_a_site_of_two_releases_checks_each_record_against_either_and_reads_the_register(tmp_path, good):
+    """A site whose rows come from two releases (a release that regenerated some methods' rows): each record names
+    one of the releases' clean commits; a clone without tags reads both from docs/leaderboard/releases.json, and a
+    register that disagrees with a tag is refused."""
+    import subprocess
+
+    from bench.check import RELEASES_FILE, registered_releases, release_commit
+    from methods.errors import BenchError
+
+    repo, first, second = _tagged_repo(tmp_path)
+    subprocess.run(["git", "tag", "v2", second], cwd=repo, check=True)
+    recs = []
+    for commit in (first, second):
+        run, ver = copy.deepcopy(good)
+        run["git_commit"] = ver["git_commit"] = commit
+        run["cell_id"], ver["cell_id"] = run["cell_id"] + commit[-6:], ver["cell_id"] + commit[-6:]
+        recs += [run, ver]
+    d = _write(tmp_path, recs)
+    report = check_export(d, repo=repo, count_units=False, release=["v1", "v2"])
+    assert report.ok and report.release == f"v1 ({first[:12]}), v2 ({second[:12]})", report.failures
+    report = check_export(d, repo=repo, count_units=False, release=["v1"])
+    assert [p for _, p in report.failures] == [[f"commit {second[:12]} is not the release v1's commit {first[:12]}"]] * 2
+    subprocess.run(["git", "tag", "-d", "v1", "v2"], cwd=repo, check=True, capture_output=True)
+    with pytest.raises(BenchError, match="no git tag 'v2'"):
+        release_commit("v2", repo)
+    (repo / RELEASES_FILE).parent.mkdir(parents=True)
+    (repo / RELEASES_FILE).write_text(json.dumps({"v1": first, "v2": second, "bad": "123"}))
+    assert registered_releases(repo) == {"v1": first, "v2": second}
+    assert check_export(d, repo=repo, count_units=False, release=["v1", "v2"]).ok
+    subprocess.run(["git", "tag", "v2", first], cwd=repo, check=True)
+    with pytest.raises(BenchError, match=f"the git tag is {first[:12]} but .*releases.json names {second[:12]}"):
+        release_commit("v2", repo)
+
+
 def test_release_of_a_missing_tag_and_strict_without_history_are_bad_input(tmp_path, good, monkeypatch, capsys):
     import bench.check
 
@@ -436,32 +470,50 @@ def _dataset(rec: dict) -> str | None:
 
 
 def test_a_regenerated_dataset_holds_only_records_of_the_cited_release():
-    """A dataset whose regeneration retired its older records (a done ``retire`` step in the site's
-    ``regeneration.json``) publishes runs, verifications and attacks of the release's clean commit only: the
-    commit the progress file names, which is the one ``CITATION.cff`` cites. Cheap (no epsilon is recomputed) and
-    needs no git history, so it holds part-way through a regeneration, on every clone."""
-    from bench.check import cited_release
+    """A dataset whose regeneration retired its older records (a done ``retire`` step in a progress file of the site:
+    ``regeneration.json``, or ``regeneration-<ref>.json`` of a release that regenerated only some methods) publishes
+    runs, verifications and attacks of that release's clean commit only: for each record, the latest regeneration
+    that covers its dataset and method, whose commit is a registered release (``docs/leaderboard/releases.json``;
+    the newest is the one ``CITATION.cff`` cites). Cheap (no epsilon is recomputed) and needs no git history, so it
+    holds part-way through a regeneration, on every clone."""
+    from bench.check import cited_release, registered_releases
 
-    progress_file = EXPORT.parent / "regeneration.json"
-    if not progress_file.is_file():
+    files = sorted(EXPORT.parent.glob("regeneration*.json"))
+    if not files:
         pytest.skip("no regeneration in progress or done")
-    progress = json.loads(progress_file.read_text())
-    commit = progress["commit"]
+    progresses = sorted((json.loads(f.read_text()) for f in files), key=lambda p: p["started"])
+    releases = registered_releases(REPO)
     cited = cited_release(REPO)
-    assert cited is not None and cited[1] == commit, (cited, commit)
-    regenerated = {k.split("/")[0] for k, v in progress["steps"].items()
-                   if k.split("/")[1] == "retire" and v["status"] == "done"}
-    assert regenerated, "a progress file without a done retire step"
+    assert cited is not None and releases.get(f"v{cited[0]}") == cited[1], (cited, releases)
+    assert progresses[-1]["commit"] == cited[1], "the newest regeneration is of the cited release"
+    covers = []
+    for prog in progresses:
+        assert prog["commit"] in releases.values(), f"regeneration of {prog['ref']} is not a registered release"
+        regenerated = {k.split("/")[0] for k, v in prog["steps"].items()
+                       if k.split("/")[1] == "retire" and v["status"] == "done"}
+        assert regenerated, "a progress file without a done retire step"
+        covers.append((regenerated, set(prog["methods"]) if prog.get("methods") else None, prog["commit"]))
+
+    def expected(rec: dict) -> str | None:
+        method = (rec.get("params") or {}).get("method") or rec.get("method")
+        want = None
+        for datasets, methods, commit in covers:
+            if _dataset(rec) in datasets and (methods is None or method in methods):
+                want = commit
+        return want
+
     seen, other = {}, []
     for f in [*sorted(EXPORT.glob("*.jsonl")), *sorted(ATTACKS.glob("*.jsonl"))]:
         for line in f.read_text().splitlines():
             rec = json.loads(line)
-            if _dataset(rec) in regenerated:
+            want = expected(rec)
+            if want is not None:
                 seen[_dataset(rec)] = seen.get(_dataset(rec), 0) + 1
-                if rec["git_commit"] != commit:
+                if rec["git_commit"] != want:
                     other.append(f"{f.name} {rec.get('name')}: {rec['git_commit']}")
     assert not other, f"{len(other)} records of regenerated datasets name another commit: {other[:10]}"
     # every dataset retired and then trained has published records (a retire alone may leave none yet)
-    trained = {k.split("/")[0] for k, v in progress["steps"].items()
-               if k.split("/")[1] == "train" and v["status"] == "done"}
-    assert trained <= set(seen), trained - set(seen)
+    for prog in progresses:
+        trained = {k.split("/")[0] for k, v in prog["steps"].items()
+                   if k.split("/")[1] == "train" and v["status"] == "done"}
+        assert trained <= set(seen), trained - set(seen)

@@ -45,14 +45,15 @@ def _leaderboard_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="with --check: no legacy exemption: any -dirty, missing or unknown commit (not an ancestor of "
                         "HEAD) fails")
-    p.add_argument("--release", metavar="TAG",
+    p.add_argument("--release", metavar="TAG", action="append",
                    help="with --check (implies --strict): every record must name exactly the commit the git tag TAG "
-                        "points to (an export regenerated from that release: scripts/regenerate.py)")
+                        "points to (an export regenerated from that release: scripts/regenerate.py); repeat it for a "
+                        "site whose rows come from several releases (each record names one of them)")
     p.set_defaults(func=cmd_leaderboard)
     return p
 
 
-def cmd_check(export: str, strict: bool = False, release: str | None = None) -> int:
+def cmd_check(export: str, strict: bool = False, release: str | list[str] | None = None) -> int:
     from bench.check import check_export
 
     report = check_export(export, strict=strict, release=release)
