@@ -144,7 +144,11 @@ def test_calibration_hits_the_claim(fam, eps):
     assert fam.epsilon(s, 1e-5) == pytest.approx(eps, rel=1e-6)
 
 
-@pytest.mark.parametrize("name", list(MECHANISMS))
+#: the kinds expected to pass: every registered one but the known violations (pinned in test_mechanism_registry.py)
+PASSING = [name for name, mech in MECHANISMS.items() if not mech.known_violation]
+
+
+@pytest.mark.parametrize("name", PASSING)
 def test_the_shipped_code_is_audited_close_to_its_claim(name):
     r = audit_mechanism(name, 2.0, trials=QUICK, seed=3)
     assert r.verdict == "ok", r
@@ -190,7 +194,7 @@ def test_cli_prints_a_table_and_exits_3_on_a_violation(capsys, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MECHANISMS))
+@pytest.mark.parametrize("name", PASSING)
 def test_power_and_false_alarms_at_the_default_trials(name):
     """The issue's power target: noise 1/1.25 flagged in >= 90% of seeds; the shipped code in <= 5%."""
     mech = MECHANISMS[name]
@@ -210,7 +214,9 @@ def test_true_epsilon_is_the_claim_unless_mutated(name, mutation):
     mech = MECHANISMS[name]
     s = mech.strength_for_epsilon(1.0, 1e-5)
     true = mech.true_epsilon(s, mutation, 1e-5)
-    if mutation.shipped and (mech.release is not None or not mech.worst_case):
+    if mutation.shipped and mech.known_violation:
+        assert true > 1.2  # the papers' relation on input graphs: a realisable pair above the ledger's claim
+    elif mutation.shipped and (mech.release is not None or not mech.worst_case):
         assert true < 1.0  # an argmax releases less than its event claims; a realisable pair shows less than the bound
     elif mutation.shipped:
         assert true == pytest.approx(1.0, rel=1e-6)
@@ -294,5 +300,6 @@ def test_every_mechanism_says_what_its_pair_is_and_claims_a_sound_bound(name):
         if mech.worst_case:
             assert "not proven" not in mech.pair and mech.claim(s, 1e-5) == mech.family.epsilon(s, 1e-5)
             assert pair <= eps * (1 + 1e-6)
-        else:
-            assert "realisable, not proven worst case" in mech.pair and pair < eps
+        else:  # a known violation's pair is above the claim it breaks; any other stays below the sound bound
+            assert "realisable, not proven worst case" in mech.pair
+            assert pair > eps if mech.known_violation else pair < eps

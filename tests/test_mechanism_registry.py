@@ -1,6 +1,7 @@
 """The contract of every registered mechanism kind (audits.mechanisms), plugins' included: it declares its pair,
 whether that pair is proven to dominate the event (with the reference, or why not and a sound bound as the claim),
-its claim, a trial runner, and mutants that its audit flags at a few thousand trials."""
+its claim, a trial runner, and mutants that its audit flags at a few thousand trials. A kind declared a known
+violation (a paper's relation audited on data its proof does not cover) is pinned to VIOLATION: a PASS fails."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import numpy as np
 import pytest
 
 from audits.mechanism import audit_mechanism
-from audits.mechanisms import MECHANISMS, Mechanism, Mutation, mechanism_for, register, unregister
-from audits.mechanisms.families import GaussianFamily
+from audits.mechanisms import MECHANISMS, Mechanism, Mutation, known_violations, mechanism_for, register, unregister
+from audits.mechanisms.families import GaussianCurve, GaussianFamily
 from methods.base import ConfigError
 from methods.privacy.events import Gaussian
 
@@ -36,6 +37,36 @@ def test_every_mechanism_declares_its_pair_domination_claim_runner_and_mutants(n
     scores = mech.sample(s, True, 200, _streams(), Mutation())
     assert isinstance(scores, np.ndarray) and scores.shape == (200,) and np.isfinite(scores).all()
     assert mechanism_for(mech.event(s)) is not None  # its event is matched to a mechanism-level audit
+    if mech.variant_of:  # a variant audits its base kind's event; ledger events map to the base, never to it
+        assert mechanism_for(mech.event(s)) == mech.variant_of != name
+    else:
+        assert mechanism_for(mech.event(s)) == name
+    if mech.known_violation:  # its claim is the ledger's curve, which its pairs break: never declared dominated
+        assert not mech.dominates and mech.expected_verdict == "VIOLATION"
+        assert mech.true_epsilon(s, Mutation(), 1e-5) > 1.0
+
+
+#: trials per world and half for the pinned verdicts of the known violations (each far above its claim)
+PINNED_TRIALS = 3_000
+KNOWN = sorted(known_violations())
+
+
+def test_the_papers_relations_on_input_graphs_are_known_violations():
+    assert {"nap-node-cutoff-input", "dpgnn-in-edges-input"} <= set(KNOWN)
+    for name in KNOWN:  # each has a shipped twin on the same event that is expected to pass
+        twins = [n for n, m in MECHANISMS.items() if m.variant_of == MECHANISMS[name].variant_of
+                 and not m.known_violation]
+        assert twins, name
+
+
+@pytest.mark.parametrize("name", KNOWN)
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_a_known_violation_is_pinned_to_violation(name, epsilon):
+    """The shipped code of a known violation must be flagged at claims 1 and 4: a PASS would mean the audit lost
+    the gadget that breaks the paper's relation."""
+    r = audit_mechanism(name, epsilon, trials=PINNED_TRIALS, seed=2)
+    assert r.verdict == MECHANISMS[name].expected_verdict == "VIOLATION", r
+    assert r.epsilon_lb_cp > epsilon and r.epsilon_lb_fdp > epsilon and not r.worst_case
 
 
 def _streams():
@@ -90,8 +121,36 @@ class _Bound:
         return s
 
 
+def test_a_variant_is_never_the_ledgers_match_and_must_name_its_base():
+    mech = register(_toy(variant_of="nap-node"))
+    try:
+        assert mechanism_for(mech.event(1.0)) == "nap-node"
+    finally:
+        unregister("toy-gaussian")
+    with pytest.raises(ConfigError, match="not a registered kind"):
+        register(_toy(variant_of="no-such-kind"))
+    with pytest.raises(ConfigError, match="is not that of"):
+        register(_toy(variant_of="nap-edge"))  # an edge-level Gaussian: another event
+    assert "toy-gaussian" not in MECHANISMS
+
+
+def test_a_known_violation_that_passes_fails_its_pin():
+    """The toy Gaussian passes its own claim: declared a known violation, its shipped verdict (ok) contradicts
+    the pin."""
+    mech = register(_toy(dominates=False, bound=GaussianCurve(), pair="realisable, not proven worst case",
+                         reference="not proven", known_violation="a declared violation that is not one"))
+    try:
+        r = audit_mechanism("toy-gaussian", 1.0, trials=MUTANT_TRIALS, seed=1)
+        assert mech.expected_verdict == "VIOLATION" and r.verdict == "ok"
+        assert "toy-gaussian" in known_violations()
+    finally:
+        unregister("toy-gaussian")
+
+
 @pytest.mark.parametrize("changes,message", [
     ({"dominates": None}, "dominates must be declared"),
+    ({"known_violation": "a reason"}, "cannot be declared to dominate"),
+    ({"variant_of": "toy-gaussian"}, "variant_of names another kind"),
     ({"dominates": False}, "needs the event's sound bound"),
     ({"bound": _Bound()}, "takes no separate sound bound"),
     ({"reference": " "}, "reference"),

@@ -1,7 +1,8 @@
 """The mechanism audits' fast trial runners give the scores the one-draw-at-a-time runners gave, bit for bit: the
 fixed-size batches replayed all at once (audits.mechanisms._dpsgd.fixed_size_draws) are the methods' sampler's own
 draws, the DP-SGD step kinds' scores equal a reference loop that calls the sampler once a trial and builds a fresh
-batch a step, and audits run in worker processes give the same bounds as in this one."""
+batch a step, and audits run in worker processes give the same bounds as in this one (a kind that searches its
+pair chooses the same one there)."""
 
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ def test_workers_must_be_a_positive_integer():
 
 @pytest.mark.slow  # starts two interpreters
 def test_audits_in_worker_processes_are_the_same_audits():
-    jobs = [("nap-edge", 1.0), ("pate-votes", 2.0), ("dpsgd-fixed", 1.0)]
+    jobs = [("nap-edge", 1.0), ("pate-votes", 2.0), ("dpsgd-fixed", 1.0), ("dpgnn-in-edges-input", 1.0)]
     here = run_audits(jobs, trials=2_000, seed=3)
     there = run_audits(jobs, workers=2, trials=2_000, seed=3)
     strip = lambda a: {k: v for k, v in a.to_dict().items() if k != "seconds"}  # noqa: E731

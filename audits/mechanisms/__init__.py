@@ -7,17 +7,23 @@ flags), and registers them (:func:`register`). A new mechanism is one new file h
 :func:`register`; ``tests/test_mechanism_registry.py`` holds every registered one to the contract.
 
 Shared pieces: :mod:`~audits.mechanisms.base` (the declaration, mutations), :mod:`~audits.mechanisms.families`
-(trade-off families several kinds use), ``_nap`` and ``_dpsgd`` (the code paths several kinds drive)."""
+(trade-off families several kinds use), ``_nap`` and ``_dpsgd`` (the code paths several kinds drive), ``_search``
+(a kind that audits the strongest of several candidate pairs, chosen on the selection half).
+
+Kinds on neighbouring input graphs (``nap_node_input``, ``dpgnn_input``) audit the shipped relations and, as known
+violations (``known_violation``), the papers' ones; each is declared a ``variant_of`` the kind ledger events map
+to."""
 
 from audits.mechanisms.base import DEFAULT_TRIALS, Mechanism, Mutation, Sampler, SoundBound
-from audits.mechanisms.registry import MECHANISMS, audited_kinds, mechanism_for, names, register, unregister
+from audits.mechanisms.registry import (MECHANISMS, audited_kinds, known_violations, mechanism_for, names, register,
+                                       unregister)
 
 # the built-in kinds, in the order the audits run and ledger kinds are matched
-from audits.mechanisms import (nap_edge, nap_node, dpsgd_poisson, dpsgd_fixed, dpgnn_step,  # noqa: E402,F401
-                               pate_votes, edgerand_count, privgnn_posterior, edgerand_rr)
+from audits.mechanisms import (nap_edge, nap_node, nap_node_input, dpsgd_poisson, dpsgd_fixed,  # noqa: E402,F401
+                               dpgnn_step, dpgnn_input, pate_votes, edgerand_count, privgnn_posterior, edgerand_rr)
 
 #: the ledger event kinds the built-in mechanism-level audits cover
 AUDITED_KINDS = audited_kinds()
 
 __all__ = ["AUDITED_KINDS", "DEFAULT_TRIALS", "MECHANISMS", "Mechanism", "Mutation", "Sampler", "SoundBound",
-           "audited_kinds", "mechanism_for", "names", "register", "unregister"]
+           "audited_kinds", "known_violations", "mechanism_for", "names", "register", "unregister"]

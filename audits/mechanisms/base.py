@@ -76,7 +76,9 @@ def _calibrate(epsilon_of: Callable[[float], float], epsilon: float, upper: floa
 class Mechanism:
     """One mechanism kind, as its module declares it. The pair is the worst case the event's analysis proves
     (``dominates``, with the theorem in ``reference``) or only a realisable one (``dominates`` False: ``reference``
-    says why, and ``bound`` is the event's sound curve the claim and the verdict use instead)."""
+    says why, and ``bound`` is the event's sound curve the claim and the verdict use instead). A kind that audits a
+    paper's claim on data its proof does not cover says so in ``known_violation``: ``bound`` is then the claimed
+    curve, and its pinned verdict is VIOLATION."""
 
     name: str
     family: Family  # the tradeoff functions of the audited pair, at the strength the code runs with
@@ -107,6 +109,16 @@ class Mechanism:
     #: broken variants of the code (less noise, a larger sensitivity or sampling rate than the event states) that
     #: the audit flags: its power, checked for every registered mechanism (tests/test_mechanism_registry.py)
     mutants: tuple[Mutation, ...] = ()
+    #: (claimed strength, mutation, delta) -> the exact epsilon of the audited pair's score as the code runs it,
+    #: where ``actual`` and ``release`` cannot say it (a kind that searches several pairs: the largest of theirs)
+    pair_epsilon: Callable[[float, Mutation, float], float] | None = None
+    #: non-empty for a kind that audits a labelled variant whose claim is known to fail (a paper's relation on the
+    #: data it does not cover): why. Its shipped verdict is pinned to VIOLATION (tests/test_mechanism_registry.py;
+    #: a PASS there fails the test) and its pair cannot be declared to dominate the claim it breaks
+    known_violation: str = ""
+    #: the registered kind whose ledger event this one audits on other pairs or another relation: ledger events map
+    #: to that kind (:func:`~audits.mechanisms.registry.mechanism_for`), never to a variant
+    variant_of: str = ""
 
     @property
     def worst_case(self) -> bool:
@@ -138,7 +150,18 @@ class Mechanism:
                 out.append(f"mutant {m.label()} uses a field outside mutations={self.mutations}")
         if isinstance(self.trials, bool) or not isinstance(self.trials, int) or self.trials < 100:
             out.append(f"trials must be an integer >= 100 (got {self.trials!r})")
+        if not isinstance(self.known_violation, str):
+            out.append("known_violation must be a string (the reason), empty for a kind expected to pass")
+        elif self.known_violation.strip() and self.dominates:
+            out.append("a known violation's pair breaks the claim: it cannot be declared to dominate it")
+        if self.variant_of and self.variant_of == self.name:
+            out.append("variant_of names another kind (the one ledger events map to), not this one")
         return out
+
+    @property
+    def expected_verdict(self) -> str:
+        """The shipped code's verdict this kind is pinned to: VIOLATION for a known violation, else ok."""
+        return "VIOLATION" if self.known_violation.strip() else "ok"
 
     def claim(self, s: float, delta: float) -> float:
         """The event's tightest sound epsilon at strength ``s``: exact where the pair is its proven worst case."""
@@ -153,7 +176,10 @@ class Mechanism:
     def true_epsilon(self, s: float, mutation: Mutation, delta: float) -> float:
         """The exact epsilon of the audited pair as the code runs it under ``mutation``: the most an audit of this
         pair can show. The claim's when shipped, the pair is the worst case and the release is the event's whole
-        output; below the claim for an argmax release or a pair that is only realisable."""
+        output; below the claim for an argmax release or a pair that is only realisable; above it for a known
+        violation (:attr:`known_violation`)."""
+        if self.pair_epsilon is not None:
+            return self.pair_epsilon(s, mutation, delta)
         if self.release is not None:
             return self.release(s, mutation)
         fam, strength = (self.actual(s, mutation) if self.actual is not None

@@ -6,6 +6,8 @@ module (:mod:`audits.mechanisms`)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import optimize, special, stats
@@ -186,3 +188,26 @@ def laplace_difference_sf(x: np.ndarray, scale: float) -> np.ndarray:
     x = np.asarray(x, float)
     tail = (2.0 + np.abs(x) / scale) * np.exp(-np.abs(x) / scale) / 4.0
     return np.where(x >= 0, tail, 1.0 - tail)
+
+
+@dataclass(frozen=True)
+class GaussianCurve:
+    """The privacy curve of a Gaussian release of strength mu (Balle & Wang 2018, Theorem 8), as a
+    :class:`~audits.mechanisms.base.SoundBound`: the claim of a kind whose pairs are not proven to meet it."""
+
+    def delta(self, s: float, eps: float) -> float:
+        return gaussian_delta(s, eps)
+
+    def epsilon(self, s: float, delta: float) -> float:
+        return GaussianFamily().epsilon(s, delta)
+
+
+@lru_cache(maxsize=256)
+def mixture_epsilon(count: int, p: float, step: float, s: float, delta: float, offset: int = 0) -> float:
+    """The exact epsilon at ``delta`` of N(0, 1) against sum_j Bin(count, p)(j) N((offset + j) step s, 1): a
+    Gaussian release whose mean moves by a Binomial number of units (:class:`OneSidedMixtureFamily`)."""
+    if s <= 0 or (p <= 0 and offset == 0):
+        return 0.0
+    w = np.zeros(offset + count + 1)
+    w[offset:] = stats.binom.pmf(np.arange(count + 1), count, p)
+    return OneSidedMixtureFamily(w / w.sum(), step=step).epsilon(s, delta)

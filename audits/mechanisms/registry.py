@@ -1,8 +1,8 @@
 """The registry of mechanism kinds: each kind's module registers its :class:`~audits.mechanisms.base.Mechanism`
 (:func:`register`), which refuses a declaration that lacks its pair's status, reference, claim or mutants, so a
 mechanism added later (or by a plugin) obeys the same rule as the built-in ones. Registration order is the order
-``bench audit --level mechanism`` runs them in, and the first mechanism of an event kind and unit is the one
-:func:`mechanism_for` gives a ledger event."""
+``bench audit --level mechanism`` runs them in, and the first mechanism of an event kind and unit that is not a
+variant of another (``variant_of``) is the one :func:`mechanism_for` gives a ledger event."""
 
 from __future__ import annotations
 
@@ -23,6 +23,15 @@ def register(mechanism: Mechanism) -> Mechanism:
         raise ConfigError(f"mechanism {mechanism.name or '(unnamed)'}: " + "; ".join(problems))
     if mechanism.name in MECHANISMS and MECHANISMS[mechanism.name] is not mechanism:
         raise ConfigError(f"a mechanism named {mechanism.name!r} is already registered")
+    if mechanism.variant_of:
+        base = MECHANISMS.get(mechanism.variant_of)
+        if base is None or base.variant_of:
+            raise ConfigError(f"mechanism {mechanism.name}: variant_of {mechanism.variant_of!r} is not a registered "
+                              "kind that ledger events map to")
+        ours, theirs = mechanism.event(1.0), base.event(1.0)
+        if (ours.kind, ours.unit) != (theirs.kind, theirs.unit):
+            raise ConfigError(f"mechanism {mechanism.name}: its event ({ours.kind}, {ours.unit}) is not that of "
+                              f"{base.name} ({theirs.kind}, {theirs.unit}), the kind it is declared a variant of")
     MECHANISMS[mechanism.name] = mechanism
     _by_event = None
     return mechanism
@@ -38,11 +47,19 @@ def names() -> tuple[str, ...]:
     return tuple(MECHANISMS)
 
 
+def known_violations() -> dict[str, str]:
+    """The registered kinds that audit a labelled variant whose shipped verdict is a known VIOLATION, with why
+    (:attr:`~audits.mechanisms.base.Mechanism.known_violation`)."""
+    return {n: m.known_violation for n, m in MECHANISMS.items() if m.known_violation.strip()}
+
+
 def _event_index() -> dict[tuple[str, str], str]:
     global _by_event
     if _by_event is None:
         index: dict[tuple[str, str], str] = {}
         for name, mech in MECHANISMS.items():
+            if mech.variant_of:  # audits another kind's event on other pairs: never the ledger's match
+                continue
             ev = mech.event(1.0)
             index.setdefault((ev.kind, ev.unit), name)
         _by_event = index
@@ -52,7 +69,8 @@ def _event_index() -> dict[tuple[str, str], str]:
 def mechanism_for(event: Event) -> str | None:
     """The mechanism-level audit of a ledger event: the mechanism of :data:`MECHANISMS` whose own event has the
     same kind and privacy unit (a Gaussian is NAP's at edge or node level, a Laplace PATE's vote count at node
-    level and EdgeRand's edge count at edge level), or None. The one place ledger kinds meet mechanism names."""
+    level and EdgeRand's edge count at edge level), or None; a kind declared ``variant_of`` another is never it.
+    The one place ledger kinds meet mechanism names."""
     return _event_index().get((event.kind, event.unit))
 
 
