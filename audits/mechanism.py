@@ -4,8 +4,9 @@ An end-to-end audit trains models and sees little of what the accountant compose
 ONE application of a mechanism many times on a neighbouring pair it builds itself, in the style of
 Nasr et al. (2023, "Tight Auditing of Differentially Private Machine Learning", Sections 4-5):
 
-* the code path is the methods' own: :func:`methods.gap.nap.nap` after :func:`~methods.gap.nap.bound_out_degree`
-  (GAP/ProGAP at edge and node level), :class:`methods.dpsgd.DPOptimizer` with its per-example clipping and a
+* the code path is the methods' own: :func:`methods.gap.nap.nap` after
+  :func:`~methods.gap.nap.degree_bounded_graph` (GAP/ProGAP at edge and node level, under the relation audited),
+  :func:`methods.samplers.dpgnn.sample_subgraphs` (DP-GNN on input graphs), :class:`methods.dpsgd.DPOptimizer` with its per-example clipping and a
   :class:`methods.dpsgd.PoissonSampler` or :class:`~methods.dpsgd.FixedSizeSampler` batch (a DP-SGD step),
   :func:`methods.gap.edgerand.asymmetric_rr` (EdgeRand). Many independent trials come from one call where the
   mechanism allows it (disjoint copies of the pair in one graph; one canary column per trial in one step);

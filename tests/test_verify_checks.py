@@ -94,7 +94,7 @@ def test_ledger_events_map_to_the_mechanism_audits_of_their_kind_and_unit():
     from methods.privacy.events import Laplace, PoissonLaplace, RandomizedResponse
 
     for name, mech in MECHANISMS.items():  # every mechanism's own event maps back to it
-        assert mechanism_for(mech.event(1.0)) == name
+        assert mechanism_for(mech.event(1.0)) == (mech.variant_of or name)
     assert AUDITED_KINDS == REGISTRY["mechanism"].kinds
     # EdgeRand: the randomized response and its Laplace edge count (edge unit: not a PATE vote) are audited
     led = PrivacyLedger().add(RandomizedResponse(epsilon=1.0, unit="edge")).add(
