@@ -91,6 +91,35 @@ class CanaryConfig:
             raise ConfigError(f"canary pattern must be dedicated or random (got {self.pattern!r})")
 
 
+def declared_degree_bound(method) -> int | None:
+    """The declared public degree bound a canary world of ``method`` must stay within, or None: ``max_degree`` of a
+    node-level method run under relation ``input-graph`` (gap-node, progap-node: every node's degree; dpgnn,
+    dpgnn-adam: every node's number of training in-neighbours). There the bound is part of the claim (the run
+    refuses a graph above it, ``methods.gap.nap.require_degree_bound``, ``methods.samplers.dpgnn``), so a
+    canary beyond it would audit graphs the guarantee does not cover, and the fit would refuse it."""
+    from methods.privacy.presets import INPUT_GRAPH
+
+    cfg = getattr(method, "config", None)
+    if getattr(method, "privacy_unit", None) != "node" or getattr(cfg, "relation", None) != INPUT_GRAPH:
+        return None
+    bound = getattr(cfg, "max_degree", None)
+    return int(bound) if bound else None
+
+
+def within_declared_bound(cfg: "CanaryConfig", method) -> "CanaryConfig":
+    """``cfg`` with a node canary's edges kept within ``method``'s declared degree bound D
+    (:func:`declared_degree_bound`; unchanged without one): at most D anchors per canary, and existing anchors of
+    degree at most D - 1 (the canary's edge adds one). Fresh anchors have the canary as their only neighbour."""
+    bound = declared_degree_bound(method)
+    if bound is None:
+        return cfg
+    degree = min(cfg.degree, bound)
+    cap = cfg.max_anchor_degree
+    if degree > 0 and not cfg.fresh_anchors:
+        cap = bound - 1 if cap is None else min(cap, bound - 1)
+    return dataclasses.replace(cfg, degree=degree, max_anchor_degree=cap)
+
+
 def _undirected(edges: Tensor, num_nodes: int) -> Tensor:
     from torch_geometric.utils import coalesce, remove_self_loops, to_undirected
 

@@ -14,9 +14,9 @@ Per canary (coins: in with probability 1/2):
 
 * the worst-case pair of the method's relation (``CanaryConfig(signed=True)``): add/remove (node unit, one
   example at +C in one world, absent in the other) or replace-one (feature unit: the same example at +C in
-  one world and -C in the other, the 2C of Wang, Balle & Kasiviswanathan 2019); DP-GNN's node in 1 + floor(K/2)
-  trees (``floor(K/2)`` fresh anchors, which hold -f_k: their trees are at -C without the canary;
-  :func:`worst_case_design`);
+  one world and -C in the other, the 2C of Wang, Balle & Kasiviswanathan 2019); DP-GNN's node in 1 + K trees
+  under its default relation ``input-graph`` (K fresh anchors, which hold -f_k: their trees are at -C without
+  the canary), in 1 + floor(K/2) under Algorithm 1's ``in-edges`` (:func:`worst_case_design`);
 * the score is the likelihood ratio of the whole trace of released values (y_t, in units of C, noise
   s_t) under the per-step shift distributions of the two worlds, which are estimated from the SELECTION
   canaries' own drawn counts (what the auditor put in), so the score is the Neyman-Pearson test of the
@@ -118,14 +118,28 @@ def pooled_bound(sel_in: np.ndarray, sel_out: np.ndarray, ev_in: np.ndarray, ev_
 
 def worst_case_design(method: Method, canary: CanaryConfig | None = None) -> CanaryConfig:
     """The canary design of a pooled audit: dedicated signed columns, isolated canaries, and for a node-level
-    method whose examples hold neighbours (a ``max_degree`` K in its config: DP-GNN) floor(K/2) fresh anchors.
-    DP-GNN's Algorithm 1 keeps each of v's incoming edges with probability K / (2 |RE_v|), so with at most K/2
-    anchors every anchor's tree holds v (1 + floor(K/2) examples at +C, floor(K/2) at -C without it); more
-    anchors add trees that lack v in both worlds (-C either way: noise, no signal). Lemma 1's N(K, 1) = K + 1
-    is what the ledger pays for; the sampler lets about half of it happen."""
+    method whose examples hold neighbours (a ``max_degree`` K in its config: DP-GNN) fresh anchors, each adjacent
+    to its canary alone (they hold -f_k: their trees are at -C without the canary), as many as put the canary
+    in the most trees the relation lets it reach:
+
+    * ``relation="input-graph"`` (the default): the sampler keeps every incoming edge from a training node and
+      K is a declared bound on their number, so K anchors (the most the bound allows the canary) put it in
+      1 + K = N(K, 1) trees, each anchor's and its own: the ledger's Lemma 1 count at depth 1, met exactly;
+    * ``relation="in-edges"`` (Algorithm 1): each of v's incoming edges is kept with probability K / (2 |RE_v|),
+      so with at most K/2 anchors every anchor's tree holds v (1 + floor(K/2) examples at +C, floor(K/2) at -C
+      without it); more anchors add trees that lack v in both worlds (-C either way: noise, no signal). Lemma 1's
+      N(K, 1) = K + 1 is what the ledger pays for; the sampler lets about half of it happen.
+
+    Depth 1 only: with r > 1 layers N(K, r) counts trees that reach v through longer paths, which this design
+    does not build (the bound it tests is the depth-1 part of the ledger's)."""
+    from methods.privacy.presets import INPUT_GRAPH
+
     base = canary or CanaryConfig(hops=0, degree=0)
-    k = int(getattr(getattr(method, "config", None), "max_degree", 0) or 0)
-    degree = max(1, k // 2) if method.privacy_unit == "node" and k > 0 else 0
+    config = getattr(method, "config", None)
+    k = int(getattr(config, "max_degree", 0) or 0)
+    degree = 0
+    if method.privacy_unit == "node" and k > 0:
+        degree = k if getattr(config, "relation", None) == INPUT_GRAPH else max(1, k // 2)
     return CanaryConfig(hops=0, degree=degree, scale=base.scale, pattern="dedicated", fresh_anchors=degree > 0,
                         signed=True)
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from audits.bounds import DEFAULT_CONFIDENCE, multi_run_audit, one_run_audit
-from audits.canaries import CanaryConfig, CanarySet, inclusion_coins, make_canaries
+from audits.canaries import CanaryConfig, CanarySet, inclusion_coins, make_canaries, within_declared_bound
 from audits.verdicts import NOT_APPLICABLE, PASS, VIOLATION
 from methods.base import Budget, ConfigError, ContractViolation, Method, Task, fit_method
 from methods.progress import progress_bar
@@ -137,7 +137,12 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
                           "independent trials")
     probe = make_method()
     unit = probe.privacy_unit
-    canary = canary or CanaryConfig()
+    # a method that declares a degree bound (relation input-graph) is audited on graphs within it: its claim covers
+    # only those, and its fit refuses the others
+    asked = canary or CanaryConfig()
+    canary = within_declared_bound(asked, probe)
+    capped = (f"canary degree {canary.degree} of the {asked.degree} asked for: the method's declared degree bound "
+              f"max_degree = {probe.config.max_degree}" if canary.degree < asked.degree else "")
     check_canary_type(probe, canary_type, canary)
     t0 = time.perf_counter()
     if unit == "none" or not budget.is_private:
@@ -178,7 +183,7 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
                    "anchors": cs.anchors, "labels": cs.labels.tolist()}
         return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, claimed, bound.epsilon_lb,
                            confidence, verdict(claimed, bound.epsilon_lb), 2 * trials, 1,
-                           time.perf_counter() - t0, details, reason=lb_reason(claimed, bound.epsilon_lb))
+                           time.perf_counter() - t0, details, capped, reason=lb_reason(claimed, bound.epsilon_lb))
     if canaries < 2:
         raise ConfigError(f"one-run needs --canaries >= 2 (got {canaries})")
     cs = make_canaries(task, unit, canaries, canary, seed=streams, allow_fewer=min(canaries, MIN_CANARIES))
@@ -192,6 +197,7 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
                "labels": cs.labels.tolist()}
     note = (f"the graph holds {cs.m} hop-disjoint canaries of the {cs.requested} asked for (hops={canary.hops}, "
             f"degree {canary.degree}); audited with {cs.m}" if cs.requested > cs.m else "")
+    note = "; ".join(x for x in (note, capped) if x)
     return AuditResult(probe.name, unit, mode, budget.epsilon, budget.delta, claimed, bound.epsilon_lb, confidence,
                        verdict(claimed, bound.epsilon_lb), 1, canaries, time.perf_counter() - t0, details, note,
                        lb_reason(claimed, bound.epsilon_lb))

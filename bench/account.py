@@ -4,14 +4,16 @@
     bench account dpsgd --sampling fixed --population N --batch-size M --noise-multiplier S --steps T --delta D
     bench account dp-mlp --num-train N --batch-size B --noise-multiplier S --steps T --delta D
     bench account dpgnn --num-train N --batch-size M --max-degree K --layers R --noise-multiplier L --steps T --delta D
+                        [--relation input-graph|in-edges]
     bench account drw --num-nodes N --walk-length L [--restarts R] --batch-size M --noise-multiplier L --steps T --delta D
                       [--num-subgraphs M | --batchable-subgraphs M_TRAIN]
     bench account gap --level edge --depth K --sigma S --delta D            (ProGAP's edge level is the same ledger)
     bench account gap --level node --depth K --num-train N --batch-size B --encoder-steps T1 --classifier-steps T2
-                      --noise-multiplier S --max-degree D --delta D
+                      --noise-multiplier S --max-degree D --delta D [--relation input-graph|cut-off-graph]
     bench account progap --level edge --depth K --sigma S --delta D
     bench account progap --level node --depth K --num-train N --batch-size B --steps-per-stage T
                          --noise-multiplier S --max-degree D [--sigma-ap SAP] --delta D
+                         [--relation input-graph|cut-off-graph]
     bench account edgerand --epsilon-link E1 --epsilon-density E2 --delta D
     bench account privgnn --queries Q --lam LAMBDA --sampling-rate GAMMA --delta D [--single-teacher]
     bench account pate --queries Q --lam LAMBDA --delta D
@@ -29,6 +31,11 @@ Every family form takes ``--conversion improved|standard`` (default improved), `
 (E, delta). ``run RUN_ID`` rebuilds a tracked run's ledger from the recipe logged with it (family +
 parameters), checks it against the logged events, and prints its epsilon at the run's delta (or ``--delta``).
 
+The node-level DP-GNN, GAP and ProGAP forms take ``--relation``, the methods' ``relation`` option: ``input-graph``
+(the default, as the methods': node-level DP on input graphs within the declared degree bound ``--max-degree``,
+which the ledger then names public) or the papers' relation (``in-edges``: DP-GNN's Algorithm 1; ``cut-off-graph``:
+GAP's and ProGAP's random cut-off), whose epsilon is relative to what the note says. The events are the same.
+
 Every form prints the facts its epsilon takes as public by convention, as the family names them (``public by
 convention: num_train = N: the training-set size ...``; ``conventions`` in ``--json``): a calibration that reads
 the training-set size holds for neighbouring datasets of that size.
@@ -43,6 +50,7 @@ from typing import Any, Callable
 
 from bench.cliargs import _float, command
 from methods.errors import BenchError, BudgetError
+from methods.privacy.presets import DPGNN_RELATIONS, INPUT_GRAPH, NODE_RELATIONS
 
 PAPER_NOTE = "the paper's convention, not a sound bound for this mechanism on undirected graphs"
 
@@ -64,6 +72,15 @@ def _output(p: argparse.ArgumentParser) -> None:
                    help="tight (default, what runs report and calibrate with): the smallest sound bound the suite "
                         "has; rdp: the RDP bound (the papers'); pld: privacy-loss distributions")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _relation(p: argparse.ArgumentParser, choices: tuple[str, ...], default: str | None, declared: str, papers: str,
+              node_only: bool = False) -> None:
+    """``--relation``: the methods' ``relation`` option (the sound default first, then the papers')."""
+    p.add_argument("--relation", choices=choices, default=default,
+                   help=f"{'node level: ' if node_only else ''}the neighbouring relation of the epsilon: "
+                        f"{choices[0]} (default, as the method's: --max-degree is {declared}, named public) or "
+                        f"{choices[1]} (the paper's: {papers})")
 
 
 def _convention(p: argparse.ArgumentParser, what: str) -> None:
@@ -111,6 +128,9 @@ def _account_parser(sub) -> argparse.ArgumentParser:
     q = mech.add_parser("dpgnn", help="DP-GNN (Daigavane et al. 2022), Theorem 1")
     for f in ("--num-train", "--batch-size", "--max-degree", "--layers", "--steps"):
         q.add_argument(f, type=int, required=True)
+    _relation(q, DPGNN_RELATIONS, INPUT_GRAPH, "a declared public bound on every node's number of training "
+              "in-neighbours (the run refuses a graph above it)", "Algorithm 1's in-degree sampling, a node owning "
+              "its incoming edge list")
     _common(q, "--noise-multiplier", "lambda = sigma / (2 C N(K,r))")
 
     q = mech.add_parser("drw", help="random-walk DP-SGD (Ayle et al. 2022): DRW, DRW-R, DRW-D")
@@ -146,6 +166,8 @@ def _account_parser(sub) -> argparse.ArgumentParser:
         g.add_argument("--noise-multiplier", type=_float, help="node level: DP-SGD noise multiplier z")
         g.add_argument("--epsilon", type=_float, help="calibrate the noise to this epsilon instead")
         q.add_argument("--delta", type=_float, required=True)
+        _relation(q, NODE_RELATIONS, None, "a declared public bound on every node's degree (the run refuses a graph "
+                  "above it)", "relative to the graph after the random out-degree cut-off to D", node_only=True)
         _convention(q, "edge sensitivity 1 (one directed entry) and, for ProGAP node level, population N")
         _output(q)
 
@@ -231,7 +253,7 @@ def _builder(args) -> tuple[Callable[[float], Any], str, dict]:
         return (lambda z: P.dp_mlp(noise_multiplier=z, **fixed)), "noise_multiplier", fixed
     if m == "dpgnn":
         fixed = {"num_train": args.num_train, "batch_size": args.batch_size, "max_degree": args.max_degree,
-                 "layers": args.layers, "steps": args.steps}
+                 "layers": args.layers, "steps": args.steps, "relation": args.relation}
         return (lambda z: P.dpgnn(noise_multiplier=z, **fixed)), "noise_multiplier", fixed
     if m == "drw":
         fixed = {"num_nodes": args.num_nodes, "walk_length": args.walk_length, "restarts": args.restarts,
@@ -244,11 +266,12 @@ def _builder(args) -> tuple[Callable[[float], Any], str, dict]:
         if args.level == "edge":
             _refuse(args, "noise-multiplier", why="is node-level; edge level takes --sigma (or --epsilon)")
             _refuse(args, "num-train", "batch-size", "max-degree", "encoder-steps", "classifier-steps",
-                    "steps-per-stage", "sigma-ap", "num-nodes", why="apply to --level node only")
+                    "steps-per-stage", "sigma-ap", "num-nodes", "relation", why="apply to --level node only")
             fixed = {"level": "edge", "depth": args.depth, "convention": conv,
                      "sensitivity": P.edge_sensitivity(conv)}
             return (lambda s: P.aggregation_edge(args.depth, s, conv)), "sigma", fixed
         _refuse(args, "sigma", why="is edge-level; node level takes --noise-multiplier (or --epsilon)")
+        relation = args.relation or INPUT_GRAPH  # the methods' default
         if m == "gap":
             if conv == "paper":
                 raise BenchError("account gap --level node: GAP's node-level ledger has no paper convention here "
@@ -256,7 +279,7 @@ def _builder(args) -> tuple[Callable[[float], Any], str, dict]:
             _need(args, "num-train", "batch-size", "encoder-steps", "classifier-steps", "max-degree")
             fixed = {"level": "node", "depth": args.depth, "num_train": args.num_train,
                      "batch_size": args.batch_size, "encoder_steps": args.encoder_steps,
-                     "classifier_steps": args.classifier_steps, "max_degree": args.max_degree}
+                     "classifier_steps": args.classifier_steps, "max_degree": args.max_degree, "relation": relation}
             kw = {k: v for k, v in fixed.items() if k != "level"}
             return (lambda z: P.gap_node(noise_multiplier=z, **kw)), "noise_multiplier", fixed
         _need(args, "batch-size", "steps-per-stage", "max-degree")
@@ -270,7 +293,7 @@ def _builder(args) -> tuple[Callable[[float], Any], str, dict]:
             _need(args, "num-train")
         fixed = {"level": "node", "depth": args.depth, "num_train": args.num_train, "num_nodes": args.num_nodes,
                  "batch_size": args.batch_size, "steps_per_stage": args.steps_per_stage,
-                 "max_degree": args.max_degree, "convention": conv}
+                 "max_degree": args.max_degree, "convention": conv, "relation": relation}
         kw = {k: v for k, v in fixed.items() if k != "level"}
         if kw["num_train"] is None:
             kw["num_train"] = kw["num_nodes"]
@@ -348,6 +371,12 @@ def cmd_account(args: argparse.Namespace) -> int:
     _print_eps(eps, args.delta, out["order"], _label(args))
     _print_conventions(ledger)
     print(f"ledger: {ledger.describe()}")
+    if "relation" in out:  # what the papers' relations' epsilon is relative to (the family's note)
+        notes = [n for n in ledger.notes if "relation" in n or "relative to" in n]
+        if out["relation"] == INPUT_GRAPH:
+            notes = [f"node-level DP on input graphs within the declared bound max_degree = {out['max_degree']}, "
+                     "public (above)"]
+        print(f"relation: {out['relation']}" + (f" ({notes[0]})" if notes else ""))
     if "note" in out:
         print(f"note: {out['note']}")
     return 0

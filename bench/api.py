@@ -387,7 +387,9 @@ def catalog(what: str = "all", data_root: str | os.PathLike | None = None) -> di
 
 def options(name: str) -> dict[str, Any]:
     """A method's (or attack's) hyperparameters: ``{"name", "kind", "privacy_unit"/"level", "description",
-    "options": [{"name", "type", "default", "help"}, ...]}``."""
+    "options": [{"name", "type", "default", "help"}, ...]}``; a method whose ``relation`` option chooses its
+    neighbouring relation also lists each relation's unit label and note (``relation_labels``; ``privacy_unit``
+    is the class's label, its default relation's)."""
     from attacks.base import available_attacks
     from bench.options import option_table
     from methods.base import available_methods, get_method
@@ -395,8 +397,12 @@ def options(name: str) -> dict[str, Any]:
     methods = available_methods()
     if name in methods:
         cls = methods[name]
-        return {"name": name, "kind": "method", "privacy_unit": cls.label(), "description": cls.description,
-                "options": option_table(cls.Config)}
+        out = {"name": name, "kind": "method", "privacy_unit": cls.label(),
+               "description": cls.description, "options": option_table(cls.Config)}
+        if cls.relation_labels:
+            out["relation_labels"] = {rel: {"label": label, "note": note}
+                                      for rel, (label, note) in cls.relation_labels.items()}
+        return out
     attacks = available_attacks()
     if name in attacks:
         cls = attacks[name]

@@ -39,6 +39,20 @@ class Recorded:
     accountant: str = LEGACY_ACCOUNTANT
 
 
+def recorded_hparams(cls: type[Method], params: dict[str, Any]) -> dict[str, Any]:
+    """The hyperparameters a run recorded (its ``hp.*`` params the method still has). A method that has since gained
+    a ``relation`` field (gap-node, progap-node, dpgnn, dpgnn-adam: a sound default, ``input-graph``, beside the
+    papers' relation) rebuilds a run recorded without one as what it ran then: the papers' relation."""
+    from methods.privacy.presets import INPUT_GRAPH
+
+    known = set(field_names(cls.Config))
+    hp = {k[3:]: v for k, v in params.items() if k.startswith("hp.") and k[3:] in known}
+    papers = [r for r in cls.relation_labels if r != INPUT_GRAPH]
+    if hp and "relation" in known and "relation" not in hp and len(papers) == 1:
+        hp["relation"] = papers[0]
+    return hp
+
+
 def recorded_setting(params: dict[str, Any], data_root: str | None = None, datasets: dict | None = None) -> Recorded:
     """Rebuild a run's setting from its MLflow params (or a leaderboard record's ``params``). ``datasets`` caches
     loaded datasets by name across calls."""
@@ -46,8 +60,7 @@ def recorded_setting(params: dict[str, Any], data_root: str | None = None, datas
         if key not in params:
             raise ConfigError(f"the recorded run has no {key!r} parameter: not a run of `bench run`")
     cls = get_method(str(params["method"]))
-    known = set(field_names(cls.Config))
-    method = cls(**{k[3:]: v for k, v in params.items() if k.startswith("hp.") and k[3:] in known})
+    method = cls(**recorded_hparams(cls, params))
     datasets = {} if datasets is None else datasets
     name = str(params["dataset"])
     if name not in datasets:
@@ -100,8 +113,9 @@ def attack_recorded(plan: AttackPlan, run_ids: list[str], *, experiment: str, tr
         results.append(RunResult(method.name, task.dataset, task.split, setting.seed, method.privacy_unit,
                                  {k: v for k, v in run.data.metrics.items() if k in ("test_acc", "test_macro_f1")},
                                  math.inf if spent >= 1e307 else spent, setting.budget.delta,
-                                 setting.budget.epsilon, run.info.run_id, 0.0, {}, reports, method.label()))
+                                 setting.budget.epsilon, run.info.run_id, 0.0, {}, reports,
+                                 str(run.data.params.get("unit_label") or method.relation_label())))
     return results
 
 
-__all__ = ["Recorded", "attack_recorded", "recorded_setting"]
+__all__ = ["Recorded", "attack_recorded", "recorded_hparams", "recorded_setting"]

@@ -291,19 +291,39 @@ def results_table(results: list[RunResult]) -> str:
                      _mean_std([r.metrics.get("test_acc", math.nan) for r in rs]),
                      _mean_std([r.metrics.get("test_macro_f1", math.nan) for r in rs]), str(len(rs)),
                      f"{statistics.fmean(r.seconds for r in rs):.1f}"])
-    return format_table(header, rows) + unit_footnotes([g[0] for g in groups])
+    return format_table(header, rows) + unit_footnotes([(m, rs[0].unit_label) for (m, *_), rs in groups.items()])
 
 
-def unit_footnotes(methods: list[str]) -> str:
-    """One line per unit label that needs one (what the epsilon holds for), for the methods in a table."""
+def unit_note(name: str, label: str | None = None) -> str:
+    """The footnote of unit label ``label`` (the unit column: the relation that ran, ``Method.relation_label``) of
+    method ``name``: that relation's note (``Method.relation_labels``), else the class's ``unit_note`` for its own
+    label; "" for an unknown method or label."""
+    try:
+        cls = get_method(name)
+    except ConfigError:
+        return ""
+    label = label or cls.label()
+    for rel_label, note in cls.relation_labels.values():
+        if rel_label == label:
+            return note
+    return cls.unit_note if label == cls.label() else ""
+
+
+def unit_footnotes(units: list[tuple[str, str | None] | str]) -> str:
+    """One line per unit label that needs one (what the epsilon holds for), for the (method, unit label) pairs of
+    a table's rows (a bare method name: its class's label); the label is the one the unit column shows, so a
+    relation's footnote matches its rows."""
     notes: dict[str, str] = {}
-    for name in methods:
-        try:
-            cls = get_method(name)
-        except ConfigError:
-            continue
-        if cls.unit_note:
-            notes.setdefault(cls.label(), cls.unit_note)
+    for item in units:
+        name, label = (item, None) if isinstance(item, str) else item
+        if not label:
+            try:
+                label = get_method(name).label()
+            except ConfigError:
+                continue
+        note = unit_note(name, label)
+        if note:
+            notes.setdefault(label, note)
     return "".join(f"\n* {label}: {note}" for label, note in sorted(notes.items()))
 
 

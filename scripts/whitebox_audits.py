@@ -12,7 +12,8 @@ Per private cell of the config (its seed-0 run record, current settings only), o
   ledger pays for;
 * ``pooled`` (the DP-SGD methods, on ``--pooled-datasets`` only: each is several full fits with a thousand
   canaries): the whole-run white-box audit (:mod:`audits.pooled`) of fresh runs of the method at the record's
-  hyperparameters, dataset, split and budget; its ``claimed`` is those runs' ledgers' epsilon, and ``row_claimed``
+  hyperparameters (its relation among them: DP-GNN's declared bound under ``input-graph``, with the canaries within
+  it; a record older than the ``relation`` field ran Algorithm 1, ``in-edges``), dataset, split and budget; its ``claimed`` is those runs' ledgers' epsilon, and ``row_claimed``
   the recorded run's, which the page reads it against (saying which runs it measured);
 
 Both bounds are recorded, each named for what it assumes: ``epsilon_lb_cp`` (assumption-free, Clopper-Pearson) and
@@ -35,7 +36,8 @@ COMPOSED = ("gap-edge", "progap-edge", "gap-node", "progap-node", "edgerand", "p
 POOLED = ("dp-mlp", "dp-mlp-feature", "drw", "drw-r", "drw-d", "dpgnn", "dpgnn-adam")
 #: the record format: a new one re-audits every cell (2: both bounds named, composed as privacy-loss distributions)
 SCHEMA = 2
-#: pooled audit size per method: (runs, canaries per run)
+#: pooled audit size per method: (runs, canaries per run); under DP-GNN's default relation (input-graph) each canary
+#: gets K fresh anchors (audits.pooled.worst_case_design), K the declared bound (Cora: 168)
 POOLED_SIZE = {"dpgnn": (4, 1000), "dpgnn-adam": (4, 1000)}
 DEFAULT_POOLED_SIZE = (8, 1000)
 
@@ -102,9 +104,10 @@ def _audit_run(run: dict[str, Any], commit: str, datasets: dict) -> dict:
                "cp_assumes": b.cp_assumes, "fdp_assumes": b.fdp_assumes, "claimed": b.claimed,
                "covered": b.covered, "left_out": b.left_out}
     else:
+        from bench.recorded import recorded_hparams
+
         cls = get_method(name)
-        known = set(cls.Config.__dataclass_fields__)
-        hp = {k[3:]: v for k, v in p.items() if k.startswith("hp.") and k[3:] in known}
+        hp = recorded_hparams(cls, p)  # a record older than the relation field: the papers' relation, as it ran
         if p["dataset"] not in datasets:
             datasets[p["dataset"]] = load_dataset(p["dataset"])
         task = make_task(datasets[p["dataset"]], p["split"], seed)

@@ -14,7 +14,9 @@ FORMS = {
     "dpsgd-fixed": ("dpsgd --sampling fixed --population 1000 --batch-size 10 --noise-multiplier 1 --steps 500 "
                     "--delta 1e-5", lambda: P.dpsgd_fixed(1000, 10, 1.0, 500)),
     "dpgnn": ("dpgnn --num-train 5000 --batch-size 100 --max-degree 5 --layers 2 --noise-multiplier 2 --steps 300 "
-              "--delta 1e-5", lambda: P.dpgnn(5000, 100, 5, 2, 2.0, 300)),
+              "--delta 1e-5", lambda: P.dpgnn(5000, 100, 5, 2, 2.0, 300, relation="input-graph")),
+    "dpgnn-in-edges": ("dpgnn --num-train 5000 --batch-size 100 --max-degree 5 --layers 2 --noise-multiplier 2 "
+                       "--steps 300 --delta 1e-5 --relation in-edges", lambda: P.dpgnn(5000, 100, 5, 2, 2.0, 300)),
     "drw": ("drw --num-nodes 5000 --walk-length 4 --restarts 2 --batch-size 50 --noise-multiplier 1.5 --steps 300 "
             "--delta 1e-5", lambda: P.drw(5000, 4, 50, 1.5, 300, restarts=2)),
     "drw-actual": ("drw --num-nodes 5000 --walk-length 4 --batch-size 50 --noise-multiplier 1.5 --steps 300 "
@@ -28,10 +30,16 @@ FORMS = {
     "gap-edge": ("gap --level edge --depth 2 --sigma 7.0189 --delta 1e-4", lambda: P.aggregation_edge(2, 7.0189)),
     "progap-node": ("progap --level node --depth 2 --num-train 20000 --batch-size 256 --steps-per-stage 100 "
                     "--noise-multiplier 1 --max-degree 100 --sigma-ap 50 --delta 1e-5",
-                    lambda: P.progap_node(2, 20000, 256, 100, 1.0, 100, 50.0)),
+                    lambda: P.progap_node(2, 20000, 256, 100, 1.0, 100, 50.0, relation="input-graph")),
+    "progap-node-cut-off": ("progap --level node --depth 2 --num-train 20000 --batch-size 256 --steps-per-stage 100 "
+                            "--noise-multiplier 1 --max-degree 100 --sigma-ap 50 --delta 1e-5 --relation cut-off-graph",
+                            lambda: P.progap_node(2, 20000, 256, 100, 1.0, 100, 50.0)),
     "gap-node": ("gap --level node --depth 2 --num-train 2000 --batch-size 100 --encoder-steps 40 "
                  "--classifier-steps 40 --noise-multiplier 2 --max-degree 50 --delta 1e-5",
-                 lambda: P.gap_node(2, 2000, 100, 40, 40, 2.0, 50)),
+                 lambda: P.gap_node(2, 2000, 100, 40, 40, 2.0, 50, relation="input-graph")),
+    "gap-node-cut-off": ("gap --level node --depth 2 --num-train 2000 --batch-size 100 --encoder-steps 40 "
+                         "--classifier-steps 40 --noise-multiplier 2 --max-degree 50 --delta 1e-5 "
+                         "--relation cut-off-graph", lambda: P.gap_node(2, 2000, 100, 40, 40, 2.0, 50)),
     "dp-mlp": ("dp-mlp --num-train 1000 --batch-size 100 --noise-multiplier 1.2 --steps 200 --delta 1e-5",
                lambda: P.dp_mlp(1000, 100, 1.2, 200)),
     "privgnn": ("privgnn --queries 500 --lam 0.4 --sampling-rate 0.3 --delta 1e-4", lambda: P.privgnn(500, 0.4, 0.3)),
@@ -61,13 +69,39 @@ def test_every_documented_form_prints_the_ledgers_epsilon(name, conversion, caps
     assert named == [f"public by convention: {line}" for line in ledger().describe_conventions()]
 
 
+def test_the_relation_option_maps_to_the_families_relation_and_its_conventions(capsys):
+    """--relation is the methods' relation: the default input-graph names the declared max_degree public (and says
+    so), the papers' relations do not and print what their epsilon is relative to; the events are the same."""
+    for sound, papers, relation in (("dpgnn", "dpgnn-in-edges", "in-edges"), ("gap-node", "gap-node-cut-off",
+                                                                             "cut-off-graph"),
+                                    ("progap-node", "progap-node-cut-off", "cut-off-graph")):
+        a = json.loads(run(capsys, FORMS[sound][0] + " --json")[1])
+        b = json.loads(run(capsys, FORMS[papers][0] + " --json")[1])
+        assert (a["relation"], b["relation"]) == ("input-graph", relation)
+        assert set(a["conventions"]) == {"num_train", "max_degree"} and set(b["conventions"]) == {"num_train"}
+        assert a["recipe"]["params"]["relation"] == "input-graph" and b["recipe"]["params"]["relation"] == relation
+        assert a["ledger"] == b["ledger"] and a["epsilon"] == b["epsilon"]
+        text = run(capsys, FORMS[sound][0])[1]
+        assert "public by convention: max_degree = " in text and "relation: input-graph (node-level DP" in text
+        text = run(capsys, FORMS[papers][0])[1]
+        assert "max_degree =" not in text and f"relation: {relation} (" in text
+        assert "not node-level DP for the input graph" in text
+    code, _, err = run(capsys, "progap --level edge --depth 3 --sigma 2 --delta 1e-6 --relation cut-off-graph")
+    assert code == 2 and "--relation" in err and "--level node only" in err
+    with pytest.raises(SystemExit):  # argparse: GAP's relation is not DP-GNN's
+        run(capsys, FORMS["dpgnn"][0] + " --relation cut-off-graph")
+    assert "invalid choice" in capsys.readouterr().err
+
+
 def test_the_training_set_size_is_printed_beside_the_epsilon_it_qualifies(capsys):
     """The families that calibrate to the training-set size say that their epsilon takes it as public."""
     for name in ("dp-mlp", "dpgnn", "gap-node", "progap-node"):
         code, text, _ = run(capsys, FORMS[name][0])
         lines = text.splitlines()
         n = FORMS[name][1]().public_facts["num_train"]
-        assert code == 0 and lines[1].startswith(f"public by convention: num_train = {n}: the training-set size")
+        named = [line for line in lines if line.startswith("public by convention: ")]
+        assert code == 0 and lines[1] == named[0]  # right under the epsilon (with max_degree where declared)
+        assert any(line.startswith(f"public by convention: num_train = {n}: the training-set size") for line in named)
     for name in ("dpsgd-fixed", "drw-transductive", "gap-edge", "privgnn"):
         assert "public by convention" not in run(capsys, FORMS[name][0])[1]
 

@@ -49,8 +49,11 @@ def test_account_run_reproduces_the_reported_epsilon(name, capsys):
 
     logged = PrivacyLedger.from_dict(json.loads(tracking.client_download_text(r.run_id, "ledger.json")))
     assert d["conventions"] == logged.public_facts
-    if name in ("dp-mlp", "dpgnn", "dpgnn-adam", "gap-node", "progap-node"):
+    if name == "dp-mlp":
         assert set(d["conventions"]) == {"num_train"}
+    if name in ("dpgnn", "dpgnn-adam", "gap-node", "progap-node"):  # relation input-graph: the declared bound too
+        assert set(d["conventions"]) == {"num_train", "max_degree"}
+        assert d["conventions"]["max_degree"] == get_method(name).smoke_config["max_degree"]
     # a different delta re-accounts the same ledger
     assert main(["account", "run", r.run_id, "--delta", "1e-2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["epsilon"] <= d["epsilon"] + 1e-12
@@ -65,3 +68,30 @@ def test_account_run_text_and_bad_ids(capsys):
     assert main(["account", "run", "0" * 32]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: no tracked run")
+
+
+@pytest.mark.parametrize("name, papers", [("gap-node", "cut-off-graph"), ("progap-node", "cut-off-graph"),
+                                          ("dpgnn", "in-edges")])
+def test_a_recipe_recorded_before_relations_rebuilds_as_the_papers_relation(name, papers):
+    """Recipes logged before the ``relation`` parameter existed describe what ran then, the papers' relation: the
+    family functions default to it, so they rebuild with the same events, no declared bound among the public
+    facts and the note saying what the epsilon is relative to. A recipe with the relation rebuilds as logged."""
+    from bench.datasets import load_dataset
+    from bench.splits import make_task
+    from methods import Budget
+    from methods.privacy import presets
+    from methods.privacy.ledger import Recipe
+
+    task = make_task(load_dataset(DATASET), "random-75-10-15", 0)
+    cls = get_method(name)
+    led = cls(**cls.smoke_config).fit(task, Budget(4.0, 1e-4), seed=0).ledger
+    kwargs = led.recipe.kwargs()
+    assert kwargs["relation"] == "input-graph"
+    assert presets.rebuild(led.recipe).public_facts == led.public_facts  # as logged
+    old = Recipe.of(led.recipe.family, {k: v for k, v in kwargs.items() if k != "relation"})
+    rebuilt = presets.rebuild(old)
+    assert rebuilt.recipe.kwargs()["relation"] == papers
+    assert rebuilt.same_events(presets.rebuild(Recipe.of(led.recipe.family, {**kwargs, "relation": papers})))
+    assert rebuilt.same_events(led)  # the relation changes the claim's scope, not the mechanism
+    assert "max_degree" not in rebuilt.public_facts and "max_degree" in led.public_facts
+    assert any("not node-level DP for the input graph" in n for n in rebuilt.notes)

@@ -91,6 +91,28 @@ def test_sweep_from_a_dict_and_its_leaderboard():
         api.sweep(cfg, workers=0)
 
 
+def test_unit_footnotes_are_those_of_the_relation_in_the_unit_column():
+    from bench.run import RunResult, results_table, unit_footnotes
+    from methods import get_method
+
+    sound, papers = get_method("gap-node")(), get_method("gap-node")(relation="cut-off-graph")
+    assert sound.relation_label() != papers.relation_label()
+    text = unit_footnotes([("gap-node", papers.relation_label())])
+    assert text == f"\n* {papers.relation_label()}: {papers.relation_note()}"
+    alg1 = get_method("dpgnn")(relation="in-edges")
+    text = unit_footnotes([("gap-node", sound.relation_label()), ("dpgnn", alg1.relation_label()), "dp-mlp"])
+    assert f"* {sound.relation_label()}: {sound.relation_note()}" in text
+    assert f"* {alg1.relation_label()}: {alg1.relation_note()}" in text and papers.relation_label() not in text
+
+    def row(method, label):
+        return RunResult(method, CSBM, "random-75-10-15", 0, "node", {"test_acc": 0.5}, 1.0, 1e-4, 1.0, None, 1.0,
+                         unit_label=label)
+
+    table = results_table([row("gap-node", papers.relation_label()), row("progap-node", sound.relation_label())])
+    assert f"* {papers.relation_label()}: {papers.relation_note()}" in table
+    assert f"* {sound.relation_label()}: {sound.relation_note()}" in table
+
+
 def test_options_and_catalog():
     gcn = api.options("gcn")
     assert gcn["kind"] == "method" and gcn["privacy_unit"] == "none"
@@ -99,6 +121,10 @@ def test_options_and_catalog():
     assert api.options("threshold")["kind"] == "attack"
     with pytest.raises(BenchError, match="unknown method"):
         api.options("nope")
+    assert "relation_labels" not in gcn
+    gap = api.options("gap-node")  # the class's label is the default relation's; every relation listed
+    rels = gap["relation_labels"]
+    assert set(rels) == {"input-graph", "cut-off-graph"} and gap["privacy_unit"] == rels["input-graph"]["label"]
     assert {s["name"] for s in api.catalog("splits")["splits"]} >= {"public", "disjoint"}
     with pytest.raises(BenchError, match="unknown section"):
         api.catalog("everything")

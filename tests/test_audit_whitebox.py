@@ -160,8 +160,13 @@ def test_white_box_audit_flags_weak_noise_and_passes_dp_mlp(task, mutants):
 
 
 @pytest.mark.parametrize("method, over, bound", [
-    ("dpgnn", {"max_degree": 2, "layers": 1, "batch_size": 64, "epochs": 2, "hidden": 8}, 3),  # N(2, 1) = 3
-    ("mutant-dpgnn-nobound", {"max_degree": 2, "layers": 1, "batch_size": 64, "epochs": 2, "hidden": 8}, 3),
+    # Algorithm 1 (the paper's relation): 12 anchors, of which the sampler keeps at most K = 2; N(2, 1) = 3
+    ("dpgnn", {"relation": "in-edges", "max_degree": 2, "layers": 1, "batch_size": 64, "epochs": 2, "hidden": 8}, 3),
+    ("mutant-dpgnn-nobound", {"relation": "in-edges", "max_degree": 2, "layers": 1, "batch_size": 64, "epochs": 2,
+                              "hidden": 8}, 3),
+    # the default relation (input-graph): K = 12 declared (the canaries' 12 anchors and the task's 10 within it),
+    # every in-edge kept; N(12, 1) = 13
+    ("dpgnn", {"max_degree": 12, "layers": 1, "batch_size": 64, "epochs": 2, "hidden": 8}, 13),
     ("drw", {"hidden": 8, "max_steps": 20, "batch_size": 16}, 1),
 ])
 def test_examples_holding_one_node_per_batch_respect_the_occurrence_bound(method, over, bound, task, mutants):

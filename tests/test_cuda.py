@@ -189,7 +189,7 @@ def test_samplers_outputs_move_to_the_device_unchanged(tasks):
     nodes, ptr = disjoint_random_walks(task.data.edge_index, task.num_nodes, 3, generator=s.torch("subgraphs"))
     assert torch.equal(nodes.cuda().cpu(), nodes)
     lists, trees = sample_subgraphs(task.data.edge_index, task.num_nodes, task.train_mask, 3, 1,
-                                    generator=s.torch("subgraphs", 1))
+                                    generator=s.torch("subgraphs", 1), relation="in-edges")  # Algorithm 1, K 3
     assert torch.equal(trees.nodes.cuda().cpu(), trees.nodes)
 
 

@@ -227,6 +227,10 @@ def test_perf_samplers(capsys):
     assert all(r["speedup"] > 0 for r in d["orders"].values())
     d = _perf(capsys, "dpgnn-sampler", "--dataset", "csbm:nodes=300,degree=4", "--repeats", "1")
     assert d["ratio"]["reference / vectorised"] > 0
+    assert d["relation"] == "input-graph" and d["max_occurrence"] <= d["max_degree"] + 1  # the dataset's own K
+    d = _perf(capsys, "dpgnn-sampler", "--dataset", "csbm:nodes=300,degree=4", "--relation", "in-edges",
+              "--repeats", "1")
+    assert (d["relation"], d["max_degree"]) == ("in-edges", 10) and d["ratio"]["reference / vectorised"] > 0
 
 
 def test_perf_privgnn_synthetic(capsys):

@@ -115,8 +115,9 @@ def test_signed_canaries_give_minus_c_to_the_out_worlds_examples():
 
 
 def test_worst_case_design_gives_dpgnn_its_occurrence_bound():
-    dpgnn = get_method("dpgnn")(max_degree=10)
-    d = worst_case_design(dpgnn)
+    d = worst_case_design(get_method("dpgnn")(max_degree=10))  # input-graph: every in-edge kept, K anchors
+    assert (d.degree, d.fresh_anchors, d.signed, d.hops) == (10, True, True, 0)
+    d = worst_case_design(get_method("dpgnn")(max_degree=10, relation="in-edges"))  # Algorithm 1: floor(K/2)
     assert (d.degree, d.fresh_anchors, d.signed, d.hops) == (5, True, True, 0)
     d = worst_case_design(get_method("dp-mlp")())
     assert (d.degree, d.fresh_anchors, d.signed) == (0, False, True)
@@ -226,16 +227,24 @@ def test_pooled_mode_needs_gradient_canaries():
         audit(lambda: get_method("dp-mlp")(), None, Budget(1.0, 1e-5), "pooled", canary_type="input")
 
 
-def test_dpgnn_canary_sits_in_all_its_anchors_trees_with_the_worst_case_design():
-    """With floor(K/2) anchors DP-GNN's sampler keeps every anchor edge, so an included canary is +C in 1 + K/2
-    trees and an excluded one -C in K/2 (full batches: every tree drawn at every step)."""
+@pytest.mark.parametrize("relation, k, inside, outside", [
+    ("in-edges", 4, 3, -2),  # Algorithm 1: floor(K/2) = 2 anchors, all kept: 1 + 2 trees at +C, 2 at -C
+    ("input-graph", 8, 9, -8),  # declared K = 8 (the task's own bound): K anchors, N(K, 1) = 9 trees at +C, 8 at -C
+])
+def test_dpgnn_canary_sits_in_all_its_anchors_trees_with_the_worst_case_design(relation, k, inside, outside):
+    """With the worst-case design DP-GNN's sampler keeps every anchor edge, so an included canary is +C in all of
+    its anchors' trees and its own and an excluded one -C in its anchors' (full batches: every tree drawn at every
+    step). Algorithm 1 gets floor(K/2) anchors; the default relation K, the declared bound, all of which it keeps."""
     from bench.plan import RunSpec, plan_run, resolve_budget
     from methods.base import fit_method
+    from methods.samplers.dpgnn import max_train_in_degree
     from methods.streams import RunStreams
 
     p = plan_run(RunSpec(methods=["dpgnn"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False))
     task = p.task(0)
-    method = get_method("dpgnn")(max_degree=4, epochs=1, batch_size=10_000)
+    if relation == "input-graph":  # a declared bound the task is within (the run would refuse it otherwise)
+        assert max_train_in_degree(task.data.edge_index, task.num_nodes, task.train_mask) <= k
+    method = get_method("dpgnn")(max_degree=k, relation=relation, epochs=1, batch_size=10_000)
     design = worst_case_design(method)
     m = 10
     cs = make_canaries(task, "node", m, design, seed=0)
@@ -245,7 +254,7 @@ def test_dpgnn_canary_sits_in_all_its_anchors_trees_with_the_worst_case_design()
     with gradient_hook(hook):
         fit_method(method, world, resolve_budget(4.0, None, method, world), RunStreams(1))
     shifts = torch.stack(hook.shifts)
-    assert (shifts[:, include] == 3).all() and (shifts[:, ~include] == -2).all()
+    assert (shifts[:, include] == inside).all() and (shifts[:, ~include] == outside).all()
 
 
 def _tiny_pooled(make, workers, runs=2):
@@ -293,3 +302,30 @@ def test_a_pooled_factory_that_cannot_travel_runs_in_this_process():
 def test_pooled_workers_are_refused_outside_the_pooled_mode():
     with pytest.raises(ConfigError, match="pooled"):
         audit(lambda: get_method("dp-mlp")(), None, Budget(1.0, 1e-5), "one-run", workers=2)
+
+
+def test_canaries_stay_within_a_declared_degree_bound():
+    """Under relation input-graph max_degree is a declared bound the run refuses to exceed: the canary designs keep
+    within it (at most D anchors; existing anchors of degree <= D - 1), and an audit says when it cut one."""
+    from audits.canaries import declared_degree_bound, within_declared_bound
+    from bench.plan import RunSpec, plan_run
+    from methods.gap.nap import max_out_degree
+
+    gap = get_method("gap-node")(max_degree=5)
+    assert declared_degree_bound(gap) == 5 and declared_degree_bound(get_method("dpgnn")(max_degree=7)) == 7
+    for other in (get_method("gap-node")(max_degree=5, relation="cut-off-graph"),
+                  get_method("dpgnn")(relation="in-edges"), get_method("gap-edge")(), get_method("dp-mlp")()):
+        assert declared_degree_bound(other) is None
+        assert within_declared_bound(CanaryConfig(degree=12), other) == CanaryConfig(degree=12)
+    c = within_declared_bound(CanaryConfig(degree=12, fresh_anchors=True), gap)
+    assert (c.degree, c.max_anchor_degree) == (5, None)
+    c = within_declared_bound(CanaryConfig(degree=2), gap)
+    assert (c.degree, c.max_anchor_degree) == (2, 4)
+
+    task = plan_run(RunSpec(methods=["gap-node"], dataset=GRAPH, seeds=[0], epsilon=4.0, track=False)).task(0)
+    d = max_out_degree(task.data.edge_index, task.num_nodes)
+    cls = get_method("gap-node")
+    make = lambda: cls(**{**cls.smoke_config, "max_degree": d})  # noqa: E731
+    res = audit(make, task, Budget(4.0, 1e-3), "multi-run", trials=2, seed=0,
+                canary=CanaryConfig(hops=0, degree=d + 5, fresh_anchors=True))
+    assert res.verdict == PASS and f"canary degree {d} of the {d + 5} asked for" in res.note

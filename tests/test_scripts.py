@@ -53,7 +53,8 @@ def test_dpgnn_grid_fdp_part():
     (cfg,) = configs(["fdp"], [0], [], "x")
     cells = _cells(cfg)
     assert {(x.dataset, x.delta, x.epsilon) for x in cells} == {("cora", 1e-5, 8.0), ("citeseer", 1e-5, 8.0)}
-    assert {"batch_size=140", "lr=2.0"} <= set(next(x for x in cells if x.dataset == "cora").overrides)
+    assert {"batch_size=140", "lr=2.0", "relation=in-edges", "max_degree=3"} <= set(
+        next(x for x in cells if x.dataset == "cora").overrides)  # the paper's relation, which its K = 3 needs
 
 
 def test_gap_curves_grid():

@@ -231,6 +231,7 @@ def test_methods_give_the_dense_results_on_their_sparse_data_path(monkeypatch, s
     assert a.keys() == b.keys()
     for k in a:
         assert torch.allclose(a[k], b[k], rtol=1e-4, atol=1e-5), k
+    _same_serving_state(*fits, rtol=1e-4, atol=1e-5)
     assert fits[0].ledger.same_events(fits[1].ledger)
     assert fits[0].info.get("steps") == fits[1].info.get("steps")
 
@@ -296,13 +297,25 @@ def test_sage_first_layer_on_csr_input_is_pyg_sageconv(n, f, edges, density, see
         assert (a is None) == (b is None) and (a is None or torch.allclose(a, b, atol=1e-10))
 
 
-@pytest.mark.parametrize("name", ["gap-edge", "progap-edge", "edgerand"])
-def test_edge_level_methods_give_the_dense_results_on_sparse_input(monkeypatch, sparse_task, name):
+def _same_serving_state(a, b, **tol) -> None:
+    """The two fits keep the same serving state (``Fitted.serving_state``: GAP/ProGAP's cached X(0) and, at node
+    level, every cached aggregate), up to rounding: what the served model reads besides its release."""
+    sa, sb = a.serving_state() or {}, b.serving_state() or {}
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        x, y = sa[k], sb[k]
+        x, y = (x.to_dense() if x.layout != torch.strided else x), (y.to_dense() if y.layout != torch.strided else y)
+        assert x.shape == y.shape and torch.allclose(x.float(), y.float(), **tol), k
+
+
+@pytest.mark.parametrize("name", ["gap-edge", "progap-edge", "edgerand", "gap-node", "progap-node"])
+def test_gap_family_methods_give_the_dense_results_on_sparse_input(monkeypatch, sparse_task, name):
     """GAP's encoder, every ProGAP stage's X(0) base and EdgeRand's pre-processing layer read CSR features.
 
-    Predictions are compared, not weights: in GAP/ProGAP a batch norm follows each linear layer, so the bias
-    before it gets a zero gradient in exact arithmetic, and Adam turns the rounding noise there into steps
-    of about lr that the batch norm then cancels."""
+    Predictions and the serving state (the cached inputs the served model reads: X(0), and at node level the
+    cached aggregates, which node-level fits do not release) are compared, not weights: in GAP/ProGAP a batch norm
+    follows each linear layer, so the bias before it gets a zero gradient in exact arithmetic, and Adam turns the
+    rounding noise there into steps of about lr that the batch norm then cancels."""
     import methods.gap.edgerand as E
     import methods.gap.gap as G
     import methods.gap.stages as S
@@ -314,6 +327,7 @@ def test_edge_level_methods_give_the_dense_results_on_sparse_input(monkeypatch, 
         monkeypatch.setattr(module, "sparse_input", lambda x: x)
     fits.append(cls(**cls.smoke_config).fit(sparse_task, Budget(4.0, 1e-4), seed=0))
     assert torch.allclose(fits[0].predict_proba(), fits[1].predict_proba(), atol=1e-3)
+    _same_serving_state(*fits, rtol=1e-3, atol=1e-3)
     assert fits[0].ledger.same_events(fits[1].ledger)
 
 

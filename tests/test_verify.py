@@ -36,7 +36,16 @@ def by_name(report):
 
 
 DPMLP = {"epochs": 20, "hidden": 16, "batch_size": 128}
-DPGNN = {"batch_size": 128, "max_degree": 1, "epochs": 2, "per_layer_clipping": False, "hidden": 16}
+DPGNN = {"batch_size": 128, "epochs": 2, "per_layer_clipping": False, "hidden": 16}
+#: DP-GNN's Algorithm 1 (the paper's relation): an in-degree bound the sampler enforces, the mutant's missing one
+ALG1 = {**DPGNN, "relation": "in-edges", "max_degree": 1}
+
+
+def declared(task):
+    """The default relation (input-graph): K declared at the task's own largest number of training in-neighbours."""
+    from methods.samplers.dpgnn import max_train_in_degree
+
+    return {**DPGNN, "max_degree": max_train_in_degree(task.data.edge_index, task.num_nodes, task.train_mask)}
 
 
 def test_a_correct_dp_sgd_method_passes_every_check(task):
@@ -60,9 +69,19 @@ def test_too_little_noise_is_caught_white_box_and_black_box(task):
 
 
 def test_a_missing_occurrence_bound_is_caught_by_counting_the_canarys_examples(task):
-    bad, good = run("mutant-dpgnn-nobound", task, **DPGNN), run("dpgnn", task, **DPGNN)
+    bad, good = run("mutant-dpgnn-nobound", task, **ALG1), run("dpgnn", task, **ALG1)
     assert by_name(bad)["occurrences"].verdict == VIOLATION
     assert by_name(good)["occurrences"].verdict == PASS and good.verdict == PASS
+
+
+def test_dpgnn_under_its_default_relation_passes_with_canaries_within_the_declared_bound(task):
+    """relation input-graph: K is a declared bound the run refuses to exceed, so the canaries get at most K anchors
+    (a canary of K training in-neighbours, in all N(K, 1) = K + 1 of its trees: nothing is dropped)."""
+    over = declared(task)
+    rep = run("dpgnn", task, **over)
+    checks = by_name(rep)
+    assert rep.verdict == PASS, [(c.name, c.verdict, c.detail) for c in rep.checks if c.verdict != PASS]
+    assert checks["occurrences"].data["degree"] == over["max_degree"]
 
 
 def test_edge_level_methods_get_edge_canaries_and_no_white_box_checks(task):
@@ -97,7 +116,8 @@ def test_chernoff_p_value_is_a_valid_binomial_tail_bound():
 @pytest.mark.parametrize("name,over,check", [
     ("mutant-gap-edge-nonorm", {"epochs": 5, "encoder_epochs": 5}, "noise-calibration"),
     ("mutant-edgerand-keepall", {"epochs": 5}, "noise-calibration"),
-    ("mutant-gap-node-bestval", {"batch_size": 64, "encoder_epochs": 10, "epochs": 10, "max_degree": 10}, "label-use"),
+    ("mutant-gap-node-bestval", {"batch_size": 64, "encoder_epochs": 10, "epochs": 10, "max_degree": 10,
+                                 "relation": "cut-off-graph"}, "label-use"),
 ])
 def test_non_dpsgd_mechanisms_and_label_use_are_held_to_the_ledger(name, over, check, task):
     rep = run(name, task, **over)
@@ -116,7 +136,7 @@ def test_dp_sgd_checks_run_on_sparse_bag_of_words_inputs():
     data.x = (data.x > 2.0).float()  # ~2% non-zero: the sparse input path
     assert SparseFeatures.maybe(data.x) is not None
     task = dataclasses.replace(base, data=data)
-    rep = run("dpgnn-adam", task, eps=8.0, **DPGNN)
+    rep = run("dpgnn-adam", task, eps=8.0, **ALG1)
     checks = by_name(rep)
     assert rep.verdict == PASS, [(c.name, c.detail) for c in rep.checks if c.verdict != PASS]
     assert checks["noise-calibration"].verdict == PASS and checks["gradient-canaries"].verdict == PASS

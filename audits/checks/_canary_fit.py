@@ -34,14 +34,17 @@ def canary_fit(b) -> CanaryFit | None:
     if b.probe.first_layer_width != b.task.num_features:
         b.shared["canary_fit"] = None
         return None
-    from audits.canaries import CanaryConfig, make_canaries
+    from audits.canaries import CanaryConfig, make_canaries, within_declared_bound
     from audits.runner import inclusion_coins
     from audits.whitebox import GradientCanaries, canary_columns
 
-    # more fresh anchors than a correct sampler may keep, so a missing occurrence bound shows in the counts
+    # more fresh anchors than a correct sampler may keep, so a missing occurrence bound shows in the counts; under a
+    # declared degree bound (relation input-graph) at most the bound, which a correct sampler keeps in full (every
+    # anchor's tree holds the canary: N(K, 1) examples) and the run refuses to exceed
     degree = min(30, max(b.cfg.canary_degree, b.occurrence_bound() + 2))
-    m, cfg = b.cfg.m, CanaryConfig(hops=0, degree=degree, scale=b.cfg.canary_scale, pattern="dedicated",
-                                   fresh_anchors=True)
+    m, cfg = b.cfg.m, within_declared_bound(CanaryConfig(hops=0, degree=degree, scale=b.cfg.canary_scale,
+                                                         pattern="dedicated", fresh_anchors=True), b.make())
+    degree = cfg.degree
     s = b.streams.child("gradient-canaries")
     unit = "feature" if b.unit == "feature" else "node"
     cs = make_canaries(b.task, unit, m, cfg, seed=s)

@@ -9,7 +9,7 @@ from audits.checks.base import PASS, VIOLATION, Check, timed
 
 def one_run_canaries(b, alpha: float, name: str) -> Check:
     from audits.bounds import one_run_audit
-    from audits.canaries import CanaryConfig, make_canaries
+    from audits.canaries import CanaryConfig, make_canaries, within_declared_bound
     from audits.runner import _fit_scores, inclusion_coins
 
     m = b.cfg.m
@@ -17,8 +17,8 @@ def one_run_canaries(b, alpha: float, name: str) -> Check:
     if b.unit != "edge" and b.occurrence_bound() > 1:
         # a subgraph sampler: as many anchors as the ledger lets the canary reach (it is in N(K, r) examples)
         degree = min(30, max(degree, b.occurrence_bound() - 1))
-    cfg = CanaryConfig(hops=0, degree=degree, scale=b.cfg.canary_scale, pattern="dedicated",
-                       fresh_anchors=b.unit != "edge" and degree > 0)
+    cfg = within_declared_bound(CanaryConfig(hops=0, degree=degree, scale=b.cfg.canary_scale, pattern="dedicated",
+                                             fresh_anchors=b.unit != "edge" and degree > 0), b.make())  # D at most
     s = b.streams.child(name)
     cs = make_canaries(b.task, b.unit, m, cfg, seed=s)
     include = inclusion_coins(s, m)

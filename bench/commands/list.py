@@ -35,6 +35,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             return 0
         unit = f"privacy unit: {info['privacy_unit']}" if info["kind"] == "method" else f"level: {info['level']}"
         print(f"{info['name']} ({info['kind']}, {unit}): {info['description']}")
+        for rel, lab in info.get("relation_labels", {}).items():
+            print(f"  relation {rel}: {lab['label']} ({one_line(lab['note'])})")
         flag = "--set" if info["kind"] == "method" else "--attack-set"
         rows = [[o["name"], o["type"], o["default"], one_line(o["help"]) or "-"] for o in info["options"]]
         if not rows:
