@@ -22,6 +22,8 @@ from typing import Callable
 import numpy as np
 
 from audits.mechanisms.base import Mutation, Sampler
+from audits.mechanisms._selection import (DEFAULT_DELTA, SELECT_STRICTNESS, _cp_epsilon, _rates, _select,
+                                          _select_cp, _upper)
 from audits.mechanisms.families import Family
 from methods.streams import RunStreams
 
@@ -56,8 +58,6 @@ def strength(family: Family, scores_in: np.ndarray, scores_out: np.ndarray,
              confidence: float = 0.95) -> tuple[float, float, float]:
     """How strong a pair looks on one half: (the best assumption-free bound of its tail tests at the driver's
     selection level, the f-DP strength of its best test, the standardised mean shift)."""
-    from audits.mechanism import DEFAULT_DELTA, SELECT_STRICTNESS, _cp_epsilon, _rates, _select, _select_cp, _upper
-
     per = 1.0 - (1.0 - confidence) / 4.0
     t, d = _select_cp(scores_in, scores_out, per, DEFAULT_DELTA)
     fp, fn = _rates(scores_in, scores_out, np.array([t]), d)

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.cliargs import DIR_RULE, FILE_RULE, command
+from bench.cliargs import DIR_RULE, FILE_RULE, command, list_arg
 import bench.leaderboard as _lb
 from bench.leaderboard import LeaderboardError, build, build_site, collect_records, config_records
 
@@ -45,7 +45,7 @@ def _leaderboard_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="with --check: no legacy exemption: any -dirty, missing or unknown commit (not an ancestor of "
                         "HEAD) fails")
-    p.add_argument("--release", metavar="TAG", action="append",
+    list_arg(p, "--release", metavar="TAG",
                    help="with --check (implies --strict): every record must name exactly the commit the git tag TAG "
                         "points to (an export regenerated from that release: scripts/regenerate.py); repeat it for a "
                         "site whose rows come from several releases (each record names one of them)")
