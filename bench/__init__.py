@@ -4,7 +4,7 @@
 line over it. Importing this package loads nothing heavy.
 """
 
-__version__ = "1.0.2"
+__version__ = "1.1.0"
 
 #: the MLflow experiment runs go to unless told otherwise
 DEFAULT_EXPERIMENT = "dp-gnn-bench"

@@ -484,7 +484,9 @@ def test_a_regenerated_dataset_holds_only_records_of_the_cited_release():
     progresses = sorted((json.loads(f.read_text()) for f in files), key=lambda p: p["started"])
     releases = registered_releases(REPO)
     cited = cited_release(REPO)
-    assert cited is not None and releases.get(f"v{cited[0]}") == cited[1], (cited, releases)
+    if cited is None:
+        pytest.skip("CITATION.cff names no commit (the release commit itself, before it is cited)")
+    assert releases.get(f"v{cited[0]}") == cited[1], (cited, releases)
     assert progresses[-1]["commit"] == cited[1], "the newest regeneration is of the cited release"
     covers = []
     for prog in progresses:
