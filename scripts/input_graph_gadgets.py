@@ -71,7 +71,7 @@ def swap_gadget(D: int, S: int, features: int, world_in: bool):
         pairs += [(0, u) for u in swappers]
     x = torch.ones(n, features)
     y = torch.zeros(n, dtype=torch.long)
-    y[swappers[::2]] = 1
+    y[swappers[::2]] = 1  # two classes among the training nodes
     return _task(x, y, pairs, swappers, "swap-gadget"), list(range(1, D + 1))
 
 
@@ -83,19 +83,23 @@ def dpgnn_gadget(S: int, features: int, world_in: bool):
     pairs = list(zip(w, u)) + ([(0, b) for b in u] if world_in else [])
     x = torch.zeros(n, features)
     x[u, 0] = 1.0
-    y = torch.zeros(n, dtype=torch.long)
-    y[1::2] = 1
+    y = torch.zeros(n, dtype=torch.long)  # one label for every w_i: their trees' gradients add up, not cancel
+    y[0] = 1
     return _task(x, y, pairs, [0] + w, "dpgnn-gadget"), w
 
 
 def _gap_score(fitted, witnesses: list[int]) -> float:
-    """The witnesses' hop-1 cached aggregates projected on the common direction (all features equal)."""
+    """The norm of the sum of the witnesses' hop-1 cached aggregates: every node has the same feature row, so every
+    unit vector a witness aggregates is the same (GAP: the normalised row; ProGAP: its stage-0 embedding, learnt
+    anew by each fit), and the norm grows with the number of swappers that reached the witnesses."""
     agg = fitted.inputs[1][witnesses].double()
-    return float(agg.sum() / math.sqrt(agg.numel()))
+    return float(agg.sum(0).norm())
 
 
 def _dpgnn_direction(method, task, seed: int, tree_root: int):
-    """The initial parameters (from the run's init stream) and one tree's gradient direction at them."""
+    """The initial parameters (from the run's init stream) and the direction in which a w_i tree's gradient moves
+    when it holds u_i: its gradient with u_i minus its gradient without, at the initial parameters, each clipped per
+    tensor as DP-SGD clips it (``clip`` / sqrt(#tensors))."""
     from methods.dpgnn import DPGNNModel
     from methods.streams import RunStreams
 
@@ -104,13 +108,21 @@ def _dpgnn_direction(method, task, seed: int, tree_root: int):
     with streams.global_torch("init", device="cpu"):
         model = DPGNNModel(task.num_features, task.num_classes, c.backbone, c.hidden, c.layers, c.encoder_layers,
                            c.decoder_layers, c.heads, c.activation)
-    init = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    params = list(model.parameters())
+    init = torch.cat([p.detach().reshape(-1) for p in params])
     u = tree_root + (task.num_nodes - 1) // 2  # the tree w_i -> u_i
-    x = task.data.x[[tree_root, u]].unsqueeze(0)
-    parent = torch.tensor([[-1, 0]])
-    loss = torch.nn.functional.cross_entropy(model(x, parent), task.data.y[[tree_root]])
-    g = torch.cat([t.reshape(-1) for t in torch.autograd.grad(loss, list(model.parameters()))])
-    return init, g / g.norm().clamp(min=1e-12)
+    per = c.clip / math.sqrt(len(params)) if c.per_layer_clipping else None
+
+    def grad(nodes: list[int], parent: list[int]) -> torch.Tensor:
+        x = task.data.x[nodes].unsqueeze(0)
+        loss = torch.nn.functional.cross_entropy(model(x, torch.tensor([parent])), task.data.y[[tree_root]])
+        gs = torch.autograd.grad(loss, params)
+        if per is not None:
+            gs = [g * min(1.0, per / max(float(g.norm()), 1e-12)) for g in gs]
+        return torch.cat([g.reshape(-1) for g in gs])
+
+    d = grad([tree_root, u], [-1, 0]) - grad([tree_root], [-1])
+    return init, d / d.norm().clamp(min=1e-12)
 
 
 def scores(method_name: str, relation: str, epsilon: float, trials: int, world_in: bool, size: int,
