@@ -116,30 +116,46 @@ def pooled_bound(sel_in: np.ndarray, sel_out: np.ndarray, ev_in: np.ndarray, ev_
                        confidence)
 
 
-def worst_case_design(method: Method, canary: CanaryConfig | None = None) -> CanaryConfig:
-    """The canary design of a pooled audit: dedicated signed columns, isolated canaries, and for a node-level
-    method whose examples hold neighbours (a ``max_degree`` K in its config: DP-GNN) fresh anchors, each adjacent
-    to its canary alone (they hold -f_k: their trees are at -C without the canary), as many as put the canary
-    in the most trees the relation lets it reach:
+#: fresh anchors per canary for a node-level method without a declared degree bound: a method whose examples read
+#: other nodes' rows (a neighbour mean, a GCN-normalised input) puts the canary in its anchors' examples too, which
+#: an isolated canary never shows; for one whose examples are the nodes' own rows they change nothing between worlds
+NEIGHBOUR_ANCHORS = 3
 
-    * ``relation="input-graph"`` (the default): the sampler keeps every incoming edge from a training node and
-      K is a declared bound on their number, so K anchors (the most the bound allows the canary) put it in
-      1 + K = N(K, 1) trees, each anchor's and its own: the ledger's Lemma 1 count at depth 1, met exactly;
+
+def worst_case_design(method: Method, canary: CanaryConfig | None = None) -> CanaryConfig:
+    """The canary design of a pooled audit: dedicated signed columns, isolated canaries, and for a node-level method
+    fresh anchors, each adjacent to its canary alone (they hold -f_k: the examples that read the canary are at -C
+    without it), as many as put the canary in the most examples the relation lets it reach:
+
+    * a ``max_degree`` K in the config (DP-GNN), ``relation="input-graph"`` (the default): the sampler keeps every
+      incoming edge from a training node and K is a declared bound on their number, so K anchors (the most the
+      bound allows the canary) put it in 1 + K = N(K, 1) trees, each anchor's and its own: the ledger's Lemma 1
+      count at depth 1, met exactly;
     * ``relation="in-edges"`` (Algorithm 1): each of v's incoming edges is kept with probability K / (2 |RE_v|),
       so with at most K/2 anchors every anchor's tree holds v (1 + floor(K/2) examples at +C, floor(K/2) at -C
       without it); more anchors add trees that lack v in both worlds (-C either way: noise, no signal). Lemma 1's
-      N(K, 1) = K + 1 is what the ledger pays for; the sampler lets about half of it happen.
+      N(K, 1) = K + 1 is what the ledger pays for; the sampler lets about half of it happen;
+    * no declared bound: :data:`NEIGHBOUR_ANCHORS`, so examples that read neighbours' rows show.
 
-    Depth 1 only: with r > 1 layers N(K, r) counts trees that reach v through longer paths, which this design
-    does not build (the bound it tests is the depth-1 part of the ledger's)."""
+    ``canary`` with ``fresh_anchors`` set is an explicit request (``--canary-degree``, ``--fresh-anchors``): its
+    degree is used, refused above a declared bound the run would refuse. Depth 1 only: with r > 1 layers N(K, r)
+    counts trees that reach v through longer paths, which this design does not build (the bound it tests is the
+    depth-1 part of the ledger's)."""
     from methods.privacy.presets import INPUT_GRAPH
 
     base = canary or CanaryConfig(hops=0, degree=0)
     config = getattr(method, "config", None)
     k = int(getattr(config, "max_degree", 0) or 0)
-    degree = 0
-    if method.privacy_unit == "node" and k > 0:
-        degree = k if getattr(config, "relation", None) == INPUT_GRAPH else max(1, k // 2)
+    input_graph = getattr(config, "relation", None) == INPUT_GRAPH
+    if base.fresh_anchors:
+        degree = int(base.degree)
+        if k > 0 and input_graph and degree > k:
+            raise ConfigError(f"--canary-degree {degree} exceeds {method.name}'s declared max_degree {k}: the run "
+                              "refuses a graph above its declared bound (use at most that many anchors)")
+    elif method.privacy_unit == "node":
+        degree = (k if input_graph else max(1, k // 2)) if k > 0 else NEIGHBOUR_ANCHORS
+    else:
+        degree = 0
     return CanaryConfig(hops=0, degree=degree, scale=base.scale, pattern="dedicated", fresh_anchors=degree > 0,
                         signed=True)
 
@@ -246,7 +262,7 @@ def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *
 
         slots = min(workers, runs)
         with ProcessPoolExecutor(slots, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_worker_init) as pool:
+                                 initializer=_worker_init, initargs=(_file_modules(job),)) as pool:
             # one world per busy worker at a time: a world is the whole graph, built and sent when a worker is free
             pending: dict = {}
             for r in range(runs):
@@ -266,8 +282,9 @@ def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *
 
 
 def _travels(job: tuple) -> bool:
-    """Whether a pooled job can be sent to a spawned worker: its method class importable there, its streams a
-    root (a child or secure-noise streams refuse to be pickled, by design)."""
+    """Whether a pooled job can be sent to a spawned worker: its method class importable there (by name, or from
+    the file a plugin was loaded from: :func:`_file_modules`), its streams a root (a child or secure-noise streams
+    refuse to be pickled, by design)."""
     import importlib
     import pickle
 
@@ -282,11 +299,38 @@ def _travels(job: tuple) -> bool:
     return True
 
 
-def _worker_init() -> None:
-    """One torch thread per worker process: the workers share the cores."""
+def _file_modules(job: tuple) -> tuple[tuple[str, str], ...]:
+    """(module name, file) of the job's method class where a fresh process cannot import it by name: a plugin
+    file loaded under a synthetic module name (``bench --plugin FILE.py``). A spawned worker loads the file
+    under the same name before it unpickles the job (:func:`_worker_init`)."""
+    import sys
+    from importlib.machinery import PathFinder
+
+    mod = sys.modules.get(type(job[0]()).__module__)
+    name, file = getattr(mod, "__name__", ""), getattr(mod, "__file__", None)
+    if not file or name in sys.builtin_module_names or PathFinder.find_spec(name.split(".")[0]) is not None:
+        return ()
+    return ((name, file),)
+
+
+def _worker_init(modules: tuple[tuple[str, str], ...] = ()) -> None:
+    """One torch thread per worker process (the workers share the cores); the plugin files the job's classes come
+    from loaded under the names the driver gave them."""
+    import importlib.util
+    import sys
+
     import torch
 
     torch.set_num_threads(1)
+    for name, file in modules:
+        if name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(name, file)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load plugin file {file} in a worker")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
 
 
 def _remote_run(job: tuple, r: int, world: bytes) -> bytes:

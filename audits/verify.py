@@ -78,6 +78,7 @@ from audits.checks.base import (DPSGD_KINDS, INCONCLUSIVE, NOT_APPLICABLE, PASS,
                                 Battery, Check, chernoff_sf, not_run, skipped)
 from audits.checks.registry import ANY, skip_detail
 from methods.base import Budget, ConfigError, Method, Task
+from methods.errors import InterfaceError
 from methods.progress import progress_bar
 
 #: the built-in checks, in battery order (a plugin's registered checks follow them: :func:`audits.checks.names`)
@@ -182,6 +183,8 @@ class VerifyConfig:
             raise ConfigError(f"canaries must be >= 10 (got {self.canaries})")
         if self.trials < 0 or self.trials == 1:
             raise ConfigError(f"trials must be 0 (no multi-run audit) or >= 2 (got {self.trials})")
+        if self.inference_tries is not None and (isinstance(self.inference_tries, bool) or self.inference_tries < 1):
+            raise ConfigError(f"--inference-tries must be >= 1 (got {self.inference_tries})")
         if self.canary_degree < 0 or not self.canary_scale > 0:
             raise ConfigError("canary degree must be >= 0 and canary scale > 0")
         unknown = set(self.checks) - set(names())
@@ -230,11 +233,46 @@ def _run_or_skip(spec, b: Battery, unit: str, alpha: float) -> Check | None:
     return c
 
 
+@dataclass(frozen=True)
+class Preflight:
+    """The first seed's base fit, made before anything is logged (:func:`preflight`), for :func:`verify` to reuse."""
+
+    seed: int
+    fitted: Any
+    seconds: float
+
+
+def preflight(make_method: Callable[[], Method], task: Task, budget: Budget,
+              cfg: VerifyConfig | None = None) -> Preflight | None:
+    """The first seed's base fit, made first so that a method missing part of the interface (no ledger, a
+    private-inference claim without a release: :func:`methods.base.interface_gaps`) is an
+    :class:`~methods.errors.InterfaceError` (``error:``, exit 2) before a run opens, never a privacy finding.
+    None for a non-private method or budget (nothing is fitted), or where the fit fails otherwise (the run opened
+    next records that failure)."""
+    cfg = cfg or VerifyConfig()
+    cfg.validate()
+    probe = make_method()
+    if not probe.is_private or not budget.is_private:
+        return None
+    probe.check_task(task)
+    probe.check_budget(budget)
+    seed = cfg.seeds[0]
+    b = Battery(make_method, task, budget, cfg, seed, 0.0)
+    try:
+        fitted = b.base  # Method.fit checks the interface (methods.base.check_fitted)
+    except InterfaceError:
+        raise
+    except Exception:  # noqa: BLE001 -- any other failure is the run's to record: verify refits inside it
+        return None
+    return Preflight(seed, fitted, b.base_seconds)
+
+
 def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: VerifyConfig | None = None,
-           on_check: Callable[[Check], None] | None = None) -> VerifyReport:
+           on_check: Callable[[Check], None] | None = None, first: Preflight | None = None) -> VerifyReport:
     """Run the battery on ``make_method()`` at ``budget`` on ``task`` (see the module docstring).
 
-    ``on_check`` is called with every check as it finishes (the CLI logs each as an MLflow child run)."""
+    ``on_check`` is called with every check as it finishes (the CLI logs each as an MLflow child run); ``first``
+    (:func:`preflight`) is the first seed's base fit, made already."""
     cfg = cfg or VerifyConfig()
     cfg.validate()
     probe = make_method()
@@ -264,6 +302,8 @@ def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: V
     specs = [s for s in REGISTRY.values() if s.required or (s.name in cfg.checks and s.enabled(cfg))]
     for seed in cfg.seeds:
         b = Battery(make_method, task, budget, cfg, seed, alpha)
+        if first is not None and first.seed == seed:
+            b.adopt_base(first.fitted, first.seconds)
         # exact checks first: they make the base fit and the probe fit that the statistical ones read
         for s in (s for s in specs if not s.statistical):
             c = _run_or_skip(s, b, unit, alpha)
@@ -287,5 +327,5 @@ def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: V
 
 
 __all__ = ["BLACK_BOX", "CHECKS", "Check", "DPSGD_KINDS", "INCONCLUSIVE", "NOT_APPLICABLE", "PASS", "SKIPPED",
-           "STATISTICAL", "STRUCTURAL", "TOLERANCE", "VIOLATION", "VerifyConfig", "VerifyReport", "WHITE_BOX",
-           "chernoff_sf", "planned_checks", "verify"]
+           "Preflight", "STATISTICAL", "STRUCTURAL", "TOLERANCE", "VIOLATION", "VerifyConfig", "VerifyReport",
+           "WHITE_BOX", "chernoff_sf", "planned_checks", "preflight", "verify"]

@@ -47,10 +47,16 @@ class GradientCanaries:
     """
 
     def __init__(self, columns: Tensor, num_features: int, record_steps: bool = False, lenient: bool = False) -> None:
-        self.columns = torch.as_tensor(columns, dtype=torch.long).view(-1)
+        # columns [m] (the examples read the raw rows) or [m, blocks]: the input columns that carry canary k's
+        # feature column in each block of an input that concatenates blocks of the raw width (a node's own row,
+        # aggregates of other nodes' rows: :func:`audits.checks._layout.trace_layout`); ``num_features`` is then the
+        # examples' input width
+        cols = torch.as_tensor(columns, dtype=torch.long)
+        self.positions = cols.view(-1, 1) if cols.dim() <= 1 else cols
+        self.columns = self.positions[:, 0].contiguous()  # where the auditor writes canary k's gradient
         if self.columns.numel() == 0:
             raise ConfigError("gradient canaries: no canary column")
-        if int(self.columns.max()) >= num_features or int(self.columns.min()) < 0:
+        if int(self.positions.max()) >= num_features or int(self.positions.min()) < 0:
             raise ConfigError("gradient canaries: a canary column lies outside the features")
         self.num_features = int(num_features)
         m = int(self.columns.numel())
@@ -117,8 +123,10 @@ class GradientCanaries:
         if b == 0:
             return inputs, target, None
         cols = self.columns.to(x.device)
-        vals = x.index_select(-1, cols).reshape(b, -1, cols.numel())
-        pos, neg = (vals > 0).any(1), (vals < 0).any(1)  # [B, m]
+        where = self.positions.to(x.device)
+        m, blocks = where.shape
+        vals = x.index_select(-1, where.reshape(-1)).reshape(b, -1, m, blocks)  # any block holding canary k's data
+        pos, neg = (vals > 0).any(3).any(1), (vals < 0).any(3).any(1)  # [B, m]
         present = pos | neg
         hit = present.any(1)
         if not bool(hit.any()):

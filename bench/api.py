@@ -130,7 +130,8 @@ def attack_recorded(run_ids: str | Iterable[str], attacks: str | Iterable[str], 
 
 def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float | None = None,
           delta: float | None = None, mode: str = "one-run", trials: int = 50, canaries: int = 200,
-          confidence: float = 0.95, hops: int = 2, canary_degree: int = 1, canary_scale: float = 3.0,
+          confidence: float = 0.95, hops: int | None = None, canary_degree: int | None = None,
+          canary_scale: float = 3.0,
           canary_pattern: str = "dedicated", canary_type: str = "input", fresh_anchors: bool = False, seed: int = 0,
           overrides: Overrides = None,
           device: str = "auto", data_root: str | os.PathLike | None = None, download: bool = False,
@@ -152,8 +153,8 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
 
     spec = AuditSpec(method=method, dataset=dataset, split=split, epsilon=None if epsilon is None else float(epsilon),
                      delta=None if delta is None else float(delta), mode=mode, trials=int(trials),
-                     canaries=int(canaries), confidence=float(confidence), hops=int(hops),
-                     canary_degree=int(canary_degree), canary_scale=float(canary_scale),
+                     canaries=int(canaries), confidence=float(confidence), hops=None if hops is None else int(hops),
+                     canary_degree=None if canary_degree is None else int(canary_degree), canary_scale=float(canary_scale),
                      canary_pattern=canary_pattern, canary_type=canary_type, fresh_anchors=bool(fresh_anchors),
                      seed=int(seed),
                      overrides=as_items(overrides), device=device,
@@ -210,7 +211,7 @@ def verify(method: str, dataset: str, *, split: str | None = None, epsilon: floa
            device: str = "auto", data_root: str | os.PathLike | None = None, download: bool = False,
            experiment: str = DEFAULT_EXPERIMENT, track: bool = True, progress: bool = False,
            tags: Mapping[str, str] | None = None, threads: int | None = None,
-           log: Callable[[str], None] | None = None):
+           log: Callable[[str], None] | None = None, inference_tries: int | None = None):
     """Run every check that applies to ``method``'s privacy unit (:mod:`audits.verify`): structural checks,
     white-box DP-SGD checks and black-box one-run audits (a multi-run audit too with ``trials`` > 0), the
     statistical ones sharing the error budget ``1 - confidence`` (Bonferroni), once per seed. Returns a
@@ -224,7 +225,8 @@ def verify(method: str, dataset: str, *, split: str | None = None, epsilon: floa
                       canaries=canaries, trials=int(trials), confidence=float(confidence),
                       checks=None if checks is None else list(checks), overrides=as_items(overrides), device=device,
                       data_root=None if data_root is None else str(data_root), download=download,
-                      experiment=experiment, track=track, progress=progress, tags=dict(tags or {}))
+                      experiment=experiment, track=track, progress=progress, tags=dict(tags or {}),
+                      inference_tries=inference_tries)
     with using_threads(threads):
         return verify_one(spec, log)
 

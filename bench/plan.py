@@ -80,8 +80,10 @@ class AuditSpec:
     trials: int = 50  # multi-run: models per world
     canaries: int = 200  # one-run: canaries m
     confidence: float = 0.95
-    hops: int = 2  # receptive field the canaries are made hop-disjoint for
-    canary_degree: int = 1  # anchor edges per canary node
+    hops: int | None = None  # receptive field the canaries are made hop-disjoint for (None: 2; pooled: 0)
+    #: anchor edges per canary node (None: 1; pooled: the worst-case design's fresh anchors,
+    #: audits.pooled.worst_case_design, which a given value replaces)
+    canary_degree: int | None = None
     canary_scale: float = 3.0  # canary feature norm / median row norm
     canary_pattern: str = "dedicated"  # dedicated | random
     canary_type: str = "input"  # input (black box) | gradient (white box, DP-SGD methods)
@@ -120,8 +122,17 @@ class AuditSpec:
             raise ConfigError(f"--canaries must be >= 2 (got {self.canaries})")
         if not 0 < self.confidence < 1:
             raise ConfigError(f"--confidence must be in (0, 1) (got {self.confidence})")
-        if self.hops < 0 or self.canary_degree < 0:
+        if (self.hops is not None and self.hops < 0) or (self.canary_degree is not None and self.canary_degree < 0):
             raise ConfigError("--hops and --canary-degree must be >= 0")
+        if self.mode == "pooled":
+            # the pooled design (audits.pooled.worst_case_design) acts on the anchors and refuses what it cannot do
+            if self.hops not in (None, 0):
+                raise ConfigError("--hops: the pooled white-box design keeps every canary isolated, with fresh anchors "
+                                  "of its own (leave --hops out)")
+            if self.canary_pattern != "dedicated":
+                raise ConfigError("--canary-pattern: the pooled white-box design needs dedicated canary columns")
+            if self.fresh_anchors and self.canary_degree == 0:
+                raise ConfigError("--fresh-anchors with --canary-degree 0: no anchor to make")
         if not self.canary_scale > 0:
             raise ConfigError(f"--canary-scale must be > 0 (got {self.canary_scale})")
         if self.seed < 0:
@@ -156,13 +167,14 @@ class VerifySpec:
     track: bool = True
     progress: bool = False
     tags: dict[str, str] = field(default_factory=dict)
+    inference_tries: int | None = None  # units the private-inference check changes (default 6; quick 3)
 
     def config(self, device: Any):
         from audits.verify import CHECKS, VerifyConfig
 
         cfg = VerifyConfig(seeds=tuple(int(s) for s in self.seeds), quick=self.quick, confidence=self.confidence,
                            canaries=self.canaries, trials=self.trials, checks=tuple(self.checks or CHECKS),
-                           device=device, progress=self.progress)
+                           device=device, progress=self.progress, inference_tries=self.inference_tries)
         cfg.validate()
         return cfg
 
@@ -422,8 +434,13 @@ def plan_audit(spec: AuditSpec) -> AuditPlan:
     spec.validate()
     run = plan_run(spec.run_spec())
     mp = run.methods[0]
-    canary = CanaryConfig(hops=spec.hops, degree=spec.canary_degree, scale=spec.canary_scale,
-                          pattern=spec.canary_pattern, fresh_anchors=spec.fresh_anchors)
+    if spec.mode == "pooled":  # fresh anchors only; a given degree is an explicit request (worst_case_design)
+        canary = CanaryConfig(hops=0, degree=spec.canary_degree or 0, scale=spec.canary_scale,
+                              pattern="dedicated", fresh_anchors=spec.canary_degree is not None)
+    else:
+        canary = CanaryConfig(hops=2 if spec.hops is None else spec.hops,
+                              degree=1 if spec.canary_degree is None else spec.canary_degree,
+                              scale=spec.canary_scale, pattern=spec.canary_pattern, fresh_anchors=spec.fresh_anchors)
     canary.validate()
     task = run.task(spec.seed)
     method = mp.build()

@@ -42,7 +42,7 @@ def verify_one(spec: VerifySpec, log: Callable[[str], None] | None = None) -> Ve
 def run_verify(plan: VerifyPlan, log: Callable[[str], None] | None = None) -> VerifyOutcome:
     """Run the battery on one method (see the module docstring); an error while verifying is a
     :class:`~bench.tracking.RunFailed` (the run FAILED)."""
-    from audits.verify import verify
+    from audits.verify import preflight, verify
     from bench import tracking
 
     mp, budget, task, cfg, trk = plan.method, plan.budget, plan.task, plan.config, plan.run.tracking
@@ -59,6 +59,8 @@ def run_verify(plan: VerifyPlan, log: Callable[[str], None] | None = None) -> Ve
     if log:
         log(f"# verifying {cls.name} ({label}) on {dataset}/{split} at {budget}, seeds "
             f"{seeds}{' (quick)' if plan.quick else ''}")
+    # the first seed's base fit before the run opens: a method missing part of the interface is refused (exit 2)
+    first = preflight(mp.build, task, budget, cfg)
     eps_name = "inf" if math.isinf(budget.epsilon) else f"{budget.epsilon:g}"
     name = f"verify {cls.name}/{dataset}/{split}/eps={eps_name}"
     with tracking.tracked_run(trk.experiment, name, tags=tags, enabled=trk.track) as run:
@@ -78,7 +80,7 @@ def run_verify(plan: VerifyPlan, log: Callable[[str], None] | None = None) -> Ve
                                    **{k: float(v) for k, v in c.data.items()
                                       if isinstance(v, (int, float)) and not isinstance(v, bool)}})
 
-        report = verify(mp.build, task, budget, cfg, on_check=on_check)
+        report = verify(mp.build, task, budget, cfg, on_check=on_check, first=first)
         run.log_metrics({"violations": float(len(report.violations)), "checks": float(len(report.checks)),
                          "verify_seconds": report.seconds})
         run.set_tags({"verdict": report.verdict, **({"note": report.note} if report.note else {})})

@@ -21,7 +21,8 @@ import torch
 from torch import Tensor
 
 from methods import inference
-from methods.errors import BenchError, BudgetError, ConfigError, ContractViolation  # noqa: F401 (re-exported)
+from methods.errors import (BenchError, BudgetError, ConfigError, ContractViolation,  # noqa: F401 (re-exported)
+                            InterfaceError)
 from methods.streams import RunStreams
 
 PrivacyUnit = Literal["none", "edge", "node", "feature"]
@@ -539,18 +540,12 @@ def declare_inference(method: Method, fitted: Any, budget: Budget) -> None:
 
 def check_fitted(method: Method, fitted: Any, budget: Budget) -> None:
     """The contract every released model meets, whatever the method: a Fitted with a ledger whose epsilon is
-    within the target (private methods) or infinite (non-private ones). Raises :class:`ContractViolation`."""
-    from methods.privacy.ledger import PrivacyLedger
-
+    within the target (private methods) or infinite (non-private ones). Raises :class:`ContractViolation` (an
+    :class:`InterfaceError` where part of the interface is missing: :func:`interface_gaps`)."""
     name = method.name or type(method).__name__
-    if not isinstance(fitted, Fitted):
-        raise ContractViolation(f"{name}.fit returned {type(fitted).__name__}, not a Fitted")
-    if not isinstance(getattr(fitted, "ledger", None), PrivacyLedger):
-        raise ContractViolation(f"{name}: the fitted model's ledger is {type(getattr(fitted, 'ledger', None)).__name__}"
-                                f", not a PrivacyLedger")
-    if not isinstance(getattr(fitted, "info", None), dict) or not isinstance(getattr(fitted, "history", None), list):
-        raise ContractViolation(f"{name}: a Fitted needs info (dict) and history (list)")
-    _check_inference_flag(name, method, fitted, budget)
+    if isinstance(fitted, Fitted) and isinstance(getattr(fitted, "info", None), dict):
+        _check_inference_flag(name, method, fitted, budget)  # the flag the release rule reads is the derived one
+    check_interface(method, fitted)
     _check_serving_state(name, fitted)
     if not method.is_private:
         if fitted.ledger.non_private_use is None:
@@ -563,6 +558,40 @@ def check_fitted(method: Method, fitted: Any, budget: Budget) -> None:
                                     f"delta={budget.delta:g}: a method bug")
         _check_history_ends_final(name, fitted, eps)
     _check_reported_sampling(name, fitted)
+
+
+def interface_gaps(method: Method, fitted: Any) -> list[str]:
+    """What of the interface a fit's result misses (empty: nothing), each as a phrase naming it: a
+    :class:`Fitted`, its ``ledger`` (a :class:`~methods.privacy.ledger.PrivacyLedger`), ``info`` and ``history``,
+    and, where its inference is private (``info["inference_private"]``), what it releases (``Fitted.release()``):
+    the claim is checked against the release held fixed, so a claim without one cannot be checked."""
+    from methods.privacy.ledger import PrivacyLedger
+
+    if not isinstance(fitted, Fitted):
+        return [f"fit returns {type(fitted).__name__}, not a methods.base.Fitted"]
+    gaps = []
+    if not isinstance(getattr(fitted, "ledger", None), PrivacyLedger):
+        gaps.append(f"the fitted model's ledger is {type(getattr(fitted, 'ledger', None)).__name__}, not a "
+                    "PrivacyLedger (methods.privacy)")
+    if not isinstance(getattr(fitted, "info", None), dict):
+        gaps.append("the fitted model has no info dict")
+    if not isinstance(getattr(fitted, "history", None), list):
+        gaps.append("the fitted model has no history list")
+    info = getattr(fitted, "info", None)
+    if isinstance(info, dict) and info.get("inference_private") and fitted.release() is None:
+        reads = ", ".join(sorted(method.inference_reads or ())) or "the weights only"
+        gaps.append(f"its inference is private (inference_reads: {reads}) but {type(fitted).__name__}.release() "
+                    "returns None: a private-inference method says what it releases (define "
+                    "release() -> {name: tensor}, e.g. the weights)")
+    return gaps
+
+
+def check_interface(method: Method, fitted: Any) -> None:
+    """Raise :class:`InterfaceError` naming every part of the interface ``fitted`` misses (:func:`interface_gaps`)."""
+    gaps = interface_gaps(method, fitted)
+    if gaps:
+        name = method.name or type(method).__name__
+        raise InterfaceError(f"{name} misses part of the method interface: {'; '.join(gaps)}")
 
 
 def _check_inference_flag(name: str, method: Method, fitted: Any, budget: Budget) -> None:

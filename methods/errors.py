@@ -24,3 +24,10 @@ class ConfigError(BenchError, ValueError):
 
 class ContractViolation(RuntimeError):
     """A method's output breaks the interface contract (a bug in the method, not bad input)."""
+
+
+class InterfaceError(BenchError, ContractViolation):
+    """A method (typically a plugin) misses part of the interface: no ``Fitted``, no ledger, a private-inference
+    claim without a declared release. Not a privacy finding: ``bench verify`` meets it in a fit made before any run
+    opens and the CLI prints one ``error:`` line naming what is missing (exit 2); inside a run it is a
+    :class:`ContractViolation` like any other."""

@@ -98,6 +98,19 @@ class RunStreams:
         out.lineage = self.lineage + (":".join([purpose, *map(str, path)]),)
         return out
 
+    def noise_variant(self, tag: int = 1) -> "RunStreams":
+        """These streams with another noise root (every other purpose unchanged): a fit under it draws the same
+        batches, initial weights and dropout and other noise. An audit's tool to tell which of a fit's inputs are
+        noisy releases (:func:`audits.checks._layout.trace_layout`); it is marked like secure noise (never pickled,
+        refused by a plugin that seeds its own noise), deterministic all the same."""
+        out = object.__new__(RunStreams)
+        out.seed, out.secure_noise, out._root = self.seed, True, self._root
+        out._noise_root = np.random.SeedSequence(
+            self._noise_root.entropy,
+            spawn_key=tuple(self._noise_root.spawn_key) + (purpose_code("noise-variant"), int(tag)))
+        out.lineage = self.lineage + (f"noise-variant:{int(tag)}",)
+        return out
+
     def int_seed(self, purpose: str, *path: Any) -> int:
         """A 63-bit integer seed for libraries that take one (torch generators, numba)."""
         a, b = self.sequence(purpose, *path).generate_state(2, np.uint32)

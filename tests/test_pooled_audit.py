@@ -20,6 +20,7 @@ from methods.base import Budget, ConfigError, get_method
 from methods.dpsgd import DPOptimizer, gradient_hook
 from methods.privacy.accountant import pld_epsilon
 from methods.privacy.events import PoissonGaussian
+from tests.conftest import REPO
 
 MUTANTS = str(Path(__file__).resolve().parent / "plugins" / "mutants.py")
 HIDDEN = str(Path(__file__).resolve().parent / "plugins" / "hidden_bugs.py")
@@ -119,9 +120,37 @@ def test_worst_case_design_gives_dpgnn_its_occurrence_bound():
     assert (d.degree, d.fresh_anchors, d.signed, d.hops) == (10, True, True, 0)
     d = worst_case_design(get_method("dpgnn")(max_degree=10, relation="in-edges"))  # Algorithm 1: floor(K/2)
     assert (d.degree, d.fresh_anchors, d.signed, d.hops) == (5, True, True, 0)
-    d = worst_case_design(get_method("dp-mlp")())
-    assert (d.degree, d.fresh_anchors, d.signed) == (0, False, True)
+    d = worst_case_design(get_method("dp-mlp")())  # no declared bound: neighbours, so neighbour-reading shows
+    assert (d.degree, d.fresh_anchors, d.signed) == (3, True, True)
     assert worst_case_design(get_method("drw")()).degree == 0  # feature unit: one example per node
+    # an explicit request (--canary-degree, --fresh-anchors) is what the design uses, refused above a declared bound
+    asked = CanaryConfig(hops=0, degree=6, fresh_anchors=True)
+    assert worst_case_design(get_method("dp-mlp")(), asked).degree == 6
+    assert worst_case_design(get_method("drw")(), asked).degree == 6
+    assert worst_case_design(get_method("dpgnn")(max_degree=10), asked).degree == 6
+    with pytest.raises(ConfigError, match="exceeds dpgnn's declared max_degree 10"):
+        worst_case_design(get_method("dpgnn")(max_degree=10), CanaryConfig(hops=0, degree=11, fresh_anchors=True))
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--hops", "2"], "--hops: the pooled white-box design keeps every canary isolated"),
+    (["--canary-pattern", "random"], "--canary-pattern: the pooled white-box design needs dedicated"),
+    (["--fresh-anchors", "--canary-degree", "0"], "--fresh-anchors with --canary-degree 0"),
+])
+def test_every_white_box_option_acts_or_is_refused(extra, message, capsys):
+    """``--canary-degree 3 --fresh-anchors`` was accepted and ignored by the pooled audit (identical numbers); now a
+    degree is the design's anchors (the plan's canary shows it), and what the design cannot do is an input error."""
+    from bench.cli import main
+    from bench.plan import AuditSpec, plan_audit
+
+    args = ["audit", "-m", "dp-mlp", "-d", GRAPH, "-e", "4", "--level", "whitebox", "--no-track", "--no-progress"]
+    assert main(args + extra) == 2
+    assert message in capsys.readouterr().err
+    spec = dict(method="dp-mlp", dataset=GRAPH, epsilon=4.0, mode="pooled", canary_type="gradient", canaries=50,
+                trials=1, track=False)
+    assert plan_audit(AuditSpec(**spec)).canary.degree == 3
+    assert plan_audit(AuditSpec(**spec, canary_degree=5, fresh_anchors=True)).canary.degree == 5
+    assert plan_audit(AuditSpec(**spec, canary_degree=5)).canary.degree == 5
 
 
 def test_dpgnn_anchors_hold_minus_f_and_put_the_canary_in_its_trees():
@@ -194,7 +223,9 @@ def test_pooled_audit_passes_dp_mlp_and_measures_a_positive_bound():
     assert 0 < b["epsilon_lb_fdp"] <= r.details["pair_epsilon"]
     assert r.epsilon_lb == b["epsilon_lb_cp"] <= r.claimed_epsilon
     assert sum(b["selection"]) + sum(b["evaluation"]) == 400
-    assert r.details["shift_model"]["out"][0] == [0.0]  # add/remove: the out world's canary is absent
+    # add/remove: the out world's canary is absent; its 3 fresh anchors (rows -f_k, examples of their own) are
+    # drawn in both worlds, at -C each
+    assert max(r.details["shift_model"]["out"][0]) == 0.0 and min(r.details["shift_model"]["out"][0]) >= -3.0
 
 
 def test_pooled_audit_catches_dp_mlp_with_a_hundredth_of_its_noise():
@@ -329,3 +360,38 @@ def test_canaries_stay_within_a_declared_degree_bound():
     res = audit(make, task, Budget(4.0, 1e-3), "multi-run", trials=2, seed=0,
                 canary=CanaryConfig(hops=0, degree=d + 5, fresh_anchors=True))
     assert res.verdict == PASS and f"canary degree {d} of the {d + 5} asked for" in res.note
+
+
+def test_a_method_from_a_plugin_file_travels_to_spawned_workers(tmp_path):
+    """A plugin file is imported under a synthetic module name (``bench --plugin FILE.py``) that a spawned worker
+    cannot import by name: the pool's initializer loads the file under that name first, so the job unpickles
+    there (it died with BrokenProcessPool, "No module named 'bench_plugin_...'")."""
+    import functools
+    import pickle
+    import subprocess
+    import sys
+
+    from audits.pooled import _file_modules, _travels
+    from bench.plugins import load_plugin
+
+    plugin = tmp_path / "my_plugin.py"
+    plugin.write_text("from methods.base import register\nfrom methods.dp_mlp import DPMLP\n\n\n"
+                      "@register('travelling-dp-mlp')\nclass Travelling(DPMLP):\n    pass\n")
+    load_plugin(str(plugin))
+    try:
+        cls = get_method("travelling-dp-mlp")
+        job = (functools.partial(cls, epochs=3), Budget(4.0, 1e-3), 0, "cpu", 50)
+        assert _travels(job)
+        modules = _file_modules(job)
+        assert modules == ((cls.__module__, str(plugin.resolve())),)
+        assert _file_modules((functools.partial(get_method("dp-mlp")), None, 0, "cpu", 1)) == ()
+        code = ("import pickle, sys\nfrom audits.pooled import _worker_init\n"
+                f"_worker_init({modules!r})\njob = pickle.loads(sys.stdin.buffer.read())\n"
+                "print(type(job[0]()).__name__)")
+        out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(job), capture_output=True,
+                             cwd=str(REPO), check=True)
+        assert out.stdout.decode().strip() == "Travelling"
+    finally:
+        from methods.base import unregister
+
+        unregister("travelling-dp-mlp")

@@ -172,6 +172,10 @@ class Battery:
 
         return REGISTRY[name].run(self, self.alpha)
 
+    def adopt_base(self, fitted, seconds: float) -> None:
+        """Take ``fitted`` (made with this battery's method, task, budget and streams) as the base fit."""
+        self._base, self.base_seconds = fitted, seconds
+
     @property
     def base(self):
         """The fit every check compares with (the run as ``bench run`` makes it)."""

@@ -5,8 +5,8 @@ the ``occurrences`` check (:mod:`audits.checks._canary_fit`)."""
 
 from __future__ import annotations
 
-from audits.checks._canary_fit import NO_DPSGD, RAW_FEATURES, canary_fit
-from audits.checks.base import DPSGD_KINDS, PASS, VIOLATION, Check, inclusion_rate, skipped
+from audits.checks._canary_fit import NO_DPSGD, CanaryFit, canary_fit, no_canary_fit
+from audits.checks.base import DPSGD_KINDS, PASS, VIOLATION, Check, inclusion_rate
 from audits.checks.registry import register
 
 @register("gradient-canaries", units={"node", "feature"}, kinds=DPSGD_KINDS, statistical=True, group="white-box",
@@ -15,8 +15,8 @@ def gradient_canaries(b, alpha: float) -> Check:
     from audits.bounds import one_run_audit
 
     f = canary_fit(b)
-    if f is None:
-        return skipped("gradient-canaries", b.seed, RAW_FEATURES)
+    if not isinstance(f, CanaryFit):
+        return no_canary_fit("gradient-canaries", b.seed, f)
     rate = inclusion_rate(f.events) if f.events else 0.5
     scores = f.hook.likelihood_scores(rate).numpy()
     bound = one_run_audit(scores, f.include, b.budget.delta, 1 - alpha)

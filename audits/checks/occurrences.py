@@ -1,13 +1,14 @@
 """``occurrences``: how often a canary node's data enters the DP-SGD batches (counted through its dedicated feature
-column; each canary gets fresh anchors, more than the ledger's occurrence bound allows a correct sampler to keep)
+column, wherever the traced input layout carries it: the node's own row or other nodes' examples that read it,
+:mod:`audits.checks._layout`; each canary gets fresh anchors, more than the ledger's occurrence bound allows a correct sampler to keep)
 against what the ledger's sampling model allows: one example per unit at rate q (Poisson, fixed size), or N(K, r)
 examples at rate m / N (DP-GNN); a Chernoff bound gives the p-value. It reads the gradient-canary fit."""
 
 from __future__ import annotations
 
-from audits.checks.base import (DPSGD_KINDS, PASS, TOLERANCE, VIOLATION, Check, allowance, chernoff_sf, skipped,
+from audits.checks.base import (DPSGD_KINDS, PASS, TOLERANCE, VIOLATION, Check, allowance, chernoff_sf,
                                 torch_bool)
-from audits.checks._canary_fit import NO_DPSGD, RAW_FEATURES, canary_fit
+from audits.checks._canary_fit import NO_DPSGD, CanaryFit, canary_fit, no_canary_fit
 from audits.checks.registry import register
 
 
@@ -15,8 +16,8 @@ from audits.checks.registry import register
           no_kind=NO_DPSGD)
 def occurrences(b, alpha: float) -> Check:
     f = canary_fit(b)
-    if f is None:
-        return skipped("occurrences", b.seed, RAW_FEATURES)
+    if not isinstance(f, CanaryFit):
+        return no_canary_fit("occurrences", b.seed, f)
     hook = f.hook
     p, occ = allowance(f.events) if f.events else (1.0, 1)
     inc = torch_bool(f.include)
@@ -35,4 +36,6 @@ def occurrences(b, alpha: float) -> Check:
                  f"{drawn:.0f} drawn, expected <= {n * p:.1f}; max per batch {worst}",
                  f"<= rate x {occ} x steps (Chernoff at {alpha:.2g}); per batch <= {occ}",
                  "; ".join(problems), alpha=alpha,
-                 data={"drawn": drawn, "allowed_mean": n * p, "p_value": p_value, "degree": f.degree})
+                 data={"drawn": drawn, "allowed_mean": n * p, "p_value": p_value, "degree": f.degree,
+                       "layout": f.layout.describe if f.layout is not None else "",
+                       "blocks": len(f.layout.blocks_seen) if f.layout is not None else 1})

@@ -60,11 +60,12 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--canaries", type=int, default=None,
                    help="one-run: number of canaries m (default: 200); pooled: canaries per run (default: 1000)")
     p.add_argument("--confidence", type=_float, default=0.95, help="confidence of the bound (default: %(default)s)")
-    p.add_argument("--hops", type=int, default=2,
+    p.add_argument("--hops", type=int, default=None,
                    help="receptive field the canaries are made hop-disjoint for (0 = anchors only distinct; "
-                        "default: %(default)s)")
-    p.add_argument("--canary-degree", type=int, default=1,
-                   help="anchor edges per canary node (node/feature units; default: %(default)s)")
+                        "default: 2; refused by the pooled white-box design, whose canaries are isolated)")
+    p.add_argument("--canary-degree", type=int, default=None,
+                   help="anchor edges per canary node (node/feature units; default: 1; pooled white box: its fresh "
+                        "anchors, default the worst-case design's: the declared max_degree, 3 without one)")
     p.add_argument("--canary-scale", type=_float, default=3.0,
                    help="canary feature norm / median row norm (default: %(default)s)")
     p.add_argument("--canary-pattern", choices=["dedicated", "random"], default="dedicated",
@@ -75,7 +76,8 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                         "examples get a clipped gradient on a coordinate of their own and the score is the sum of "
                         "the released noisy gradients there (default: %(default)s)")
     p.add_argument("--fresh-anchors", action="store_true",
-                   help="anchor each canary to new zero-row training nodes of its own instead of existing ones")
+                   help="anchor each canary to new zero-row training nodes of its own instead of existing ones "
+                        "(the pooled white-box design always does)")
     p.add_argument("--seed", type=int, default=0, help="audit seed: split, canaries, inclusion bits, training seeds")
     list_arg(p, "--set", dest="overrides", commas=False, default=[], metavar="KEY=VALUE",
              help="method hyperparameter override(s) (space-separated or repeated)")

@@ -35,6 +35,8 @@ def _verify_parser(sub) -> argparse.ArgumentParser:
                    help="seeds: the battery runs once per seed, the error budget shared by all (default: 0)")
     p.add_argument("--quick", action="store_true", help="fewer canaries (100) and inference probes: a few minutes")
     p.add_argument("--canaries", type=int, help="canaries of the one-run audits (default 200; --quick 100)")
+    p.add_argument("--inference-tries", type=int, metavar="N",
+                   help="units the private-inference check changes, one refit each (default 6; --quick 3)")
     p.add_argument("--trials", type=int, default=0,
                    help="also a multi-run audit with this many models per world (default 0: none)")
     p.add_argument("--confidence", type=_float, default=0.95,
@@ -62,7 +64,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                      confidence=args.confidence, checks=checks, overrides=args.overrides, device=args.device,
                      data_root=args.data_root, download=args.download, experiment=args.experiment,
                      track=not args.no_track, progress=not args.no_progress, threads=args.threads,
-                     log=None if args.no_progress else stderr)
+                     log=None if args.no_progress else stderr, inference_tries=args.inference_tries)
     rep = out.report
     multi = len(rep.seeds) > 1
     header = ["check"] + (["seed"] if multi else []) + ["statistic", "threshold", "verdict"]

@@ -150,4 +150,52 @@ class HandwrittenDPSGD(Method):
                                   ledger_for(z), [{"epoch": c.epochs}], info, feature_map=feature_map(False))
 
 
-__all__ = ["DPMLPOverspent", "HandwrittenDPSGD", "OVERSPEND"]
+def neighbour_inputs(x: torch.Tensor, edge_index: torch.Tensor, layout: str) -> torch.Tensor:
+    """The input a node's DP-SGD example reads under ``layout``: ``sage`` [x_v | mean of x_u over N(v)] (width 2F),
+    ``sum`` [x_v | sum over N(v)] (2F), ``gcn`` the GCN-normalised aggregate D^-1/2 (A + I) D^-1/2 x (F)."""
+    n = x.size(0)
+    src, dst = edge_index
+    agg = torch.zeros_like(x).index_add_(0, dst, x[src])
+    deg = torch.bincount(dst, minlength=n).to(x.dtype)
+    if layout == "sage":
+        return torch.cat([x, agg / deg.clamp(min=1).view(-1, 1)], 1)
+    if layout == "sum":
+        return torch.cat([x, agg], 1)
+    d = (deg + 1).rsqrt()
+    w = d[src] * d[dst]
+    return torch.zeros_like(x).index_add_(0, dst, x[src] * w.view(-1, 1)) + x * (d * d).view(-1, 1)
+
+
+@dataclass
+class NeighbourConfig(DPMLP.Config):
+    layout: str = "sage"  # sage | sum | gcn (neighbour_inputs)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.layout not in ("sage", "sum", "gcn"):
+            raise ConfigError(f"layout must be sage, sum or gcn (got {self.layout!r})")
+
+
+@register("neighbour-reading-dpsgd")
+class NeighbourReadingDPSGD(DPMLP):
+    """BROKEN: node-level DP-SGD whose example for node v reads its neighbours' rows (``layout``: one SAGE-style
+    layer's [x_v | mean x_u], a sum, or a GCN-normalised aggregate), with DP-MLP's ledger, which treats the nodes
+    as independent examples. Removing node u changes the example of u and of each of its training neighbours: an
+    occurrence bound of 1 + deg(u) where the ledger assumes 1 (true epsilon >= 10 at claim 1 with three training
+    neighbours, as group privacy of the Poisson-subsampled Gaussian)."""
+
+    description = "BROKEN: DP-SGD examples that read the neighbours' rows, accounted as independent nodes"
+    Config = NeighbourConfig
+    inference_reads = frozenset({I.OWN_FEATURES, I.OTHER_FEATURES, I.EDGES})  # served from its aggregated input
+
+    def _fit(self, ctx: FitContext):
+        import dataclasses
+
+        task = ctx.task
+        data = task.data.clone()
+        x = data.x.to_dense() if data.x.is_sparse else data.x
+        data.x = neighbour_inputs(x.float(), data.edge_index, self.config.layout)
+        return super()._fit(dataclasses.replace(ctx, task=dataclasses.replace(task, data=data)))
+
+
+__all__ = ["DPMLPOverspent", "HandwrittenDPSGD", "NeighbourReadingDPSGD", "OVERSPEND", "neighbour_inputs"]
