@@ -205,3 +205,59 @@ def test_the_command_says_why_and_exits_4_on_inconclusive_0_on_not_applicable(ca
     rc = main(["verify", "-m", "gcn", "-d", "csbm:nodes=100,classes=2", "--no-track", "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 0 and out.strip().splitlines()[-1].startswith("NOT APPLICABLE (gcn is not private")
+
+
+@pytest.mark.parametrize("layout, blocks", [("sage", 2), ("sum", 2), ("gcn", 1)])
+def test_dpsgd_examples_that_read_the_neighbours_are_caught_whatever_the_layout(task, layout, blocks):
+    """A node-level DP-SGD whose examples read the neighbours' rows ([x_v | mean x_u] of width 2F, a sum, a
+    GCN-normalised input) under a ledger of independent nodes: the layout is traced (which input columns carry a
+    canary's data, in which block) and each canary is counted in its anchors' examples too. A first layer of width
+    2F used to be "the DP-SGD examples do not read the raw features": SKIPPED, and PASS overall."""
+    rep = run("neighbour-reading-dpsgd", task, layout=layout, **DPMLP)
+    occ = by_name(rep)["occurrences"]
+    assert occ.verdict == VIOLATION and rep.verdict == VIOLATION, occ
+    assert occ.data["blocks"] == blocks and occ.data["drawn"] > 2 * occ.data["allowed_mean"]
+
+
+def test_correct_methods_keep_their_occurrence_counts_under_the_traced_layout(task):
+    for name, over in (("dp-mlp", DPMLP), ("dpgnn", DPGNN)):
+        rep = run(name, task, **(declared(task) if name == "dpgnn" else over))
+        occ = by_name(rep)["occurrences"]
+        assert occ.verdict == PASS and occ.data["blocks"] == 1, (name, occ)
+
+
+def test_an_input_layout_that_cannot_be_traced_is_inconclusive_not_skipped(task):
+    """A correct DP-MLP on a public rotation of each row: no input column is a raw column, so the canary checks
+    cannot say which columns hold a node's data. They say so, with what would make them run."""
+    rep = run("projected-dp-mlp", task, **DPMLP)
+    checks = by_name(rep)
+    for name in ("occurrences", "gradient-canaries"):
+        c = checks[name]
+        assert c.verdict == SKIPPED and c.remedy and "could not be traced" in c.detail, c
+    assert rep.verdict == INCONCLUSIVE and rep.violations == []
+
+
+def test_no_white_box_check_passes_a_method_it_cannot_see(task):
+    """Registry-wide: on a DP-SGD loop the suite cannot see into (handwritten-dpsgd) or an input layout it cannot
+    trace (projected-dp-mlp), every registered white-box or mechanism check that applies either found a violation
+    or says it did not run (a remedy), and the headline is not PASS -- whatever checks plugins add."""
+    from audits.checks import REGISTRY
+
+    for name in ("handwritten-dpsgd", "projected-dp-mlp"):
+        rep = run(name, task, **({"epochs": 3} if name == "handwritten-dpsgd" else DPMLP),
+                  **({"noise_factor": 1.0} if name == "handwritten-dpsgd" else {}))
+        assert rep.verdict != PASS, name
+        blind = {"handwritten-dpsgd": {s for s, spec in REGISTRY.items() if spec.group in ("white-box", "mechanism")},
+                 "projected-dp-mlp": {"occurrences", "gradient-canaries"}}[name]
+        for c in rep.checks:
+            if c.name in blind and c.verdict != VIOLATION:
+                assert c.remedy, (name, c)
+
+
+def test_shuffled_fixed_size_batches_accounted_as_poisson_are_a_violation(task):
+    """The ledger's counts and means match shuffling (so ledger-counts and occurrences passed it); the batch sizes'
+    spread does not: a Poisson ledger with one size at almost every step is a VIOLATION."""
+    rep = run("shuffled-dp-mlp", task, **DPMLP)
+    lc = by_name(rep)["ledger-counts"]
+    assert lc.verdict == VIOLATION and "look like fixed-size (shuffled) batches" in lc.detail
+    assert by_name(run("dp-mlp", task, **DPMLP))["ledger-counts"].verdict == PASS

@@ -1,13 +1,14 @@
 """``ledger-counts``: the ledger counts what ran. Noisy DP-SGD steps seen through the optimiser <= the steps the
 ledger composes, fixed-size batches of the accounted size, Poisson batches no larger than the ledger's rate allows
-over the training population (one-sided binomial test); every other mechanism that released something
+over the training population (one-sided binomial test) and spread as Poisson batches are (:func:`poisson_shape`:
+fixed-size shuffled batches under a Poisson ledger are a VIOLATION); every other mechanism that released something
 (:mod:`methods.mechanisms`) has an event of its kind in the ledger."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from audits.checks.base import PASS, TOLERANCE, VIOLATION, Check, dpsgd_events, skipped
+from audits.checks.base import PASS, TOLERANCE, VIOLATION, Check, chernoff_sf, dpsgd_events, skipped
 from audits.checks.registry import ANY, UNITS, register
 
 #: a release of this kind (methods.mechanisms) is accounted by a ledger event of one of these kinds
@@ -38,6 +39,29 @@ def ledger_counts(b, alpha: float) -> Check:
     return _dpsgd_counts(b, alpha)
 
 
+def poisson_shape(sizes: list[int], population: int, rate: float, alpha: float) -> str:
+    """Whether batch sizes look like Poisson sampling's (each Binomial(population, rate), independent) rather than
+    fixed-size batches (a shuffled pass in batches of B: one size repeated). The statistic is the count M of the
+    most frequent size among T steps; under the ledger's model each size k occurs with probability at most
+    p_max = max_k Binomial(population, rate)(k), so P[some size occurs >= M times] <= (population + 1)
+    P[Binomial(T, p_max) >= M] (a union bound over the sizes, Chernoff for each). Returns the problem, or ""."""
+    from scipy import stats
+
+    t = len(sizes)
+    if t < 2 or not 0 < rate < 1:
+        return ""
+    values, counts = np.unique(np.asarray(sizes), return_counts=True)
+    m = int(counts.max())
+    mode = int(values[counts.argmax()])
+    p_max = float(stats.binom.pmf(int(np.floor((population + 1) * rate)), population, rate))
+    p_value = min(1.0, (population + 1) * chernoff_sf(m, t, min(1.0, p_max * (1 + TOLERANCE))))
+    if p_value >= alpha:
+        return ""
+    return (f"{m} of {t} batches have exactly {mode} examples: Poisson sampling at rate {rate:.4g} over {population} "
+            f"gives any one size with probability <= {p_max:.3g} (p <= {p_value:.2g} < {alpha:.2g}); these look "
+            "like fixed-size (shuffled) batches, which the ledger's Poisson subsampling does not account")
+
+
 def _dpsgd_counts(b, alpha: float) -> Check:
     from scipy import stats
 
@@ -65,6 +89,9 @@ def _dpsgd_counts(b, alpha: float) -> Check:
             if p_value < alpha:
                 problems.append(f"{drawn} examples drawn in {ran} steps: more than Poisson rate {rate:.4g} over "
                                 f"{n_train} training nodes allows (p = {p_value:.2g} < {alpha:.2g})")
+            shape = poisson_shape(sizes, n_train, rate, alpha)
+            if shape:
+                problems.append(shape)
     return Check("ledger-counts", b.seed, VIOLATION if problems else PASS,
                  f"ran {ran} steps, accounted {accounted}; mean batch {np.mean(sizes):.1f}",
                  "ran <= accounted; batches within the accounted sampling", "; ".join(problems),

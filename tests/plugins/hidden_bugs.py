@@ -1,4 +1,5 @@
-"""Two broken private methods that a new user could write, for the verification and audit tests.
+"""Private methods that a new user could write, broken in ways the suite's own counters do not show, for the
+verification and audit tests.
 
 Test-only, registered through the public interface (``bench --plugin tests/plugins/hidden_bugs.py`` or by
 importing this module), never shipped. Unlike the mutant zoo (``tests/plugins/mutants.py``), whose bugs sit
@@ -16,6 +17,18 @@ inside the suite's instrumented code, these hide from the suite's counters:
     no white-box check can read them. Its ledger is DP-MLP's (``steps x PoissonGaussian(rate, z)``), but it draws
     ``noise_factor`` x z C of noise (default 0.5). True epsilon: the DP-MLP ledger at ``noise_factor`` x z (about
     2.2 at claim 1 on Cora). With ``noise_factor=1`` it is a correct method that the suite cannot look inside.
+``neighbour-reading-dpsgd``
+    Node-level DP-SGD whose example for node v reads its neighbours' rows (``layout``: ``sage`` [x_v | mean x_u],
+    ``sum``, ``gcn``), accounted as independent nodes (DP-MLP's ledger). True epsilon: at least 10 at claim 1 with
+    three training neighbours (a node sits in 1 + deg examples). Caught by ``occurrences`` through the traced input
+    layout (:mod:`audits.checks._layout`), where a first layer of width 2F used to read as "not applicable".
+``shuffled-dp-mlp``
+    DP-MLP on shuffled fixed-size batches with the Poisson ledger (true epsilon >= 2.74 at claim 1 on Cora).
+    ``ledger-counts`` sees batch sizes that Poisson sampling would not give (:func:`audits.checks.ledger_counts.
+    poisson_shape`).
+``projected-dp-mlp``
+    A correct DP-MLP on a public random rotation of each row: its input layout cannot be traced, so the white-box
+    canary checks are INCONCLUSIVE rather than skipped.
 """
 
 from __future__ import annotations
@@ -198,4 +211,59 @@ class NeighbourReadingDPSGD(DPMLP):
         return super()._fit(dataclasses.replace(ctx, task=dataclasses.replace(task, data=data)))
 
 
-__all__ = ["DPMLPOverspent", "HandwrittenDPSGD", "NeighbourReadingDPSGD", "OVERSPEND", "neighbour_inputs"]
+class ShuffledBatches:
+    """A shuffled pass over the examples in batches of ``batch_size`` (the last batch of a pass smaller): what a
+    ``DataLoader(shuffle=True)`` gives. Every example exactly once per pass."""
+
+    def __init__(self, n: int, batch_size: int, generator: torch.Generator) -> None:
+        self.n, self.m, self.gen = n, min(batch_size, n), generator
+        self._queue = torch.empty(0, dtype=torch.long)
+
+    @property
+    def expected_size(self) -> float:
+        return float(self.m)
+
+    def sample(self) -> torch.Tensor:
+        if self._queue.numel() == 0:
+            self._queue = torch.randperm(self.n, generator=self.gen)
+        out, self._queue = self._queue[: self.m], self._queue[self.m:]
+        return out
+
+
+@register("shuffled-dp-mlp")
+class ShuffledDPMLP(DPMLP):
+    """BROKEN: DP-MLP on shuffled fixed-size batches (each node once per epoch) with the ledger of Poisson
+    subsampling at rate B / n. Shuffling does not amplify like Poisson sampling: the worst-case pair has the other
+    examples' clipped gradients at -C on the canary's coordinate (Chua et al., ICML 2024), where this ledger
+    understates epsilon (true epsilon >= 2.74 at claim 1 on Cora, >= 13.5 at claim 4)."""
+
+    description = "BROKEN: DP-MLP on shuffled fixed-size batches accounted as Poisson subsampling"
+
+    def _sampling(self, n: int, gen: torch.Generator):
+        sampler, family, sensitivity = super()._sampling(n, gen)
+        return ShuffledBatches(n, self.config.batch_size, gen), family, sensitivity
+
+
+@register("projected-dp-mlp")
+class ProjectedDPMLP(DPMLP):
+    """A correct DP-MLP on a fixed public random rotation of each node's own row (x R, R from a public seed): every
+    example is still one node's own row, but no input column is one raw feature column, so which columns carry a
+    node's data cannot be traced and the white-box canary checks say so (INCONCLUSIVE) instead of "not applicable"."""
+
+    description = "DP-MLP on a public random rotation of each row (correct; its input layout cannot be traced)"
+
+    def _fit(self, ctx: FitContext):
+        import dataclasses
+
+        task = ctx.task
+        data = task.data.clone()
+        x = (data.x.to_dense() if data.x.is_sparse else data.x).float()
+        gen = torch.Generator().manual_seed(12345)  # a public constant: R is not data
+        r, _ = torch.linalg.qr(torch.randn(x.size(1), x.size(1), generator=gen))
+        data.x = x @ r
+        return super()._fit(dataclasses.replace(ctx, task=dataclasses.replace(task, data=data)))
+
+
+__all__ = ["DPMLPOverspent", "HandwrittenDPSGD", "NeighbourReadingDPSGD", "OVERSPEND", "ProjectedDPMLP",
+           "ShuffledBatches", "ShuffledDPMLP",
+           "neighbour_inputs"]
