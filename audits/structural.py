@@ -323,6 +323,8 @@ class ClippingProbe:
         x = x.reshape(b, -1).float()
         k = int(x.norm(dim=1).argmax())
         self._clip = float(opt.clip)
+        self.last_keep = torch.zeros(b, dtype=torch.bool)  # which examples stay (an Opacus step reads it)
+        self.last_keep[k] = True
         return tuple(t[k:k + 1] for t in inputs), target[k:k + 1], None
 
     def observe(self, opt, noisy_sums) -> None:

@@ -108,6 +108,11 @@ class GradientCanaries:
     # -- the hook ------------------------------------------------------------------------
 
     def split(self, opt, inputs: tuple[Tensor, ...], target: Tensor):
+        self.last_keep = None  # the examples left to the model when some were taken out (an Opacus step reads it)
+        if not inputs:
+            if self.lenient:
+                return inputs, target, None
+            raise ConfigError("gradient canaries: the step's inputs were not seen")
         x = inputs[0]
         self._active = False
         self._shift = None
@@ -144,6 +149,7 @@ class GradientCanaries:
         w = extra[index]
         w[0, cols] = (per.sum(0) * c).to(w.dtype).to(w.device)
         keep = ~hit
+        self.last_keep = keep
         return tuple(t[keep] for t in inputs), target[keep], extra
 
     def observe(self, opt, noisy_sums: list[Tensor]) -> None:

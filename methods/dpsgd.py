@@ -74,10 +74,14 @@ _GRADIENT_HOOKS: list[GradientHook] = []
 
 @contextlib.contextmanager
 def gradient_hook(hook: GradientHook) -> Iterator[GradientHook]:
-    """Within this block every :meth:`DPOptimizer.step` goes through ``hook`` (audits only)."""
+    """Within this block every :meth:`DPOptimizer.step` goes through ``hook`` (audits only), and so does every step of
+    an Opacus optimiser (:mod:`methods.opacus_bridge`)."""
+    from methods.opacus_bridge import bridged
+
     _GRADIENT_HOOKS.append(hook)
     try:
-        yield hook
+        with bridged():
+            yield hook
     finally:
         _GRADIENT_HOOKS.remove(hook)
 
