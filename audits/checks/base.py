@@ -17,8 +17,8 @@ from methods.streams import RunStreams
 DPSGD_KINDS = ("poisson_gaussian", "fixed_size_gaussian", "hypergeometric_gaussian")
 #: what makes the white-box checks see a mechanism the ledger accounts: DP-SGD steps through the suite's optimiser,
 #: every other noise draw reported to methods.mechanisms
-DPSGD_REMEDY = ("take the DP-SGD steps with the suite's DP optimiser, methods.dpsgd.DPOptimizer (its step hook is "
-                "what the white-box checks read)")
+DPSGD_REMEDY = ("take the DP-SGD steps with the suite's DP optimiser, methods.dpsgd.DPOptimizer, or Opacus's "
+                "DPOptimizer (make_private): their step hook is what the white-box checks read")
 RELEASE_REMEDY = ("report each noisy release through methods.mechanisms.release(kind, declared=..., noise=...) "
                   "(what the white-box checks read)")
 #: which observation shows a ledger event kind ran: a DP-SGD step seen by the step hook ("dpsgd"), or a release of
