@@ -124,8 +124,9 @@ NEIGHBOUR_ANCHORS = 3
 
 def worst_case_design(method: Method, canary: CanaryConfig | None = None) -> CanaryConfig:
     """The canary design of a pooled audit: dedicated signed columns, isolated canaries, and for a node-level method
-    fresh anchors, each adjacent to its canary alone (they hold -f_k: the examples that read the canary are at -C
-    without it), as many as put the canary in the most examples the relation lets it reach:
+    fresh anchors, each adjacent to its canary alone (under a declared bound they hold -f_k: the trees that read the
+    canary are at -C without it; without one they are zero rows), as many as put the canary in the most examples the
+    relation lets it reach:
 
     * a ``max_degree`` K in the config (DP-GNN), ``relation="input-graph"`` (the default): the sampler keeps every
       incoming edge from a training node and K is a declared bound on their number, so K anchors (the most the
@@ -156,8 +157,12 @@ def worst_case_design(method: Method, canary: CanaryConfig | None = None) -> Can
         degree = (k if input_graph else max(1, k // 2)) if k > 0 else NEIGHBOUR_ANCHORS
     else:
         degree = 0
+    # signed anchors (rows -f_k) make DP-GNN's trees the worst case; without a declared bound the anchors are zero
+    # rows, so an example that reads the canary through an aggregate (a GCN-normalised input mixes the anchor's own
+    # row in) holds +f_k only when the canary is there
+    signed = not (method.privacy_unit == "node" and k == 0 and degree > 0)
     return CanaryConfig(hops=0, degree=degree, scale=base.scale, pattern="dedicated", fresh_anchors=degree > 0,
-                        signed=True)
+                        signed=signed)
 
 
 #: the realised pair's check takes each world's rate of non-zero shifts at this one-sided lower confidence bound
