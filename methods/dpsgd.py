@@ -80,7 +80,7 @@ def gradient_hook(hook: GradientHook) -> Iterator[GradientHook]:
 
     _GRADIENT_HOOKS.append(hook)
     try:
-        with bridged():
+        with bridged(_GRADIENT_HOOKS):
             yield hook
     finally:
         _GRADIENT_HOOKS.remove(hook)

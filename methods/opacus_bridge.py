@@ -51,9 +51,8 @@ def _bridgeable(opt) -> bool:
 
 def _pre_step(real):
     def pre_step(self, closure=None):
-        from methods.dpsgd import _GRADIENT_HOOKS
-
-        hook = _GRADIENT_HOOKS[-1] if _GRADIENT_HOOKS else None  # the innermost, as DPOptimizer.step uses
+        hooks = _state.get("hooks") or []
+        hook = hooks[-1] if hooks else None  # the innermost, as methods.dpsgd.DPOptimizer.step uses
         if hook is None or not _bridgeable(self):
             return real(self, closure)
         if self.grad_samples is None or len(self.grad_samples) == 0:
@@ -109,15 +108,17 @@ def _forward(real):
 
 
 @contextlib.contextmanager
-def bridged() -> Iterator[None]:
-    """Within the block Opacus optimisers' steps go through the active gradient hooks (nested blocks share one
-    patch). A no-op where Opacus is not installed."""
+def bridged(hooks: list) -> Iterator[None]:
+    """Within the block Opacus optimisers' steps go through the innermost of ``hooks`` (the live list of active
+    gradient hooks, :func:`methods.dpsgd.gradient_hook`'s; nested blocks share one patch). A no-op where Opacus is
+    not installed."""
     try:
         from opacus.grad_sample.grad_sample_module import GradSampleModule
         from opacus.optimizers.optimizer import DPOptimizer
     except ImportError:  # pragma: no cover - opacus is a dependency
         yield
         return
+    _state["hooks"] = hooks
     if _state["depth"] == 0:
         _state["real"] = (DPOptimizer.pre_step, GradSampleModule.forward)
         DPOptimizer.pre_step = _pre_step(DPOptimizer.pre_step)
