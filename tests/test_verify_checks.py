@@ -179,6 +179,37 @@ def test_every_skipped_check_says_why_for_every_registered_method():
     assert seen_not_run  # the not-run path was exercised
 
 
+def test_no_check_passes_on_a_mechanism_it_could_not_see(monkeypatch):
+    """Registry-wide, whatever a check itself returns: wherever a white-box or mechanism check runs while the
+    ledger accounts a mechanism it covers that the suite did not see run, its PASS or SKIPPED row carries what
+    would make it run (so the headline is INCONCLUSIVE); only a VIOLATION stands as it is. Every registered
+    check is replaced by one that answers PASS, SKIPPED (not applicable) or VIOLATION without looking."""
+    from audits.verify import _run_or_skip
+
+    answers = {"PASS": lambda spec, b: Check(spec.name, b.seed, "PASS", "-", "-"),
+               "SKIPPED": lambda spec, b: Check(spec.name, b.seed, SKIPPED, "-", "-", "judged not applicable"),
+               "VIOLATION": lambda spec, b: Check(spec.name, b.seed, VIOLATION, "-", "-", "found")}
+    checked = 0
+    for spec, unit, (ledger, seen), (said, answer) in itertools.product(
+            REGISTRY.values(), sorted(UNITS), _observations(), answers.items()):
+        if spec.group not in ("white-box", "mechanism"):
+            continue
+        b = _Observed(ledger, seen)
+        if plan(spec, unit, None if spec.kinds == ANY else b.mechanisms()) != "run":
+            continue
+        stub = type(spec)(**{**spec.__dict__, "run": lambda bat, alpha, spec=spec, answer=answer: answer(spec, bat)})
+        c = _run_or_skip(stub, b, unit, 0.01)
+        covers = b.unobserved() if spec.kinds == ANY else b.unobserved() & spec.kinds
+        if said == "VIOLATION":
+            assert c.verdict == VIOLATION and not c.incomplete
+        elif covers:
+            assert c.incomplete and c.remedy, (spec.name, unit, ledger, seen, said, c)
+            checked += 1
+        else:
+            assert c.verdict == said and not c.incomplete
+    assert checked  # the unseen path was exercised for the checks that run
+
+
 @pytest.mark.parametrize("name", sorted(n for n, c in __import__("methods").available_methods().items()
                                         if c.__module__.startswith("methods.") and c.privacy_unit != "none"))
 def test_every_shipped_private_method_runs_every_ledger_mechanism_where_the_battery_sees_it(name, small_task):
