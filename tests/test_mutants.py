@@ -516,6 +516,30 @@ def _with_tasks(probe):
     return lambda fit, method, e, tasks: probe(fit, method, e)
 
 
+def probe_neighbour_rows(fit, method, e, tasks):
+    """The DP-SGD examples are not each node's own row: the served input (what the examples were cut from) is wider
+    than the raw features, or some row is not a multiple of the node's own raw row."""
+    run = fit(method, e)
+    raw = _dense(run.task.data.x).double()
+    xs = _dense(run.fitted.graph.x).double()
+    if xs.shape != raw.shape:
+        return True
+    cos = torch.nn.functional.cosine_similarity(xs, raw, dim=1)
+    own = (raw.norm(dim=1) > 0) & (xs.norm(dim=1) > 0)
+    return bool((cos[own] < 1 - 1e-6).any())
+
+
+def probe_shuffled_batches(fit, method, e, tasks):
+    """Every pass is a shuffled partition of the training nodes: the batch sizes repeat B (the last one of a pass
+    smaller) and a pass of ceil(n / B) steps draws exactly n examples."""
+    run = fit(method, e)
+    n = int(run.task.train_mask.sum())
+    b = get_method(method)(**{**get_method(method).smoke_config, **e.smoke}).config.batch_size
+    per_pass = math.ceil(n / min(b, n))
+    sizes = [s["batch"] for s in run.recorder.steps]
+    return len(set(sizes)) <= 2 and all(sum(sizes[i:i + per_pass]) == n for i in range(0, len(sizes), per_pass))
+
+
 PROBES = {
     "mutant-dp-mlp-noise": _with_tasks(probe_noise(0.01)),
     "mutant-drw-overlap": probe_overlap,
@@ -544,6 +568,10 @@ PROBES = {
     "mutant-dp-mlp-clip15": probe_clip_after_noise,  # one example's clipped gradient has norm 1.5 C > C
     "mutant-dp-mlp-rate2": probe_poisson_draws,
     "mutant-gap-node-degree15": probe_nap_fanout,
+    "mutant-dp-mlp-neighbours-sage": probe_neighbour_rows,
+    "mutant-dp-mlp-neighbours-sum": probe_neighbour_rows,
+    "mutant-dp-mlp-neighbours-gcn": probe_neighbour_rows,
+    "mutant-dp-mlp-shuffled": probe_shuffled_batches,
 }
 
 

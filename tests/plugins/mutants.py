@@ -41,6 +41,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from methods import inference as I
 from methods.base import Budget, FitContext, register
 from methods.dp_mlp import DPMLP
 from methods.dpgnn import DPGNNAdam, DPGNNSGD
@@ -840,6 +841,113 @@ class MutantDPMLPRate2(DPMLP):
             return super()._fit(ctx)
 
 
+def _hidden_bugs():
+    """tests/plugins/hidden_bugs.py (beside this file), loaded as a plugin file: the neighbour layouts and the
+    shuffled sampler a user's own code has, reused here for their zoo mutants."""
+    import sys
+    from pathlib import Path
+
+    from bench.plugins import load_plugin
+
+    path = Path(__file__).resolve().with_name("hidden_bugs.py")
+    load_plugin(str(path))
+    return sys.modules[f"bench_plugin_{abs(hash(str(path)))}"]
+
+
+class _NeighbourInputs(DPMLP):
+    """DP-MLP whose example for node v reads the rows of v's neighbours (``LAYOUT``, hidden_bugs.neighbour_inputs),
+    under DP-MLP's ledger (one example per node). Removing node u changes u's example and the example of each of
+    its training neighbours: 1 + deg(u) examples move where the ledger assumes one. True epsilon: unbounded (no
+    bound on the degree; with d training neighbours, group privacy of d + 1 examples)."""
+
+    LAYOUT = ""
+    inference_reads = frozenset({I.OWN_FEATURES, I.OTHER_FEATURES, I.EDGES})  # served from its aggregated input
+
+    def _fit(self, ctx: FitContext):
+        task = ctx.task
+        data = task.data.clone()
+        x = data.x.to_dense() if data.x.is_sparse else data.x
+        data.x = _hidden_bugs().neighbour_inputs(x.float(), data.edge_index, self.LAYOUT)  # BUG
+        return super()._fit(dataclasses.replace(ctx, task=dataclasses.replace(task, data=data)))
+
+
+@register("mutant-dp-mlp-neighbours-sage")
+class MutantDPMLPNeighboursSage(_NeighbourInputs):
+    description = "MUTANT: DP-MLP examples [x_v | mean of x_u over N(v)], accounted as independent nodes"
+    LAYOUT = "sage"
+
+
+@register("mutant-dp-mlp-neighbours-sum")
+class MutantDPMLPNeighboursSum(_NeighbourInputs):
+    description = "MUTANT: DP-MLP examples [x_v | sum of x_u over N(v)], accounted as independent nodes"
+    LAYOUT = "sum"
+
+
+@register("mutant-dp-mlp-neighbours-gcn")
+class MutantDPMLPNeighboursGCN(_NeighbourInputs):
+    description = "MUTANT: DP-MLP examples on the GCN-normalised aggregate of N(v) and v, accounted as independent nodes"
+    LAYOUT = "gcn"
+
+
+@register("mutant-dp-mlp-shuffled")
+class MutantDPMLPShuffled(DPMLP):
+    """Shuffled fixed-size batches (every training node once per epoch, the last batch of a pass smaller) under
+    DP-MLP's ledger of Poisson subsampling at rate B / n.
+
+    True epsilon: at least :func:`shuffled_pair_epsilon` (the pair of Chua et al., ICML 2024, that separates
+    shuffling from Poisson sampling)."""
+
+    description = "MUTANT: DP-MLP on shuffled fixed-size batches accounted as Poisson subsampling"
+
+    def _sampling(self, n: int, gen: torch.Generator):
+        sampler, family, sensitivity = super()._sampling(n, gen)
+        return _hidden_bugs().ShuffledBatches(n, self.config.batch_size, gen), family, sensitivity  # BUG
+
+
+def shuffled_pair_epsilon(n: int, batch: int, z: float, epochs: int, delta: float, samples: int = 400_000,
+                          seed: int = 0, shift: float = 2.0) -> float:
+    """A lower bound on the epsilon of ``epochs`` shuffled passes over ``n`` examples in batches of ``batch`` (the
+    last batch of a pass ``r = n - (T - 1) batch``, T = ceil(n / batch) steps per pass), Gaussian noise z C.
+
+    The pair (add/remove of x*): every other example's clipped gradient is -C on one coordinate, x*'s is +C. The
+    batch sizes do not depend on the data, so the step holding x* sums to (1 - B) C + C, two C above the same
+    step without it: a shift of ``shift`` = 2 in units of C where Poisson sampling's analysis can only use 1 (the
+    shift of x*'s own gradient on a coordinate no other example touches gives ``shift`` = 1, below the Poisson
+    claim). The last step's coordinate is dropped (post-processing: a lower bound), so per pass
+    P = (B / n) sum_{tau < T} N(shift e_tau, z^2 I) + (r / n) N(0, z^2 I) against Q = N(0, z^2 I), composed over the
+    passes. The hockey-stick divergences in both directions are Monte-Carlo estimates from ``samples`` draws
+    (seeded; about 1% apart between seeds at the zoo's configuration); epsilon is the larger root."""
+    t = math.ceil(n / batch)
+    r = n - (t - 1) * batch
+    if t < 2 or r < 2:
+        raise ValueError("the pair needs two or more steps per pass and a last batch of two or more")
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5AFF1E]))
+
+    def loss(y):
+        return np.log(r / n + (batch / n) * np.exp((2 * shift * y - shift ** 2) / (2 * z ** 2)).sum(-1))
+
+    under_p, under_q = np.zeros(samples), np.zeros(samples)
+    for _ in range(epochs):
+        y = rng.standard_normal((samples, t - 1)) * z
+        under_q += loss(y)
+        pos = rng.integers(0, n, samples)
+        full = np.nonzero(pos < (t - 1) * batch)[0]
+        y[full, pos[full] // batch] += shift
+        under_p += loss(y)
+
+    def root(div) -> float:
+        if div(0.0) <= delta:
+            return 0.0
+        lo, hi = 0.0, 100.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if div(mid) > delta else (lo, mid)
+        return lo
+
+    return max(root(lambda e: float(np.mean(np.clip(1 - np.exp(e - under_p), 0, None)))),
+               root(lambda e: float(np.mean(np.clip(1 - np.exp(e + under_q), 0, None)))))
+
+
 # ======================================================================================
 # The record
 # ======================================================================================
@@ -887,6 +995,9 @@ TRUE_GAPEDGE125, CLAIMED_GAPEDGE125 = 1.2831, 0.99971
 TRUE_CLIP15, CLAIMED_CLIP15 = 1.5786, 0.99970
 TRUE_RATE2, CLAIMED_RATE2 = 2.1768, 0.99970
 TRUE_DEGREE15, CLAIMED_DEGREE15 = 1.1784, 0.99969
+#: DP-MLP's claim at the verification defaults, and the shuffled mutant's lower bound there (derive)
+CLAIMED_DPMLP = 0.99971
+TRUE_SHUFFLED = 1.7613
 #: the canary designs of scripts/audit_table.py, which flag the original mutants (tests/test_audit.py, slow)
 _AUDIT_TABLE = "scripts/audit_table.py's canary design"
 
@@ -1140,6 +1251,27 @@ def _entries() -> list[ZooEntry]:
                  {}, "the DP-MLP ledger at batch size 2B (Poisson rate 2q), same z and steps",
                  note="ledger-counts' binomial test on the batch sizes, occurrences' Chernoff bound on a canary's "
                       "draws: both see twice the accounted rate against a 1.05x tolerance"),
+        # ---- a user's own DP-SGD: examples that read the neighbours, shuffled batches ----------------------
+        *(ZooEntry(f"mutant-dp-mlp-neighbours-{layout}", "dp-mlp", "dp-mlp", "node",
+                   f"each DP-SGD example reads the neighbours' rows ({what}); the ledger counts one example per node",
+                   "unbounded", CLAIMED_DPMLP, INF,
+                   ("occurrences",),
+                   {}, "removing node u moves u's example and each training neighbour's: 1 + deg(u) examples, "
+                       "and nothing bounds the degree",
+                   also_checks=("gradient-canaries", "input-canaries", "multi-run"),
+                   note="occurrences counts a canary's column wherever the traced input layout "
+                        "(audits.checks._layout) carries it: the node's own block and its neighbours' aggregates")
+          for layout, what in (("sage", "[x_v | mean of x_u over N(v)]"), ("sum", "[x_v | sum of x_u over N(v)]"),
+                               ("gcn", "the GCN-normalised aggregate of v and N(v)"))),
+        ZooEntry("mutant-dp-mlp-shuffled", "dp-mlp", "dp-mlp", "node",
+                 "shuffled fixed-size batches (each node once per epoch) accounted as Poisson subsampling at B / n",
+                 TRUE_SHUFFLED, CLAIMED_DPMLP, TRUE_SHUFFLED / CLAIMED_DPMLP,
+                 ("ledger-counts",),
+                 {}, "a lower bound: shuffled_pair_epsilon, the pair of Chua et al. (ICML 2024) with the other "
+                     "examples' clipped gradients at -C on the canary's coordinate (Monte Carlo, 400,000 draws)",
+                 note="ledger-counts' batch-size shape test (audits.checks.ledger_counts.poisson_shape): every batch "
+                      "of a pass has exactly B examples, which Poisson sampling almost never gives; the canary "
+                      "audits use x*'s own coordinate, where shuffling costs less than the claim"),
     ]
 
 
@@ -1224,6 +1356,10 @@ def _true_epsilon(name: str, fitted, task, budget: Budget) -> float:
         d = int(round(SUBTLE_SENSITIVITY * kw["max_degree"]))
         return _map_events(led, lambda e: dataclasses.replace(e, sensitivity=math.sqrt(d))
                            if e.kind == "gaussian" else e).epsilon(delta)
+    if name == "mutant-dp-mlp-shuffled":
+        per_pass = math.ceil(kw["num_train"] / kw["batch_size"])
+        return shuffled_pair_epsilon(kw["num_train"], kw["batch_size"], kw["noise_multiplier"],
+                                     kw["steps"] // per_pass, delta)
     if name == "mutant-dp-mlp-rate2":
         return _rebuild(led, batch_size=int(SUBTLE_RATE * kw["batch_size"])).epsilon(delta)
     raise KeyError(f"no derivation for {name}")
