@@ -29,13 +29,15 @@ class _Params:
 
 class OpacusView:
     """What a gradient hook reads of an Opacus optimiser, named as :class:`methods.dpsgd.DPOptimizer` names it:
-    ``grads.params`` (name, parameter) pairs, ``clip`` (max_grad_norm), ``per_layer`` (False), ``generator``."""
+    ``grads.params`` (name, parameter) pairs, ``clip`` (max_grad_norm), ``per_layer`` (False), ``quantile`` (None: a
+    fixed threshold), ``generator``."""
 
     def __init__(self, opt) -> None:
         self.opt = opt
         self.grads = _Params(opt.params)
         self.clip = float(opt.max_grad_norm)
         self.per_layer = False
+        self.quantile = None
         self.generator = getattr(opt, "generator", None)
 
 

@@ -572,6 +572,8 @@ PROBES = {
     "mutant-dp-mlp-neighbours-sum": probe_neighbour_rows,
     "mutant-dp-mlp-neighbours-gcn": probe_neighbour_rows,
     "mutant-dp-mlp-shuffled": probe_shuffled_batches,
+    "mutant-dp-mlp-opacus-shuffled": probe_shuffled_batches,
+    "mutant-dp-mlp-opacus-undernoised": _with_tasks(probe_noise(0.5)),
 }
 
 

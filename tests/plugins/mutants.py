@@ -841,17 +841,21 @@ class MutantDPMLPRate2(DPMLP):
             return super()._fit(ctx)
 
 
-def _hidden_bugs():
-    """tests/plugins/hidden_bugs.py (beside this file), loaded as a plugin file: the neighbour layouts and the
-    shuffled sampler a user's own code has, reused here for their zoo mutants."""
+def _sibling(filename: str):
+    """A plugin file beside this one, loaded as a plugin file (its methods register once, whichever loads it)."""
     import sys
     from pathlib import Path
 
     from bench.plugins import load_plugin
 
-    path = Path(__file__).resolve().with_name("hidden_bugs.py")
+    path = Path(__file__).resolve().with_name(filename)
     load_plugin(str(path))
     return sys.modules[f"bench_plugin_{abs(hash(str(path)))}"]
+
+
+def _hidden_bugs():
+    """tests/plugins/hidden_bugs.py: the neighbour layouts and the shuffled sampler a user's own code has."""
+    return _sibling("hidden_bugs.py")
 
 
 class _NeighbourInputs(DPMLP):
@@ -902,6 +906,36 @@ class MutantDPMLPShuffled(DPMLP):
     def _sampling(self, n: int, gen: torch.Generator):
         sampler, family, sensitivity = super()._sampling(n, gen)
         return _hidden_bugs().ShuffledBatches(n, self.config.batch_size, gen), family, sensitivity  # BUG
+
+
+class _OpacusDPMLP(DPMLP):
+    """DP-MLP's configuration and ledger, trained through Opacus's ``make_private`` as a researcher would
+    (tests/plugins/opacus_plugin.py's ``fit_with_opacus``: an MLP of one hidden layer, SGD); ``bench verify`` reads
+    its steps through methods.opacus_bridge."""
+
+    POISSON, NOISE = True, 1.0
+
+    def _fit(self, ctx: FitContext):
+        return _sibling("opacus_plugin.py").fit_with_opacus(ctx, self.config, poisson_sampling=self.POISSON,
+                                                             noise_factor=self.NOISE)
+
+
+@register("mutant-dp-mlp-opacus-shuffled")
+class MutantDPMLPOpacusShuffled(_OpacusDPMLP):
+    """Opacus ``make_private(poisson_sampling=False)``: the DataLoader's shuffled fixed-size batches under DP-MLP's
+    Poisson ledger. True epsilon: at least :func:`shuffled_pair_epsilon`."""
+
+    description = "MUTANT: DP-MLP through Opacus with poisson_sampling=False, accounted as Poisson subsampling"
+    POISSON = False  # BUG
+
+
+@register("mutant-dp-mlp-opacus-undernoised")
+class MutantDPMLPOpacusUndernoised(_OpacusDPMLP):
+    """Opacus's optimiser given half the noise multiplier the ledger states. True epsilon: the DP-MLP ledger at
+    z / 2."""
+
+    description = "MUTANT: DP-MLP through Opacus with half the accounted noise multiplier"
+    NOISE = 0.5  # BUG
 
 
 def shuffled_pair_epsilon(n: int, batch: int, z: float, epochs: int, delta: float, samples: int = 400_000,
@@ -998,6 +1032,7 @@ TRUE_DEGREE15, CLAIMED_DEGREE15 = 1.1784, 0.99969
 #: DP-MLP's claim at the verification defaults, and the shuffled mutant's lower bound there (derive)
 CLAIMED_DPMLP = 0.99971
 TRUE_SHUFFLED = 1.7613
+TRUE_OPACUS_SHUFFLED, TRUE_OPACUS_HALF = 1.7613, 2.2167
 #: the canary designs of scripts/audit_table.py, which flag the original mutants (tests/test_audit.py, slow)
 _AUDIT_TABLE = "scripts/audit_table.py's canary design"
 
@@ -1272,6 +1307,21 @@ def _entries() -> list[ZooEntry]:
                  note="ledger-counts' batch-size shape test (audits.checks.ledger_counts.poisson_shape): every batch "
                       "of a pass has exactly B examples, which Poisson sampling almost never gives; the canary "
                       "audits use x*'s own coordinate, where shuffling costs less than the claim"),
+        ZooEntry("mutant-dp-mlp-opacus-shuffled", "dp-mlp", "dp-mlp", "node",
+                 "trained through Opacus make_private(poisson_sampling=False): shuffled fixed-size batches accounted "
+                 "as Poisson subsampling",
+                 TRUE_OPACUS_SHUFFLED, CLAIMED_DPMLP, TRUE_OPACUS_SHUFFLED / CLAIMED_DPMLP,
+                 ("ledger-counts",),
+                 {}, "a lower bound: shuffled_pair_epsilon (as mutant-dp-mlp-shuffled; the DataLoader's last batch "
+                     "of a pass is smaller)",
+                 note="Opacus's steps reach the white-box checks through methods.opacus_bridge, with no line in the "
+                      "method; ledger-counts' batch-size shape test sees the shuffled batches"),
+        ZooEntry("mutant-dp-mlp-opacus-undernoised", "dp-mlp", "dp-mlp", "node",
+                 "trained through Opacus with half the noise multiplier the ledger states",
+                 TRUE_OPACUS_HALF, CLAIMED_DPMLP, TRUE_OPACUS_HALF / CLAIMED_DPMLP,
+                 ("noise-calibration",),
+                 {}, "the DP-MLP ledger (same rate and steps) at noise multiplier z / 2",
+                 also_checks=("gradient-canaries", "input-canaries", "multi-run")),
     ]
 
 
@@ -1356,7 +1406,9 @@ def _true_epsilon(name: str, fitted, task, budget: Budget) -> float:
         d = int(round(SUBTLE_SENSITIVITY * kw["max_degree"]))
         return _map_events(led, lambda e: dataclasses.replace(e, sensitivity=math.sqrt(d))
                            if e.kind == "gaussian" else e).epsilon(delta)
-    if name == "mutant-dp-mlp-shuffled":
+    if name == "mutant-dp-mlp-opacus-undernoised":
+        return _map_events(led, _scale_dpsgd(0.5)).epsilon(delta)
+    if name in ("mutant-dp-mlp-shuffled", "mutant-dp-mlp-opacus-shuffled"):
         per_pass = math.ceil(kw["num_train"] / kw["batch_size"])
         return shuffled_pair_epsilon(kw["num_train"], kw["batch_size"], kw["noise_multiplier"],
                                      kw["steps"] // per_pass, delta)

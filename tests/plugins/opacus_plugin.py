@@ -54,6 +54,48 @@ class OpacusFitted(Fitted):
         return {"x": self.x}
 
 
+def fit_with_opacus(ctx: FitContext, c, *, poisson_sampling: bool = True, noise_factor: float = 1.0) -> Fitted:
+    """An MLP over each node's own row trained with Opacus's ``make_private`` (``c``: hidden, lr, epochs, batch_size,
+    clip), its noise multiplier z calibrated to the DP-MLP ledger and the optimiser given ``noise_factor`` x z."""
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    task, budget = ctx.task, ctx.budget
+    train = task.train_mask.nonzero().view(-1)
+    n = int(train.numel())
+    if n == 0:
+        raise ConfigError(f"{task.dataset}/{task.split} has no training node")
+    b = min(c.batch_size, n)
+    steps = c.epochs * math.ceil(n / b)
+
+    def ledger_for(z: float):
+        return presets.dp_mlp(num_train=n, batch_size=b, noise_multiplier=z, steps=steps)
+
+    z = calibrate_noise(ledger_for, budget.epsilon, budget.delta)
+    x = (task.data.x.to_dense() if task.data.x.is_sparse else task.data.x).float()
+    with ctx.init():
+        model = torch.nn.Sequential(torch.nn.Linear(task.num_features, c.hidden), torch.nn.ReLU(),
+                                    torch.nn.Linear(c.hidden, task.num_classes))
+    loader = DataLoader(TensorDataset(x[train], task.data.y[train]), batch_size=b, shuffle=True,
+                        generator=ctx.generator("sampler"))
+    engine = PrivacyEngine(accountant="rdp")
+    model, opt, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=c.lr), data_loader=loader,
+        noise_multiplier=z * noise_factor, max_grad_norm=c.clip, poisson_sampling=poisson_sampling,
+        noise_generator=ctx.generator("noise"))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for _ in range(c.epochs):
+        for xb, yb in loader:
+            opt.zero_grad()
+            if xb.size(0):
+                loss_fn(model(xb), yb).backward()
+            else:  # an empty Poisson batch: Opacus still steps (noise only)
+                model(xb).sum().backward()
+            opt.step()
+    net = model._module
+    return OpacusFitted(net, x, ledger_for(z), {"noise_multiplier": z, "steps": steps})
+
+
 @register("opacus-dp-mlp")
 class OpacusDPMLP(Method):
     """Node-level DP-SGD on an MLP through Opacus's ``make_private`` (Poisson sampling)."""
@@ -67,43 +109,8 @@ class OpacusDPMLP(Method):
     noise_factor = 1.0  # the optimiser's noise multiplier / the ledger's
 
     def _fit(self, ctx: FitContext) -> Fitted:
-        from opacus import PrivacyEngine
-        from torch.utils.data import DataLoader, TensorDataset
-
-        task, budget, c = ctx.task, ctx.budget, self.config
-        train = task.train_mask.nonzero().view(-1)
-        n = int(train.numel())
-        if n == 0:
-            raise ConfigError(f"{task.dataset}/{task.split} has no training node")
-        b = min(c.batch_size, n)
-        steps = c.epochs * math.ceil(n / b)
-
-        def ledger_for(z: float):
-            return presets.dp_mlp(num_train=n, batch_size=b, noise_multiplier=z, steps=steps)
-
-        z = calibrate_noise(ledger_for, budget.epsilon, budget.delta)
-        x = (task.data.x.to_dense() if task.data.x.is_sparse else task.data.x).float()
-        with ctx.init():
-            model = torch.nn.Sequential(torch.nn.Linear(task.num_features, c.hidden), torch.nn.ReLU(),
-                                        torch.nn.Linear(c.hidden, task.num_classes))
-        loader = DataLoader(TensorDataset(x[train], task.data.y[train]), batch_size=b, shuffle=True,
-                            generator=ctx.generator("sampler"))
-        engine = PrivacyEngine(accountant="rdp")
-        model, opt, loader = engine.make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=c.lr), data_loader=loader,
-            noise_multiplier=z * self.noise_factor, max_grad_norm=c.clip, poisson_sampling=self.poisson_sampling,
-            noise_generator=ctx.generator("noise"))
-        loss_fn = torch.nn.CrossEntropyLoss()
-        for _ in range(c.epochs):
-            for xb, yb in loader:
-                opt.zero_grad()
-                if xb.size(0):
-                    loss_fn(model(xb), yb).backward()
-                else:  # an empty Poisson batch: Opacus still steps (noise only)
-                    model(xb).sum().backward()
-                opt.step()
-        net = model._module
-        return OpacusFitted(net, x, ledger_for(z), {"noise_multiplier": z, "steps": steps})
+        return fit_with_opacus(ctx, self.config, poisson_sampling=self.poisson_sampling,
+                               noise_factor=self.noise_factor)
 
 
 @register("opacus-dp-mlp-shuffled")
