@@ -125,14 +125,14 @@ def false_alarm_table(records: list[dict]) -> str:
     out = [f"{len(alarms)} false alarm(s) in {len(runs)} verifications of shipped methods"
            + (f"; {len(unsure)} INCONCLUSIVE" if unsure else "") + (f"; {len(errors)} did not run" if errors else ""),
            "",
-           "| dataset | method | settings | verifications | PASS | VIOLATION | ERROR | median seconds |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| dataset | method | settings | verifications | PASS | INCONCLUSIVE | VIOLATION | ERROR | median seconds |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for (ds, m, over), rs in sorted(rows.items()):
         secs = [r["seconds"] for r in rs if "seconds" in r]
-        n = {v: sum(r.get("verdict") == v for r in rs) for v in ("PASS", "VIOLATION", "ERROR")}
-        out.append(f"| {ds} | {m} | {over} | {len(rs)} | {n['PASS']} | {n['VIOLATION']} | {n['ERROR']} | "
-                   f"{statistics.median(secs):.0f} |" if secs else
-                   f"| {ds} | {m} | {over} | {len(rs)} | {n['PASS']} | {n['VIOLATION']} | {n['ERROR']} | - |")
+        n = {v: sum(r.get("verdict") == v for r in rs) for v in ("PASS", "INCONCLUSIVE", "VIOLATION", "ERROR")}
+        counts = f"{n['PASS']} | {n['INCONCLUSIVE']} | {n['VIOLATION']} | {n['ERROR']}"
+        out.append(f"| {ds} | {m} | {over} | {len(rs)} | {counts} | "
+                   + (f"{statistics.median(secs):.0f} |" if secs else "- |"))
     out += [f"- VIOLATION {r['key']}: {r['violations']} {r.get('details')}" for r in alarms]
     out += [f"- INCONCLUSIVE {r['key']}: {r.get('not_run')}" for r in unsure]
     out += [f"- ERROR {r['key']}: {r.get('error')}" for r in errors]
