@@ -75,6 +75,16 @@ def _declared_commands(origin: str | None) -> list[tuple[str, str]]:
     return out
 
 
+class _Version(argparse.Action):
+    """``--version``: :func:`bench.version.current`, computed only when asked (it runs git)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ARG002
+        from bench.version import current
+
+        print(f"bench {current()}")
+        parser.exit()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``bench`` parser. Only ``command``'s module is imported and its real parser built; every other command
     is a placeholder with its help line (enough for ``bench --help`` and for choosing the command)."""
@@ -85,6 +95,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
              help="import modules or .py files that register extra methods (comma-separated or repeated; before the "
                   "command)")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version (off a release: +<commits since it>.g<commit>) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     sub.required = True
     for name, (module, help_text) in command_index().items():

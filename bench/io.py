@@ -111,14 +111,32 @@ def check_writable(path: str | os.PathLike | None, option: str = "--output", dir
         check_output_file(path, option)
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux), else set and restored."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | os.PathLike, write: Callable[[str], None], suffix: str = ".tmp") -> None:
-    """Call ``write(tmp_path)``, then rename the temporary file onto ``path`` (removed if anything fails)."""
+    """Call ``write(tmp_path)``, then rename the temporary file onto ``path`` (removed if anything fails). The file
+    gets the mode a plain ``open(path, "w")`` would give it (the umask's; a replaced file's own), not the
+    temporary file's private 0600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     os.close(fd)
     try:
         write(tmp)
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

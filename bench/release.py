@@ -19,10 +19,14 @@ Every tracked run logs, under the artefact folder ``release/``:
   :func:`bench.provenance.predictions_hash`, the tag the leaderboard's records carry) and the torch version that
   wrote them.
 
-:func:`load` downloads the three files, checks both digests, unpickles the served model onto the device asked for
-(``torch.load``'s ``map_location``: a model fitted on a GPU loads on a CPU and back) and checks that it serves the
-recorded posteriors before any attack sees it. Unpickling runs code: load artefacts only from a tracking store you
-trust (your own runs), as for any pickled model.
+:func:`load` downloads the three files and checks their digests against the run's tags in the tracking store
+(``release.sha256``, ``release.served_sha256``, ``release.posteriors_sha256``: a manifest rewritten beside tampered
+files does not pass), then against the manifest; it rebuilds the served model onto the device asked for
+(``map_location``: a model fitted on a GPU loads on a CPU and back) with the restricted unpickler of
+:mod:`bench.safe_load` (``weights_only=True``, an allowlist of served-state classes checked before anything is
+unpickled: a payload is refused, never run), and checks that it serves the recorded posteriors and that its release
+is ``release.pt``'s, before any attack sees it. A run logged before ``release.served_sha256`` was tagged has its
+served model checked through the posteriors and the release only.
 """
 
 from __future__ import annotations
@@ -151,13 +155,49 @@ def save(fitted: Any, task: Any, folder: str | Path) -> Manifest:
     return manifest
 
 
-def read(folder: str | Path, task: Any, device: Any = "cpu") -> tuple[Any, Manifest]:
+#: the run tags that :func:`log` writes and :func:`load` checks the downloaded files against, by manifest field
+TAGS = {"release_sha256": "release.sha256", "served_sha256": "release.served_sha256",
+        "posteriors_sha256": "release.posteriors_sha256"}
+
+
+def _check_tags(manifest: Manifest, tags: dict[str, str]) -> None:
+    """The manifest's digests equal the ones the run tagged when it logged the artefact (a tag the run predates is
+    skipped; the release and the posteriors are tagged by every run that logged an artefact)."""
+    for field, tag in TAGS.items():
+        want = tags.get(tag)
+        if want is None and tag != TAGS["served_sha256"]:
+            raise BenchError(f"released model: the run has no {tag} tag to check its artefact against")
+        if want is not None and getattr(manifest, field) != want:
+            raise BenchError(f"released model: the artefact's {field} is not the one the run tagged ({tag}): the "
+                             "files were changed after the run logged them")
+
+
+def _same_release(fitted: Any, folder: Path) -> None:
+    """The served model's release is the file ``release.pt`` (and so the tagged release): an attack of the served
+    model attacks the weights the run released."""
+    def dense(t: torch.Tensor) -> torch.Tensor:
+        return t.to_dense() if t.layout != torch.strided else t
+
+    served, released = _cpu(fitted.release()), release_tensors(folder)
+    if set(served) != set(released) or any(
+            served[k].shape != released[k].shape or not torch.equal(dense(served[k]), dense(released[k]))
+            for k in served):
+        raise BenchError("released model: the served model's release is not release.pt's")
+
+
+def read(folder: str | Path, task: Any, device: Any = "cpu", tags: dict[str, str] | None = None
+         ) -> tuple[Any, Manifest]:
     """The served model in ``folder`` (written by :func:`save`: release + serving state, the latter not a release) on
-    ``device``, checked against its manifest."""
+    ``device``, checked against the run's ``tags`` (:data:`TAGS`; a tracked run's, when given) and its manifest, and
+    rebuilt without running code (:mod:`bench.safe_load`)."""
+    from bench import safe_load
+
     folder = Path(folder)
     if not (folder / MANIFEST_FILE).is_file():
         raise ReleaseMissing(f"no released model in {folder} ({MANIFEST_FILE} missing)")
     manifest = Manifest.from_dict(json.loads((folder / MANIFEST_FILE).read_text()))
+    if tags is not None:
+        _check_tags(manifest, tags)
     if manifest.served_error:
         raise ReleaseMissing(f"the run logged its release but not its served model, which could not be pickled "
                              f"({manifest.served_error}): give the Fitted picklable attributes (no lambdas) to make "
@@ -165,9 +205,17 @@ def read(folder: str | Path, task: Any, device: Any = "cpu") -> tuple[Any, Manif
     for name, want in ((RELEASE_FILE, manifest.release_sha256), (SERVED_FILE, manifest.served_sha256)):
         if _sha256(folder / name) != want:
             raise BenchError(f"released model: {name} does not match its manifest's sha256 (corrupted artefact)")
-    with gzip.open(folder / SERVED_FILE, "rb") as f, warnings.catch_warnings():
+    try:
+        with gzip.open(folder / SERVED_FILE, "rb") as f:
+            data = f.read()
+    except (OSError, EOFError) as e:
+        raise BenchError(f"released model: {SERVED_FILE} is not a gzip file ({e})") from None
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # torch: "sparse CSR support is in beta" on a CSR adjacency
-        fitted = torch.load(f, map_location=torch.device(device), weights_only=False)
+        fitted = safe_load.load(data, device)
+    if not callable(getattr(fitted, "predict_proba", None)):
+        raise BenchError(f"released model: {SERVED_FILE} holds a {type(fitted).__name__}, not a fitted model")
+    _same_release(fitted, folder)
     got = posteriors_hash(fitted.predict_proba())
     if got != manifest.posteriors_sha256:
         raise BenchError(f"released model: the loaded model serves other posteriors than the run recorded "
@@ -196,8 +244,8 @@ def log(run: Any, fitted: Any, task: Any) -> Manifest | None:
     with tempfile.TemporaryDirectory(prefix="bench-release-") as d:
         manifest = save(fitted, task, d)
         run.log_artifacts(d, ARTIFACT_DIR)
-    run.set_tags({"release.posteriors_sha256": manifest.posteriors_sha256,
-                  "release.sha256": manifest.release_sha256, "release.bytes": manifest.served_bytes})
+    run.set_tags({**{tag: getattr(manifest, field) for field, tag in TAGS.items()},
+                  "release.bytes": manifest.served_bytes})
     return manifest
 
 
@@ -212,10 +260,10 @@ def load(run_id: str, task: Any, device: Any = "cpu") -> tuple[Any, Manifest]:
             folder = tracking.download_artifacts(run_id, ARTIFACT_DIR, d)
         except FileNotFoundError as e:
             raise ReleaseMissing(f"run {run_id} logged no released model ({e})") from None
-        return read(folder, task, device)
+        return read(folder, task, device, dict(tracking.client().get_run(run_id).data.tags))
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
 
 __all__ = ["ARTIFACT_DIR", "Manifest", "ReleaseMissing", "SERVED_MODEL", "SOURCE_RECORDED", "SOURCE_REEXECUTED",
-           "SOURCE_REFIT", "load", "log", "posteriors_hash", "read", "release_tensors", "save"]
+           "SOURCE_REFIT", "TAGS", "load", "log", "posteriors_hash", "read", "release_tensors", "save"]

@@ -309,7 +309,10 @@ class TrackedRun:
 
 def start_run(experiment: str, run_name: str, tags: dict[str, Any] | None = None,
               parent: TrackedRun | None = None) -> TrackedRun:
-    all_tags = {"git_commit": git_commit(), **({"code_tree": code_tree()} if code_tree() else {}), **(tags or {})}
+    from bench.version import current
+
+    all_tags = {"git_commit": git_commit(), "bench_version": current(),
+                **({"code_tree": code_tree()} if code_tree() else {}), **(tags or {})}
     if parent is not None and parent.enabled:
         all_tags["mlflow.parentRunId"] = parent.run_id
     run = client().create_run(experiment_id(experiment), run_name=run_name,

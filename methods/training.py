@@ -230,3 +230,8 @@ def feature_map(normalize_features: bool) -> Callable[[Tensor], Tensor]:
 
 def _identity(x: Tensor) -> Tensor:
     return x
+
+
+#: the functions a served model may hold (a :class:`FeatureQueryFitted`'s ``feature_map``): pure, safe to call on
+#: any argument, so the restricted loader of served models (:mod:`bench.safe_load`) may rebuild a reference to them
+SERVED_FUNCTIONS = (row_normalize, _identity)

@@ -1,8 +1,16 @@
 """A run's released model as an artefact (bench.release): every method's served model round-trips, tracked runs log
 it, and attacks of a recorded run hit that artefact, never a refit."""
 
+import dataclasses
 import gzip
 import json
+import os
+import shutil
+import subprocess
+import sys
+from urllib.parse import unquote, urlsplit
+
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,7 +18,7 @@ import torch
 from bench import release
 from bench.cli import load_plugin
 from methods import Budget, available_methods, get_method
-from tests.conftest import REPO
+from tests.conftest import REPO, bench_env
 
 load_plugin(str(REPO / "tests" / "plugins" / "example_plugin.py"))
 METHODS = sorted(available_methods())
@@ -101,6 +109,25 @@ def test_a_manifest_from_before_serving_state_reads_as_unknown(small_task, tmp_p
     assert old.serving_keys is None
 
 
+def _rewrite_served(folder, obj):
+    """Replace the served model by ``obj`` and make the manifest beside it agree (what a forger would do)."""
+    with gzip.open(folder / release.SERVED_FILE, "wb") as f:
+        torch.save(obj, f)
+    manifest = json.loads((folder / release.MANIFEST_FILE).read_text())
+    manifest["served_sha256"] = release._sha256(folder / release.SERVED_FILE)
+    (folder / release.MANIFEST_FILE).write_text(json.dumps(manifest))
+
+
+class _Payload:
+    """A pickle that runs a shell command when an unrestricted unpickler loads it."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
 def test_a_corrupted_or_foreign_artefact_is_refused(small_task, tmp_path):
     from bench.datasets import load_dataset
     from bench.splits import make_task
@@ -111,17 +138,18 @@ def test_a_corrupted_or_foreign_artefact_is_refused(small_task, tmp_path):
     other = make_task(load_dataset("csbm:nodes=200,classes=3,features=8,degree=6"), "random-75-10-15", 1)
     with pytest.raises(BenchError, match="differ from the recorded"):
         release.read(tmp_path, other)
-    # a model that serves other posteriors than the manifest records (files rewritten consistently)
+    # a model that serves other posteriors than the manifest records (files rewritten consistently): through its
+    # serving state, then through weights that are not release.pt's
     tweaked = fitted
+    tweaked.graph = dataclasses.replace(tweaked.graph, x=tweaked.graph.x.flip(0))
+    tweaked._proba = None
+    _rewrite_served(tmp_path, tweaked)
+    with pytest.raises(BenchError, match="other posteriors"):
+        release.read(tmp_path, task)
     with torch.no_grad():
         next(tweaked.model.parameters()).add_(1.0)
-    tweaked._proba = None
-    with gzip.open(tmp_path / release.SERVED_FILE, "wb") as f:
-        torch.save(tweaked, f)
-    manifest = json.loads((tmp_path / release.MANIFEST_FILE).read_text())
-    manifest["served_sha256"] = release._sha256(tmp_path / release.SERVED_FILE)
-    (tmp_path / release.MANIFEST_FILE).write_text(json.dumps(manifest))
-    with pytest.raises(BenchError, match="other posteriors"):
+    _rewrite_served(tmp_path, tweaked)
+    with pytest.raises(BenchError, match="is not release.pt's"):
         release.read(tmp_path, task)
     (tmp_path / release.RELEASE_FILE).write_bytes(b"x")
     with pytest.raises(BenchError, match="sha256"):
@@ -176,3 +204,70 @@ def test_a_run_without_artefact_is_an_error_before_any_attack():
                   overrides={"epochs": 2}, experiment="release-test-none", log_release=False)
     with pytest.raises(release.ReleaseMissing):
         api.attack_recorded(r.run_id, "threshold", experiment="release-test-none", device="cpu")
+
+
+def test_a_planted_payload_or_a_zeroed_release_is_refused_with_exit_2_and_no_payload_runs(tmp_path, capsys):
+    """Artefacts load without running code and are checked against the run's tags, not only the manifest beside
+    them: a served model carrying a payload (manifest rewritten to match) and a zeroed release.pt (likewise) are each
+    refused by ``bench attack --run`` with one ``error:`` line and exit 2, and the payload never runs."""
+    from bench import api, tracking
+
+    [r] = api.run("dp-mlp", "csbm:nodes=200,classes=3,features=8,degree=6", split="random-75-10-15", epsilon=4,
+                  seeds=[1], overrides={"epochs": 2}, experiment="release-tamper")
+    folder = Path(unquote(urlsplit(tracking.client().get_run(r.run_id).info.artifact_uri).path)) / release.ARTIFACT_DIR
+    pristine = tmp_path / "pristine"
+    shutil.copytree(folder, pristine)
+    marker = tmp_path / "payload-ran"
+    # the payload is live: an unrestricted loader runs it (so this test can fail)
+    probe = tmp_path / "probe.pt"
+    torch.save(_Payload(marker), probe)
+    torch.load(probe, weights_only=False)
+    assert marker.exists()
+    marker.unlink()
+
+    argv = ["attack", "--run", r.run_id, "--attack", "threshold", "--no-progress", "--bootstrap", "0",
+            "--experiment", "release-tamper"]
+
+    def attack(subprocess_=False):
+        """``bench attack --run``: as a process (the payload case), else through the CLI's ``main`` (faster)."""
+        if subprocess_:
+            return subprocess.run([sys.executable, "-m", "bench", *argv], capture_output=True, text=True,
+                                  env=bench_env(), cwd=tmp_path, timeout=300)
+        from bench.cli import main
+
+        rc = main(argv)
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, rc, captured.out, captured.err)
+
+    _rewrite_served(folder, _Payload(marker))
+    out = attack()
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("error:") and "(release.served_sha256)" in out.stderr
+    assert not marker.exists()
+    # a run logged before the served model's digest was tagged: the restricted loader refuses the payload itself
+    tracking.client().delete_tag(r.run_id, release.TAGS["served_sha256"])
+    out = attack(subprocess_=True)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("error:") and "posix.system" in out.stderr
+    assert not marker.exists()
+    with pytest.raises(release.BenchError, match="posix.system"):
+        release.read(folder, None)  # no tags: the restricted loader alone refuses it
+    assert not marker.exists()
+
+    shutil.rmtree(folder)
+    shutil.copytree(pristine, folder)
+    zeroed = {k: torch.zeros_like(v) for k, v in release.release_tensors(folder).items()}
+    torch.save(zeroed, folder / release.RELEASE_FILE)
+    manifest = json.loads((folder / release.MANIFEST_FILE).read_text())
+    manifest["release_sha256"] = release._sha256(folder / release.RELEASE_FILE)
+    (folder / release.MANIFEST_FILE).write_text(json.dumps(manifest))
+    out = attack()
+    assert out.returncode == 2, out.stderr
+    assert "not the one the run tagged (release.sha256)" in out.stderr.strip().splitlines()[-1]
+
+    shutil.rmtree(folder)
+    shutil.copytree(pristine, folder)
+    from bench.recorded import recorded_setting
+
+    setting = recorded_setting(dict(tracking.client().get_run(r.run_id).data.params))
+    release.load(r.run_id, setting.task)  # the untouched artefact loads (less its deleted tag)

@@ -88,6 +88,10 @@ def library_version(distribution: str) -> str:
     importing it."""
     from importlib.metadata import PackageNotFoundError, version
 
+    if distribution == "dp-gnn-bench":  # what this checkout runs as, not only the last release's number
+        from bench.version import current
+
+        return f"{distribution} {current()}"
     try:
         return f"{distribution} {version(distribution)}"
     except PackageNotFoundError:

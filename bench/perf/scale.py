@@ -241,7 +241,7 @@ def _child_fit(path: str, method: str, device: str, seed: int, max_epochs: int) 
     from methods.streams import RunStreams
 
     t = time.perf_counter()
-    g = torch.load(path, weights_only=False)
+    g = torch.load(path, weights_only=True)  # a dict of tensors, names and counts: no code to run
     n = int(g["y"].numel())
     ds = GraphDataset(name=g["name"], data=Data(x=g["x"], y=g["y"], edge_index=g["edge_index"], num_nodes=n),
                       num_classes=int(g["num_classes"]), source=g["source"])

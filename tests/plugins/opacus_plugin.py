@@ -92,6 +92,7 @@ def fit_with_opacus(ctx: FitContext, c, *, poisson_sampling: bool = True, noise_
             else:  # an empty Poisson batch: Opacus still steps (noise only)
                 model(xb).sum().backward()
             opt.step()
+    model.remove_hooks()  # the served model is the plain module: no Opacus hooks to pickle
     net = model._module
     return OpacusFitted(net, x, ledger_for(z), {"noise_multiplier": z, "steps": steps})
 
