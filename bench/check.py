@@ -69,6 +69,7 @@ class CheckReport:
     delta_unchecked: dict[str, int] = field(default_factory=dict)  # dataset -> runs whose unit count is unknown
     commits_checked: bool = True
     notes: list[str] = field(default_factory=list)
+    planned: int | None = None  # cells of the --config grid, when one was given
 
     @property
     def ok(self) -> bool:
@@ -87,6 +88,8 @@ class CheckReport:
         for ds, n in sorted(self.delta_unchecked.items()):
             lines.append(f"# delta rule not checked for {n} runs of {ds}: they predate the privacy_units parameter "
                          "and the dataset is not on this machine (set BENCH_DATA_ROOT)")
+        if self.planned is not None:
+            lines.append(f"# the config's grid: {self.planned} cells, each must have a finished record")
         lines += [f"# {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -191,6 +194,7 @@ def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _U
         elif not problems:
             problems += _check_ledger(rec, metrics, params, units, report)
         problems += _check_conventions(params)
+        problems += _check_metrics(metrics)
         for name, variants in (rec.get("attacks") or {}).items():
             for variant, vals in (variants or {}).items():
                 for k in ("auc", "tpr_at_1pct_fpr"):
@@ -214,6 +218,22 @@ def check_record(rec: dict[str, Any], commits: _Commits | None = None, units: _U
         m = rec.get("metrics") or {}
         problems += _check_bounds("audit", m.get("epsilon_lb"), None)
     problems += _check_commit(rec, commits, report, strict, release)
+    return problems
+
+
+#: metrics of a run record that are rates (a fraction of nodes): each must be a number in [0, 1]
+RATE_METRICS = ("test_acc", "test_macro_f1", "val_acc", "val_macro_f1", "train_acc")
+
+
+def _check_metrics(metrics: dict) -> list[str]:
+    """Rates in [0, 1] and a spent epsilon that is a number >= 0 (inf: no guarantee)."""
+    problems = []
+    for k in RATE_METRICS:
+        if metrics.get(k) is not None and not 0.0 <= _float(metrics[k]) <= 1.0:
+            problems.append(f"metrics.{k} = {metrics[k]} is not a rate in [0, 1]")
+    eps = _float(metrics.get("epsilon"))
+    if metrics.get("epsilon") is not None and not eps >= 0.0:
+        problems.append(f"metrics.epsilon = {metrics['epsilon']} is not a number >= 0")
     return problems
 
 
@@ -475,13 +495,17 @@ def lines_of(export: str | Path) -> Iterable[tuple[str, dict[str, Any] | None, s
 
 
 def check_export(export: str | Path, repo: str | Path | None = None, count_units: bool = True,
-                 strict: bool = False, release: str | list[str] | tuple[str, ...] | None = None) -> CheckReport:
+                 strict: bool = False, release: str | list[str] | tuple[str, ...] | None = None,
+                 config: str | Path | None = None) -> CheckReport:
     """Check every record of ``export`` (a file or a directory of ``*.jsonl``). ``repo``: the git checkout whose
     history the commits must be in (default: this package's). ``count_units``: load datasets for the delta rule
     of records without a ``privacy_units`` parameter. ``strict``: a dirty, missing or unknown commit fails whenever
     the record started (no legacy exemption); ``release``: a git tag (or several: a site whose rows come from more
     than one release) every record must name the commit of, one of them (implies
-    ``strict``). Bad input (no export, no such tag, no history to check against under ``strict``): BenchError."""
+    ``strict``); ``config``: a sweep config whose every cell must have a finished record (a deleted record fails).
+    Duplicated lines, two finished records of one cell and rates outside [0, 1] fail. A forgery consistent with
+    itself (an accuracy edited within [0, 1], an epsilon and its ledger edited together) cannot be caught without
+    re-running the cell. Bad input (no export, no such tag, no history to check against under ``strict``): BenchError."""
     p = Path(export)
     if not p.exists():
         raise BenchError(f"export {export} not found")
@@ -489,6 +513,11 @@ def check_export(export: str | Path, repo: str | Path | None = None, count_units
         raise BenchError(f"export {export} holds no *.jsonl file")
     repo = Path(repo) if repo is not None else REPO
     strict = strict or release is not None
+    plan, plan_name = None, config
+    if config is not None:
+        from bench.sweep.config import load_config
+
+        plan = [c for c in load_config(config).cells if c.skip is None]
     commits, units = _Commits(repo), _Units() if count_units else None
     report = CheckReport(commits_checked=commits.available, strict=strict)
     if not commits.available:
@@ -512,6 +541,7 @@ def check_export(export: str | Path, repo: str | Path | None = None, count_units
         for t, c in tagged:
             if not commits.in_history(c):
                 raise BenchError(f"--release {t}: its commit {c[:12]} is not in this checkout's history")
+    seen = _Seen()
     for where, rec, why in lines_of(p):
         report.checked += 1
         if rec is None:
@@ -519,10 +549,41 @@ def check_export(export: str | Path, repo: str | Path | None = None, count_units
             continue
         if rec.get("kind") == "run":
             report.runs += 1
-        problems = check_record(rec, commits, units, report, strict, tagged)
+        problems = check_record(rec, commits, units, report, strict, tagged) + seen(where, rec)
         if problems:
             report.failures.append((f"{where} {rec.get('name') or rec.get('cell_id') or ''}".strip(), problems))
+    if plan is not None:
+        missing = [c for c in plan if (c.kind, c.cell_id) not in seen.cells]
+        report.planned = len(plan)
+        if missing:
+            report.failures.append((str(plan_name), [f"{len(missing)} of its {len(plan)} cells have no finished "
+                                                     f"record: {', '.join(c.label for c in missing[:5])}"
+                                                     + (", ..." if len(missing) > 5 else "")]))
     return report
+
+
+class _Seen:
+    """Records seen so far: a second line of one run (``run_id``) is a duplicate; a second finished record of one cell
+    (its kind and ``cell_id``) overrides the first on the page (the newest wins), so it fails too: a re-run of a
+    cell moves the older record to ``superseded/`` (:mod:`bench.superseded`)."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, str] = {}
+        self.cells: dict[tuple[str, str], str] = {}
+
+    def __call__(self, where: str, rec: dict[str, Any]) -> list[str]:
+        problems = []
+        run_id, key = rec.get("run_id"), (str(rec.get("kind")), str(rec.get("cell_id")))
+        if run_id and run_id in self.runs:
+            problems.append(f"duplicate of {self.runs[run_id]} (run {run_id})")
+        elif rec.get("status") in (None, "FINISHED") and rec.get("cell_id") and key in self.cells:
+            problems.append(f"a second finished record of cell {key[1]} ({key[0]}), beside {self.cells[key]}: one "
+                            "overrides the other on the page")
+        if run_id:
+            self.runs.setdefault(run_id, where)
+        if rec.get("status") in (None, "FINISHED") and rec.get("cell_id"):
+            self.cells.setdefault(key, where)
+        return problems
 
 
 __all__ = ["CheckReport", "DIRTY_CUTOFF", "RELEASES_FILE", "check_export", "check_record", "cited_release",

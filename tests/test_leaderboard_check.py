@@ -92,6 +92,8 @@ RUN_CORRUPTIONS = {
     "not a rate in [0, 1]": lambda rec: rec["attacks"][next(iter(rec["attacks"]))].__setitem__(
         "x", {"auc": 1.2, "tpr_at_1pct_fpr": 0.1}),
     "unknown kind": lambda rec: _set(rec, "kind", "runn"),
+    "metrics.test_acc = 1.5 is not a rate in [0, 1]": lambda rec: _set(rec, "metrics.test_acc", 1.5),
+    "metrics.epsilon = -1.0 is not a number >= 0": lambda rec: _set(rec, "metrics.epsilon", -1.0),
 }
 
 
@@ -130,6 +132,36 @@ def test_each_corruption_of_a_verification_fails_the_check(tmp_path, good, what)
     VERIFY_CORRUPTIONS[what](rec)
     report = check_export(_write(tmp_path, [good[0], rec]), count_units=False)
     assert len(report.failures) == 1 and what in "; ".join(report.failures[0][1]), report.failures
+
+
+def test_a_duplicated_line_and_a_second_record_of_one_cell_fail(tmp_path, good):
+    run, ver = good
+    report = check_export(_write(tmp_path, [run, ver, run]), count_units=False)
+    assert [w for w, _ in report.failures] == [f"{tmp_path / 'runs' / 'x.jsonl'}:3 {run['name']}"]
+    assert "duplicate of" in report.failures[0][1][-1]
+    other = {**copy.deepcopy(run), "run_id": "f" * 32}  # another run of the same cell: it overrides the first
+    report = check_export(_write(tmp_path, [run, ver, other]), count_units=False)
+    assert len(report.failures) == 1 and "overrides the other on the page" in report.failures[0][1][-1]
+    other["status"] = "FAILED"  # a failed attempt beside its finished one is no published number
+    assert check_export(_write(tmp_path, [run, ver, other]), count_units=False).ok
+
+
+def test_a_record_missing_from_the_grid_its_config_plans_fails(tmp_path, good, capsys):
+    from bench.sweep.config import load_config
+
+    config = tmp_path / "grid.yaml"
+    config.write_text("experiment: g\ndatasets: [cora]\nsplits: [random-75-10-15]\nseeds: [0, 1]\n"
+                      "methods:\n  - {name: dp-mlp, epsilons: [4]}\n")
+    cells = [c for c in load_config(config).cells if c.skip is None]
+    assert len(cells) == 2
+    recs = [{**copy.deepcopy(good[0]), "cell_id": c.cell_id, "run_id": f"{i}" * 32} for i, c in enumerate(cells)]
+    assert check_export(_write(tmp_path, recs), count_units=False, config=config).ok
+    d = _write(tmp_path, recs[:1])  # a deleted record: every line left checks out
+    assert check_export(d, count_units=False).ok
+    report = check_export(d, count_units=False, config=config)
+    assert len(report.failures) == 1 and cells[1].label in report.failures[0][1][0], report.failures
+    assert main(["leaderboard", "--check", str(d), "--config", str(config)]) == 1
+    assert "1 of its 2 cells have no finished record" in capsys.readouterr().out
 
 
 def test_a_broken_line_and_an_old_dirty_record(tmp_path, good):
@@ -329,6 +361,7 @@ def test_strict_fails_the_legacy_dirty_records_the_default_check_counts(tmp_path
     unknown, missing = copy.deepcopy(old), copy.deepcopy(old)
     unknown["git_commit"] = "0123456789abcdef" * 2 + "01234567-dirty"
     missing["git_commit"] = ""
+    missing["run_id"], missing["cell_id"] = "e" * 32, "e" * 16  # another cell: no duplicate
     report = check_export(_write(tmp_path, [good[1], unknown, missing]), count_units=False, strict=True)
     assert [p for _, p in report.failures] == [
         ["commit 0123456789ab is not in this repository's history",
@@ -428,6 +461,7 @@ def test_a_site_of_two_releases_checks_each_record_against_either_and_reads_the_
         run, ver = copy.deepcopy(good)
         run["git_commit"] = ver["git_commit"] = commit
         run["cell_id"], ver["cell_id"] = run["cell_id"] + commit[-6:], ver["cell_id"] + commit[-6:]
+        run["run_id"], ver["run_id"] = run["run_id"][:26] + commit[-6:], ver["run_id"][:26] + commit[-6:]
         recs += [run, ver]
     d = _write(tmp_path, recs)
     report = check_export(d, repo=repo, count_units=False, release=["v1", "v2"])

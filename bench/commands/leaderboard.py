@@ -29,7 +29,8 @@ def _leaderboard_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--run", metavar="CONFIG",
                    help="first run CONFIG's sweep (resumable; its export is the site's with --site), then build")
     p.add_argument("--config", metavar="CONFIG",
-                   help="with --site: only the cells of this sweep config (and its progress); implied by --run")
+                   help="with --site: only the cells of this sweep config (and its progress); implied by --run; with "
+                        "--check: every cell of CONFIG must have a finished record in the export")
     p.add_argument("--write-export", metavar="FILE.jsonl",
                    help=f"also write the experiment's runs to this export (merged with what it holds; {FILE_RULE})")
     p.add_argument("--threads", type=int, default=None, help="with --run: torch/numba threads per cell")
@@ -39,8 +40,8 @@ def _leaderboard_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--check", metavar="EXPORT",
                    help="only check an export (a file, or a directory of per-dataset files): every record's epsilon "
                         "recomputed from its ledger, its ledger from its recipe, the delta rule, target >= spent, "
-                        "rates in [0, 1], its commit in this repository's history and clean; one line per failing "
-                        "record, then a summary; exit 1 if any fails. Records started before the clean-commit rule "
+                        "rates in [0, 1], its commit in this repository's history and clean, no duplicated line and no "
+                        "second finished record of a cell; one line per failing record, then a summary; exit 1 if any fails. Records started before the clean-commit rule "
                         "that name a -dirty commit are counted, not failed, unless --strict or --release")
     p.add_argument("--strict", action="store_true",
                    help="with --check: no legacy exemption: any -dirty, missing or unknown commit (not an ancestor of "
@@ -53,10 +54,11 @@ def _leaderboard_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def cmd_check(export: str, strict: bool = False, release: str | list[str] | None = None) -> int:
+def cmd_check(export: str, strict: bool = False, release: str | list[str] | None = None,
+              config: str | None = None) -> int:
     from bench.check import check_export
 
-    report = check_export(export, strict=strict, release=release)
+    report = check_export(export, strict=strict, release=release, config=config)
     for where, problems in report.failures:
         print(f"FAIL {where}: {'; '.join(problems)}")
     print(report.summary())
@@ -100,7 +102,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                                  ("--output", args.output), ("--write-export", args.write_export)) if v]
         if others:
             raise LeaderboardError(f"--check only checks an export; it does not combine with {', '.join(others)}")
-        return cmd_check(args.check, args.strict, args.release)
+        return cmd_check(args.check, args.strict, args.release, args.config)
     if args.strict or args.release:
         raise LeaderboardError(f"{'--release' if args.release else '--strict'} applies with --check only")
 
