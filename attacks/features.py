@@ -69,7 +69,7 @@ from torch import Tensor
 
 from attacks.base import Attack, FeatureAttackConfig, FeatureView, register_attack
 from attacks.edges import paired_distance
-from attacks.lira import balanced_assignment, lira_scores, logit_confidence
+from attacks.lira import MAX_REFERENCES, balanced_assignment, lira_scores, logit_confidence
 from methods.base import ConfigError
 from methods.progress import progress_bar
 
@@ -193,9 +193,9 @@ class AttributeLiRAConfig(FeatureAttackConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.references < 2 or self.references % 2:
-            raise ConfigError(f"references must be even and >= 2 (got {self.references}): each candidate is held in "
-                              "half of the reference models")
+        if not 2 <= self.references <= MAX_REFERENCES or self.references % 2:
+            raise ConfigError(f"references must be even and in [2, {MAX_REFERENCES}] (got {self.references}): each "
+                              "candidate is held in half of the reference models, each a full training run")
 
 
 @register_attack("attribute-lira")

@@ -46,6 +46,10 @@ from methods.progress import progress_bar
 _TINY = 1e-300
 
 
+#: the most reference models an attack trains (Carlini et al., S&P 2022, use up to 256): each is a full fit
+MAX_REFERENCES = 1024
+
+
 @dataclass
 class LiRAConfig(NodeAttackConfig):
     references: int = 8
@@ -53,8 +57,9 @@ class LiRAConfig(NodeAttackConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.references < 2:
-            raise ConfigError(f"references must be >= 2 (got {self.references}): every candidate needs an out model")
+        if not 2 <= self.references <= MAX_REFERENCES:
+            raise ConfigError(f"references must be in [2, {MAX_REFERENCES}] (got {self.references}): every candidate "
+                              f"needs an out model, and each reference is a full training run")
 
 
 def logit_confidence(p: Tensor, y: Tensor) -> Tensor:

@@ -241,7 +241,8 @@ def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: st
     run again. Returns the summary: ``results`` (one per cell run now: ``status``, ``run_id``, ``error``),
     ``done_before``, ``skipped``, ``gave_up``, ``reclaimed``, ... Progress lines go to ``out`` (stderr).
     ``export``: a JSON-Lines export (:mod:`bench.records`): its cells count as done, finished cells are appended
-    (a sweep resumes from the file on another machine).
+    (a sweep resumes from the file on another machine), and so are the cells FINISHED in the store that it lacks
+    (:mod:`bench.sweep.export`; the summary's ``export_repaired``, a dry run's ``export_missing``).
     ``teacher_cache``: a directory where the run and verify cells keep the PrivGNN family's noise-free teacher
     outputs (:func:`bench.sweep.execute.reuse_teachers`): a seed's cells at several epsilons train their teachers
     once, with exactly the results of separate fits; a verification's determinism fit always recomputes. Not

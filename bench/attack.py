@@ -23,6 +23,7 @@ from typing import Any, Mapping
 from attacks import metrics as M
 from attacks.base import Attack, Target, available_attacks, get_attack, run_attack
 from bench import tracking
+from bench.cliargs import check_bootstrap
 from bench.io import check_output_dir, format_table, save_figure_atomic
 from bench.options import field_names, scoped_overrides
 from methods.errors import ConfigError
@@ -70,8 +71,7 @@ def plan_attacks(names: list[str], overrides: list[str], bootstrap: int = M.DEFA
     resolved = attack_names(names)
     if not resolved:
         raise ConfigError("no attack given")
-    if bootstrap < 0:
-        raise ConfigError(f"--bootstrap must be >= 0 (got {bootstrap})")
+    check_bootstrap(bootstrap)
     check_output_dir(plot_dir, "--plot-dir")
     per = parse_attack_overrides(overrides, resolved)
     plan = AttackPlan(tuple(resolved), MappingProxyType({n: MappingProxyType(o) for n, o in per.items()}), bootstrap,

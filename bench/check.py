@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from bench.records import ATTACK_KINDS
+from bench.version import RELEASES_FILE, cited_release, registered_releases, release_commit
 from methods.errors import BenchError
 
 #: records started from this instant on (ms since the epoch; 2026-11-25 00:00 UTC) must name a clean commit
@@ -414,67 +415,6 @@ def _check_commit(rec: dict, commits: _Commits | None, report: CheckReport | Non
         elif report is not None:
             report.legacy_dirty += 1
     return problems
-
-
-#: the releases whose records a published site holds, tag -> commit (committed beside the records, so a clone that did
-#: not fetch tags still checks every release it publishes)
-RELEASES_FILE = Path("docs") / "leaderboard" / "releases.json"
-
-
-def registered_releases(repo: str | Path | None = None) -> dict[str, str]:
-    """tag -> commit from ``repo``'s :data:`RELEASES_FILE` (empty when it is missing or unreadable)."""
-    path = (Path(repo) if repo is not None else REPO) / RELEASES_FILE
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return {str(k): str(v) for k, v in data.items() if isinstance(v, str) and len(v) == 40} \
-        if isinstance(data, dict) else {}
-
-
-def release_commit(tag: str, repo: str | Path | None = None) -> str:
-    """The commit of the release ``tag``: the git tag's (peeled: an annotated tag's commit), or else the commit that
-    ``repo``'s CITATION.cff names (its ``commit`` key) when its ``version`` is the tag's (a leading ``v`` aside), or
-    the one :data:`RELEASES_FILE` registers, so a clone that did not fetch tags still checks a release. BenchError
-    when none names one, or when two do and they disagree."""
-    repo = Path(repo) if repo is not None else REPO
-    try:
-        out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}"], cwd=repo,
-                             capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise BenchError(f"--release {tag}: git cannot be asked in {repo} ({e})") from None
-    sha = out.stdout.strip() if out.returncode == 0 else ""
-    cited = cited_release(repo)
-    named = {"CITATION.cff": cited[1] if cited and cited[0] == tag.removeprefix("v") else None,
-             str(RELEASES_FILE): registered_releases(repo).get(tag)}
-    if len(sha) == 40:
-        named["the git tag"] = sha
-    found = {k: v for k, v in named.items() if v}
-    for k, v in found.items():
-        if len(sha) == 40 and v != sha:
-            raise BenchError(f"--release {tag}: the git tag is {sha[:12]} but {k} names {v[:12]}")
-    if len(set(found.values())) > 1:
-        raise BenchError(f"--release {tag}: " + ", ".join(f"{k} names {v[:12]}" for k, v in found.items()))
-    if found:
-        return next(iter(found.values()))
-    raise BenchError(f"--release {tag}: no git tag {tag!r} in {repo} and CITATION.cff names no commit of it, nor "
-                     f"{RELEASES_FILE} (git fetch --tags, or git tag {tag} <commit>)")
-
-
-def cited_release(repo: str | Path | None = None) -> tuple[str, str] | None:
-    """(version, commit) from ``repo``'s CITATION.cff when it names the release's commit (CFF's ``commit`` key: 40
-    hex digits), else None."""
-    import yaml
-
-    path = (Path(repo) if repo is not None else REPO) / "CITATION.cff"
-    try:
-        cff = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
-        return None
-    commit = str(cff.get("commit", "")) if isinstance(cff, dict) else ""
-    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
-        return None
-    return str(cff.get("version", "")), commit
 
 
 def lines_of(export: str | Path) -> Iterable[tuple[str, dict[str, Any] | None, str | None]]:

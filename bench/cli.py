@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import signal
 import sys
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -134,7 +135,21 @@ def _one_line(e: BaseException) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else ""
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001
+    """The suite's own warnings (:class:`~methods.errors.BenchWarning`) as one ``warning:`` line; others as usual."""
+    from methods.errors import BenchWarning
+
+    if issubclass(category, BenchWarning):
+        print(f"warning: {message}", file=sys.stderr)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
     argv = join_negative_numbers(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(command_of(argv))
     args = parser.parse_args(argv)

@@ -16,6 +16,8 @@ from typing import Any, Callable
 from bench import DEFAULT_EXPERIMENT
 
 COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction], argparse.ArgumentParser], str]] = {}
+#: the most bootstrap resamples an interval takes (each resamples every score; 10^5 already gives 3 stable digits)
+MAX_BOOTSTRAP = 100_000
 #: ``bench attack --bootstrap``'s default (attacks.metrics.DEFAULT_BOOTSTRAP; not imported: it loads torch)
 DEFAULT_BOOTSTRAP = 1000
 
@@ -215,6 +217,18 @@ def check_common(args: argparse.Namespace) -> None:
     threads = getattr(args, "threads", None)
     if threads is not None and threads < 0:
         raise ConfigError(f"--threads must be >= 0 (got {threads})")
+    bootstrap = getattr(args, "bootstrap", None)
+    if bootstrap is not None:
+        check_bootstrap(bootstrap)
+
+
+def check_bootstrap(bootstrap: int) -> None:
+    """Bootstrap resamples in [0, :data:`MAX_BOOTSTRAP`] (a :class:`~methods.errors.ConfigError`), with or without
+    an attack to use them."""
+    from methods.errors import ConfigError
+
+    if not 0 <= bootstrap <= MAX_BOOTSTRAP:
+        raise ConfigError(f"--bootstrap must be >= 0 and at most {MAX_BOOTSTRAP} (got {bootstrap}; 0 = no interval)")
 
 
 def stderr(line: str) -> None:

@@ -1,7 +1,9 @@
 """Where sweep cells run: this process, local worker processes, or a Ray cluster.
 
 Every executor has ``run(fn, jobs, lost=None)`` (yield ``fn(*job)`` as each job completes; ``lost(job, reason,
-seconds)`` for a job whose worker died, where the executor can tell) and ``shutdown()``.
+seconds)`` for a job whose worker died, where the executor can tell), ``interrupt()`` (the jobs in flight get a
+KeyboardInterrupt, as on Ctrl-C) and ``shutdown()``. No executor queues more jobs than it runs: once the caller
+stops consuming ``run`` (an interrupt), no job starts.
 ``fn`` must be a top-level function (it is pickled for workers). Workers get the driver's tracking URI and
 ``BENCH_*`` variables, so every run lands in the same MLflow store.
 
@@ -12,6 +14,7 @@ safely reclaim them. Ray kills a job's workers when its driver exits, and retrie
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from typing import Any, Callable, Iterable, Iterator
@@ -28,12 +31,38 @@ class InProcessExecutor:
         for job in jobs:
             yield fn(*job)
 
+    def interrupt(self) -> None:
+        pass  # the job ran in this process: the signal already unwound it
+
     def shutdown(self) -> None:
         pass
 
 
+#: in a worker process: whether it is running a job, and whether that job has had its KeyboardInterrupt
+_job_state = {"running": False, "interrupted": False}
+
+
+def _on_sigint(signum, frame) -> None:  # noqa: ARG001
+    """A worker's SIGINT: one KeyboardInterrupt per job, none between jobs. A worker stays alive through Ctrl-C
+    (a dead one breaks the pool, which then kills the others mid-cell), and a second SIGINT (the terminal's and the
+    driver's :meth:`ProcessExecutor.interrupt`) cannot cut short the KILLED the first one is ending its runs with."""
+    if _job_state["running"] and not _job_state["interrupted"]:
+        _job_state["interrupted"] = True
+        raise KeyboardInterrupt
+
+
+def _job(fn: Callable, *job: Any) -> Any:
+    """``fn(*job)`` in a worker, where SIGINT interrupts it (:func:`_on_sigint`)."""
+    _job_state.update(running=True, interrupted=False)
+    try:
+        return fn(*job)
+    finally:
+        _job_state["running"] = False
+
+
 def _die_with_parent(env: dict[str, str]) -> None:
     os.environ.update(env)
+    signal.signal(signal.SIGINT, _on_sigint)
     try:
         import ctypes
 
@@ -44,23 +73,34 @@ def _die_with_parent(env: dict[str, str]) -> None:
 
 
 class ProcessExecutor:
+    """Jobs on a pool of ``workers`` processes, submitted one per free worker: a pool queues what it is given
+    beyond its workers where cancelling cannot reach, so a job submitted early could start after an interrupt."""
+
     def __init__(self, workers: int, env: dict[str, str]) -> None:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
+        self.workers = workers
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
                                         initializer=_die_with_parent, initargs=(env,))
 
     def run(self, fn: Callable, jobs: Iterable[tuple], lost: Callable | None = None) -> Iterator[Any]:
-        from concurrent.futures import as_completed
+        from concurrent.futures import FIRST_COMPLETED, wait
 
-        futures = [self.pool.submit(fn, *job) for job in jobs]
-        try:
-            for f in as_completed(futures):
+        pending, running = list(jobs), set()
+        while pending or running:
+            while pending and len(running) < self.workers:
+                running.add(self.pool.submit(_job, fn, *pending.pop(0)))
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for f in done:
                 yield f.result()
-        finally:
-            for f in futures:
-                f.cancel()
+
+    def interrupt(self) -> None:
+        """SIGINT to every worker: its job gets a KeyboardInterrupt (a cell's runs end KILLED); an idle one
+        ignores it."""
+        for proc in list((getattr(self.pool, "_processes", None) or {}).values()):  # the pool's own record
+            with contextlib.suppress(OSError):
+                os.kill(proc.pid, signal.SIGINT)
 
     def shutdown(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -103,6 +143,7 @@ class RayExecutor:
         remote = ray.remote(**self.options)(fn)
         pending = list(jobs)
         running: dict[Any, tuple[tuple, float]] = {}
+        self._running = running
         while pending or running:
             while pending and len(running) < self.workers:  # at most `workers` cells in flight
                 job = pending.pop(0)
@@ -118,6 +159,12 @@ class RayExecutor:
                     raise
                 reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 yield lost(job, f"{type(e).__name__}: {reason}", time.perf_counter() - t0)
+
+    def interrupt(self) -> None:
+        """A KeyboardInterrupt in every task in flight (Ray's cancel), so their runs end KILLED."""
+        for ref in list(getattr(self, "_running", {})):
+            with contextlib.suppress(Exception):  # a task that has already ended
+                self.ray.cancel(ref)
 
     def shutdown(self) -> None:
         if self._own and self.ray.is_initialized():

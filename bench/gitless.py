@@ -147,6 +147,27 @@ def manifest_commit(root: Path) -> tuple[str, str] | None:
     return _verify(Path(root).resolve(), manifest.resolve())
 
 
+def commit_of(root: Path) -> str:
+    """HEAD's commit of the checkout at ``root``, with ``-dirty`` when a tracked file outside :data:`NOT_CODE`
+    differs from it (:func:`bench.tracking.git_commit`); without ``.git``, the commit its manifest names, checked
+    against its files (:func:`manifest_commit`); "unknown" when neither says."""
+    if not (Path(root) / ".git").exists():
+        found = manifest_commit(Path(root))
+        if found is not None:
+            return found[0]
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                             timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                *(f":(exclude){p}" for p in NOT_CODE)], cwd=root,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if not sha:
+        return "unknown"
+    return sha + ("-dirty" if dirty else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.gitless",
                                 description="Write the commit manifest a copy without .git names its commit by.")

@@ -19,11 +19,57 @@ from typing import Any, Callable
 from methods.errors import ConfigError
 
 
-def format_table(header: list[str], rows: list[list[str]]) -> str:
-    """Left-aligned columns separated by two spaces, with a dashed rule under the header."""
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+#: set (to anything but 0) to never wrap tables, whatever the terminal's width
+WIDE_ENV = "BENCH_WIDE"
+#: a wrapped column keeps at least this many characters (and its header's longest word; a narrower column as is)
+MIN_COLUMN = 8
+
+
+def table_width() -> int | None:
+    """The width tables wrap to: the terminal's (``COLUMNS`` first) when stdout is one and :data:`WIDE_ENV` is not
+    set; None (never wrap: a pipe or a file gets whole lines) otherwise."""
+    import shutil
+    import sys
+
+    if os.environ.get(WIDE_ENV, "0") not in ("", "0") or not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def _fit_widths(widths: list[int], floors: list[int], avail: int) -> list[int]:
+    """Narrow the widest columns, one character at a time, until they fit ``avail`` or reach their floors."""
+    widths = list(widths)
+    while sum(widths) > avail:
+        i = max(range(len(widths)), key=lambda k: (widths[k] - floors[k] > 0, widths[k]))
+        if widths[i] <= floors[i]:
+            break
+        widths[i] -= 1
+    return widths
+
+
+def format_table(header: list[str], rows: list[list[str]], width: int | None = -1) -> str:
+    """Left-aligned columns separated by two spaces, with a dashed rule under the header. A table wider than
+    ``width`` (default :func:`table_width`: the terminal's; None: never) wraps its widest cells onto more lines,
+    at spaces where it can."""
+    import textwrap
+
+    width = table_width() if width == -1 else width
+    cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(*cells)]
+    if width is not None and sum(widths) + 2 * (len(widths) - 1) > width:
+        floors = [min(w, max([MIN_COLUMN, *(len(word) for word in h.split())])) for w, h in zip(widths, cells[0])]
+        widths = _fit_widths(widths, floors, width - 2 * (len(widths) - 1))
+
+    def lines(row: list[str]) -> list[str]:
+        parts = [textwrap.wrap(c, w, break_long_words=True, break_on_hyphens=False) or [""] if len(c) > w else [c]
+                 for c, w in zip(row, widths)]
+        return ["  ".join((p[k] if k < len(p) else "").ljust(w) for p, w in zip(parts, widths)).rstrip()
+                for k in range(max(len(p) for p in parts))]
+
+    out = lines(cells[0]) + ["  ".join("-" * w for w in widths).rstrip()]
+    for r in cells[1:]:
+        out += lines(r)
+    return "\n".join(out)
 
 
 def _probe(folder: Path) -> str | None:
@@ -158,5 +204,5 @@ def save_figure_atomic(fig: Any, path: str | os.PathLike, dpi: int = 110) -> Non
     write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"), suffix=".png")
 
 
-__all__ = ["check_input", "check_output_dir", "check_output_file", "check_writable", "format_table",
-           "save_figure_atomic", "write_atomic", "write_json_atomic", "write_text_atomic"]
+__all__ = ["WIDE_ENV", "check_input", "check_output_dir", "check_output_file", "check_writable", "format_table",
+           "save_figure_atomic", "table_width", "write_atomic", "write_json_atomic", "write_text_atomic"]

@@ -213,6 +213,27 @@ def resolve_budget(spec_eps: float | None, spec_delta: float | None, method: Met
     return Budget(eps, delta)
 
 
+#: the largest delta that passes without a warning, whatever the data's size
+USUAL_DELTA = 1e-2
+
+
+def warn_unusual_delta(delta: float, classes: list[type[Method]], task: Task) -> None:
+    """A :class:`~methods.errors.BenchWarning` for a given delta of at least 1/#privacy units, or above
+    :data:`USUAL_DELTA`: a mechanism that publishes one unit's data outright with probability delta meets such a
+    budget, so it is no guarantee for the units (Dwork and Roth, 2014, Section 2.3)."""
+    import warnings
+
+    from methods.errors import BenchWarning
+
+    for unit in sorted({c.privacy_unit for c in classes if c.privacy_unit != "none"}):
+        n = privacy_units(task, unit)
+        if delta >= 1.0 / n or delta > USUAL_DELTA:
+            why = f"at least 1/{n}, one over the {unit}-level units" if delta >= 1.0 / n else f"above {USUAL_DELTA:g}"
+            warnings.warn(BenchWarning(
+                f"--delta {delta:g} is {why}: a mechanism that publishes one unit's data outright with probability "
+                f"delta meets it, so it is no guarantee (the default is {default_delta(n):g})"), stacklevel=2)
+
+
 def harness_conventions(method: Method, task: Task) -> dict[str, int]:
     """The facts about the private data that the harness, not the method's ledger, reads and publishes, each named
     public by convention in the run's record (:func:`convention_params`): the count of privacy units
@@ -385,6 +406,8 @@ def plan_run(spec: RunSpec) -> RunPlan:
         attacks = plan_attacks(spec.attacks, spec.attack_overrides, spec.bootstrap, spec.plot_dir)
     device = resolve_device(spec.device)
     dataset = load_dataset(name, spec.data_root, spec.download)
+    if delta is not None and eps is not None and math.isfinite(eps):
+        warn_unusual_delta(delta, classes, make_task(dataset, split, seeds[0]))
     tracking = Tracking(spec.experiment, spec.track, spec.progress, MappingProxyType(dict(spec.tags)))
     return RunPlan(tuple(methods), dataset, split, seeds, eps, delta, device, tracking, attacks, spec.secure_noise,
                    spec.diagnostics, spec.log_release)

@@ -5,10 +5,11 @@ A record holds what the leaderboard shows and what anyone needs to re-check a cl
 (``cell_id``, the sweep's), the run's kind (``run``, ``verify``, ``audit``), its parameters (hyperparameters
 included), its released metrics (never ``diagnostic.*``), its ledger (``ledger.json``, so ``bench account`` can
 re-account it), the attacks on it (per attack and variant: AUC and TPR at 1% FPR), a verification's checks, the
-git commit and the run id. ``bench sweep --export FILE`` appends one record per finished cell as it goes (a killed
-session loses at most the cell in flight) and treats every cell in the file as done; ``bench leaderboard --export
-FILE`` renders from the file alone. The file is kept sorted and deduplicated (newest record of a cell wins) when
-rewritten, so it diffs well in git. An export may also be a directory: one file per dataset (:func:`sharded`).
+git commit and the run id. ``bench sweep --export FILE`` appends one record per finished cell as it goes (and, as it
+starts and ends, the record of any cell FINISHED in the store that the file lacks: a killed session loses none) and
+treats every cell in the file as done; ``bench leaderboard --export FILE`` renders from the file alone. The file is
+kept sorted and deduplicated (newest record of a cell wins) when rewritten, so it diffs well in git. An export may
+also be a directory: one file per dataset (:func:`sharded`).
 """
 
 from __future__ import annotations
@@ -290,16 +291,22 @@ def _files(path: str | os.PathLike) -> list[Path]:
 
 
 def load(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The records of an export, a file or a sharded directory (newest per cell); a missing one is empty."""
+    """The records of an export, a file or a sharded directory (newest per cell); a missing one is empty. An
+    unterminated last line that is not JSON is an append cut short (a killed writer, or one still writing): not a
+    record; the next :func:`append` removes it."""
     by_cell: dict[str, dict[str, Any]] = {}
     for f in _files(path):
-        for i, line in enumerate(f.read_text().splitlines(), 1):
+        text = f.read_text()
+        lines = text.splitlines()
+        for i, line in enumerate(lines, 1):
             line = line.strip()
             if not line:
                 continue
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:
+                if i == len(lines) and not text.endswith("\n"):  # an append cut short: no record (yet)
+                    continue
                 raise BenchError(f"{f}:{i}: not a JSON record (a truncated export? remove the line)") from None
             cid = rec.get("cell_id")
             if not cid:
@@ -317,24 +324,54 @@ def done_cells(path: str | os.PathLike | None) -> set[str]:
     return {r["cell_id"] for r in load(path) if r.get("status") == "FINISHED"}
 
 
-def append(path: str | os.PathLike, record: dict[str, Any]) -> None:
+def append(path: str | os.PathLike, record: dict[str, Any], *, once: bool = False) -> bool:
     """Add one record (one line, on disk when this returns) to an export. Parallel sweep workers append to one
-    file: each line goes in whole under an exclusive lock, so lines never interleave."""
+    file: each line goes in whole under an exclusive lock, so lines never interleave. A writer killed mid-line
+    leaves an unterminated last line: the next append removes it (the cell's run is still in the store, and a
+    sweep appends its record again: :mod:`bench.sweep.export`). ``once``: not when the file holds a FINISHED
+    record of the cell already (checked under the lock, so two sweeps filling the same gap add one line). Returns
+    whether it appended."""
     p = shard(path, record) if sharded(path) else Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     data = memoryview((json.dumps(record, sort_keys=True, default=str, separators=(",", ":")) + "\n").encode())
-    fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(p, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         with contextlib.suppress(ImportError, OSError):
             import fcntl
 
             fcntl.flock(fd, fcntl.LOCK_EX)  # released by close
+        _end_last_line(fd)
+        if once and record["cell_id"] in done_cells(p):
+            return False
         while data:
             data = data[os.write(fd, data):]
         with contextlib.suppress(OSError):
             os.fsync(fd)
     finally:
         os.close(fd)
+    return True
+
+
+def _end_last_line(fd: int) -> None:
+    """Make the file end with a whole line, under the caller's lock: an unterminated last line that is a record
+    gets its newline, any other (a torn record) is cut off."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    start = size
+    while start > 0:  # back to the byte after the last newline
+        lo = max(0, start - 65536)
+        i = os.pread(fd, start - lo, lo).rfind(b"\n")
+        if i >= 0:
+            start = lo + i + 1
+            break
+        start = lo
+    try:
+        json.loads(os.pread(fd, size - start, start))
+    except ValueError:  # torn (JSONDecodeError, or not UTF-8)
+        os.ftruncate(fd, start)
+    else:
+        os.write(fd, b"\n")
 
 
 def write(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> int:

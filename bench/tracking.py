@@ -22,14 +22,13 @@ import contextlib
 import json
 import math
 import os
-import subprocess
 import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
 from bench import gitless
-from bench.gitless import NOT_CODE  # tracked paths no run reads (results, docs); re-exported
+from bench.gitless import NOT_CODE, commit_of  # re-exported: tracked paths no run reads (results, docs); HEAD's commit
 
 MAX_PARAM_LEN = 6000
 _BATCH = 900
@@ -122,7 +121,27 @@ def _client(uri: str):
         logging.getLogger(name).setLevel(logging.WARNING)
     from mlflow.tracking import MlflowClient
 
-    return MlflowClient(tracking_uri=uri)
+    with _store_lock(uri):  # the client opens the store: on a fresh one, MLflow creates its schema
+        return MlflowClient(tracking_uri=uri)
+
+
+@contextlib.contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """An exclusive lock beside a SQLite store (``.<name>.lock``): the first client of a fresh store runs MLflow's
+    schema migrations, and processes that start together (a sweep's workers) would run them at once and crash."""
+    db = _sqlite_file(uri)
+    if db is None or not db.parent.is_dir():
+        yield
+        return
+    fd = os.open(db.parent / f".{db.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        with contextlib.suppress(ImportError, OSError):
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released by close
+        yield
+    finally:
+        os.close(fd)
 
 
 def client():
@@ -182,26 +201,6 @@ def code_tree() -> str | None:
         return None
     found = gitless.manifest_commit(root)
     return found[1] if found else None
-
-
-def commit_of(root: Path) -> str:
-    """:func:`git_commit` of the checkout at ``root``; without ``.git``, the commit its manifest names, checked
-    against its files (:mod:`bench.gitless`); "unknown" when neither says."""
-    if not (Path(root) / ".git").exists():
-        found = gitless.manifest_commit(Path(root))
-        if found is not None:
-            return found[0]
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                             timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                *(f":(exclude){p}" for p in NOT_CODE)], cwd=root,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    if not sha:
-        return "unknown"
-    return sha + ("-dirty" if dirty else "")
 
 
 def experiment_id(name: str) -> str:

@@ -230,9 +230,12 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
         return int(f)
     if tp is float:
         try:
-            return float(value)
+            f = float(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{key} must be a number (got {value!r})") from None
+        if not math.isfinite(f):  # no hyperparameter means anything at inf or nan (a budget is not a hyperparameter)
+            raise ConfigError(f"{key} must be a finite number (got {value!r})")
+        return f
     if tp is str:
         return str(value)
     return value

@@ -22,6 +22,11 @@ class ConfigError(BenchError, ValueError):
     """Unknown or malformed hyperparameters, method names or settings."""
 
 
+class BenchWarning(UserWarning):
+    """Input that runs but may not mean what its user thinks (a delta no guarantee survives): the CLI prints it as
+    one ``warning:`` line on stderr."""
+
+
 class ContractViolation(RuntimeError):
     """A method's output breaks the interface contract (a bug in the method, not bad input)."""
 

@@ -86,7 +86,7 @@ BAD = [
     (["attack", "-m", "gcn", "-d", CSBM, "-a", "nope"], "unknown attack 'nope'"),
     (["attack", "-m", "gcn", "-d", CSBM, "-a", "threshold", "--attack-set", "references=4"],
      "unknown attack option 'references'"),
-    (["attack", "-m", "gcn", "-d", CSBM, "-a", "lira", "--attack-set", "references=1"], "references must be >= 2"),
+    (["attack", "-m", "gcn", "-d", CSBM, "-a", "lira", "--attack-set", "references=1"], "references must be in [2, 1024]"),
     (["attack", "-m", "gcn", "-d", CSBM, "-a", "lira", "--attack-set", "lira.references=many"], "must be an integer"),
     (["attack", "-m", "gcn", "-d", CSBM, "-a", "shadow", "--attack-set", "shadow_method=nope"], "unknown method 'nope'"),
     (["attack", "-m", "gcn", "-d", CSBM, "-a", "threshold", "--bootstrap", "-1"], "--bootstrap must be >= 0"),

@@ -496,8 +496,10 @@ def test_the_game_splits_known_and_evaluated_nodes_disjointly_and_reproducibly(i
 def test_attack_options_are_typed_and_checked():
     from methods.base import ConfigError
 
-    with pytest.raises(ConfigError, match="references must be >= 2"):
+    with pytest.raises(ConfigError, match=r"references must be in \[2, 1024\]"):
         get_attack("lira")(references=1)
+    with pytest.raises(ConfigError, match=r"references must be in \[2, 1024\]"):
+        get_attack("lira")(references=10**6)  # each reference is a full fit
     with pytest.raises(ConfigError, match="unknown hyperparameter"):
         get_attack("threshold")(nope=1)
     with pytest.raises(ConfigError, match="membership must be one of"):

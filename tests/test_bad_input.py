@@ -58,6 +58,11 @@ CASES = [
     case(f"run -m dp-mlp -d {D} -e 1 --delta 1.5", "delta must be in [0, 1)"),
     case(f"run -m dp-mlp -d {D} -e 1 --delta 0", "delta = 0"),
     case(f"run -m mlp -d {D} -e 2", "not private"),
+    case(f"run -m dp-mlp -d {D} -e 1 --set lr=inf", "dp-mlp.lr must be a finite number (got 'inf')"),
+    case(f"run -m dp-mlp -d {D} -e 1 --set lr=nan", "dp-mlp.lr must be a finite number (got 'nan')"),
+    case(f"run -m mlp -d {D} --bootstrap -5", "--bootstrap must be >= 0 and at most 100000"),
+    case(f"attack -m mlp -d {D} -a threshold --bootstrap 1000000", "--bootstrap must be >= 0 and at most 100000"),
+    case(f"attack -m mlp -d {D} --attack lira --attack-set references=1000000", "references must be in [2, 1024]"),
     case(f"run -m mlp -d {D} --set hiden=3", "unknown hyperparameter 'hiden'"),
     case(f"run -m mlp -d {D} --set hidden=abc", "must be an integer"),
     case(f"run -m mlp -d {D} --set noequals", "--set expects key=value"),
@@ -394,3 +399,23 @@ def test_an_output_file_in_an_existing_folder_is_accepted(tmp_path):
     check_output_dir(tmp_path / "a" / "b" / "cache", "--teacher-cache", parents=True)
     check_writable(str(tmp_path / "shards") + "/", "--export", directory_ok=True)
     assert list(tmp_path.iterdir()) == []  # the checks create nothing (their probe file is gone)
+
+
+def test_an_unusual_delta_runs_with_one_warning_line(capsys):
+    """A delta of at least 1/#units (or above 1e-2) is no guarantee: the run goes ahead, saying why."""
+    assert main(["run", "-m", "dp-mlp", "-d", "csbm:nodes=120,classes=2", "-e", "1", "--delta", "0.5", "--no-track",
+                 "--set", "epochs=1", "--no-progress"]) == 0
+    err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("warning:")]
+    assert len(err) == 1 and "--delta 0.5 is at least 1/120" in err[0] and "no guarantee" in err[0]
+    assert main(["run", "-m", "dp-mlp", "-d", "csbm:nodes=120,classes=2", "-e", "1", "--delta", "1e-3",
+                 "--no-track", "--set", "epochs=1", "--no-progress"]) == 0
+    assert "warning:" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [["--noise-multiplier", "1000"], ["--epsilon", "1e-12"]])
+def test_the_accountant_answers_at_any_noise_and_epsilon(extra, capsys):
+    """At a huge noise the fractional orders' series would need millions of terms: they take the sound
+    interpolation, and an account (or a calibration to a tiny epsilon) answers (it ran past 150 s)."""
+    argv = [a for a in DPSGD if a not in ("--noise-multiplier", "1")] + extra
+    assert main(argv) == 0
+    assert "epsilon = " in capsys.readouterr().out

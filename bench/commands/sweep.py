@@ -31,7 +31,8 @@ def _sweep_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="FILE", help=f"write the sweep summary as JSON (atomically; {FILE_RULE})")
     p.add_argument("--export", metavar="FILE.jsonl|DIR/",
                    help="a compact export of the cells (bench.records): its cells count as done (resume on another "
-                        "machine without the MLflow store) and every cell finished now is appended as it ends; a "
+                        "machine without the MLflow store) and every cell finished now is appended as it ends, as is "
+                        "(at the start and the end, interrupted too) every cell FINISHED in the store that it lacks; a "
                         f"directory holds one file per dataset (a file: {FILE_RULE}; a directory: {DIR_RULE})")
     p.add_argument("--teacher-cache", metavar="DIR",
                    help="keep the PrivGNN family's noise-free teacher outputs in DIR and reuse them across the run and "

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from bench.cliargs import COMMANDS, command
+from bench.io import format_table  # noqa: F401 - re-exported: the benchmarks print their tables with it
 
 #: the benchmark modules of this package, imported when ``bench perf`` builds its parser
 MODULES = ("dpsgd", "dpgnn_fit", "dpgnn_sampler", "drw_sampler", "privgnn", "fit", "scale", "audits", "whitebox",
@@ -182,12 +183,6 @@ def machine() -> dict[str, Any]:
     return {"torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
             "load_average_1min": round(load[0], 2), "processor": platform.processor() or platform.machine(),
             "torch": torch.__version__}
-
-
-def format_table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
 def emit(out: dict, args: argparse.Namespace, render: Callable[[dict], None]) -> int:

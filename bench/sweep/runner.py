@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable
 
 from bench.sweep.cells import Cell, SweepConfig
+from bench.sweep.export import missing, repair_export, repair_note
 from bench.sweep.state import CellState, cell_states, make_plan, owner_id, reclaim_attempt, reclaim_orphans
 
 ENV_KEYS = ("MLFLOW_TRACKING_URI", "BENCH_TRACKING_DIR", "BENCH_DATA_ROOT", "BENCH_CACHE_DIR", "BENCH_TEACHER_CACHE")
@@ -37,7 +38,11 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
 
     ``export``: a JSON-Lines export (:mod:`bench.records`); every cell it holds a FINISHED record of counts as
     done (a sweep resumes from it on a machine without the MLflow store) and this process appends every cell
-    finished now, as it ends.
+    finished now, as it ends. As it starts and as it ends (interrupted too) it also appends every cell of ``cfg``
+    FINISHED in the store but missing from the export (:mod:`bench.sweep.export`).
+
+    After SIGINT or SIGTERM no cell starts; the cells in flight end KILLED (the executor interrupts them:
+    :mod:`bench.executors`) or, where they finish first, are exported.
 
     ``threads`` per cell: None leaves them as they are in this process and gives workers cores / workers; 0 is
     every core in this process (cores / workers in workers).
@@ -53,12 +58,17 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
     states = cell_states(cfg.experiment)
     reclaimed = [] if dry_run else reclaim_orphans(states, cfg.experiment, reclaim_remote)
     exported = records.done_cells(export)
+    lacking = [cid for cid, _ in missing(cfg, states, exported)] if export and dry_run else []
+    repaired = repair_export(cfg, export, states, exported) if export and not dry_run else []
+    exported |= set(repaired)
     plan = make_plan(cfg.cells, states, max_retries, exported)
     for rid in reclaimed:
         print(f"# marked KILLED: run {rid} was left RUNNING by a dead sweep", file=out)
     print(f"# sweep {cfg.path}: {len(cfg.cells)} cells in experiment {cfg.experiment!r}: {len(plan.todo)} to run, "
           f"{len(plan.done)} done, {len(plan.running)} running elsewhere, {len(plan.gave_up)} failed "
           f"> {max_retries} retries, {len(plan.skipped)} skipped", file=out)
+    if lacking or repaired:
+        print(repair_note(str(export), lacking or repaired, dry_run), file=out)
     reasons: dict[str, list[Cell]] = {}
     for c in plan.skipped:
         reasons.setdefault(c.skip or "", []).append(c)
@@ -69,12 +79,14 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
                                "done_before": [c.cell_id for c in plan.done],
                                "skipped": {c.cell_id: c.skip for c in plan.skipped},
                                "running_elsewhere": [c.cell_id for c in plan.running],
-                               "gave_up": [c.cell_id for c in plan.gave_up], "results": []}
+                               "gave_up": [c.cell_id for c in plan.gave_up], "results": [],
+                               "export_repaired": repaired}
     if dry_run:
         for tag, cells in (("run", plan.todo), ("done", plan.done), ("busy", plan.running), ("gave-up", plan.gave_up)):
             for c in cells:
                 print(f"  {tag:<5} {c.label}  [{c.cell_id}]", file=out)
         summary["todo"] = [c.cell_id for c in plan.todo]
+        summary["export_missing"] = lacking
         return summary
     owner = owner_id()
     env = worker_env()
@@ -104,9 +116,17 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
             note = f" ({res['error']})" if res["error"] else ""
             bar.write(f"  {res['status']:<8} {c.label}  {res['seconds']:.1f}s{note}", file=out)
             bar.update(1)
+    except (KeyboardInterrupt, SystemExit):  # SIGINT, SIGTERM (bench.cli): the cells in flight end now, KILLED
+        ex.interrupt()
+        raise
     finally:
         bar.close()
         ex.shutdown()
+        if export:  # cells that finished while the sweep stopped, or whose line an interrupt cut off
+            late = repair_export(cfg, export)
+            if late:
+                print(repair_note(export, late), file=out)
+            summary["export_repaired"] = repaired + late
     summary["seconds"] = time.perf_counter() - t0
     n = {s: sum(r["status"] == s for r in summary["results"]) for s in ("finished", "failed", "skipped")}
     print(f"# sweep done in {summary['seconds']:.1f}s: {n['finished']} finished, {n['failed']} failed, "

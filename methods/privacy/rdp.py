@@ -147,6 +147,12 @@ def _log_a_int(q: float, sigma: float, a: int) -> float:
     return float(logsumexp(terms))
 
 
+#: the largest z0 (or order) whose fractional-order series is summed: its stopping rule needs terms past z0 =
+#: sigma^2 log(1/q - 1), 10^5 terms at noise ~150 and rate 1e-3; beyond it the order takes the sound log-linear
+#: interpolation of :func:`poisson_gaussian_rdp`, so an account answers in seconds at any noise
+MAX_SERIES_START = 100_000
+
+
 def _log_a_frac(q: float, sigma: float, alpha: float, chunk: int = 4096, max_terms: int = 4_000_000,
                 rtol: float = 1e-13) -> float:
     """log A_alpha of the Poisson-subsampled Gaussian at a fractional order (Mironov et al. 2019, Sec. 3.3),
@@ -159,11 +165,14 @@ def _log_a_frac(q: float, sigma: float, alpha: float, chunk: int = 4096, max_ter
     our earlier sum of absolute values was a looser upper bound) in vectorised chunks until a term falls below
     ``rtol`` times the partial sum, past every order and past the terms' peak; then the next term's magnitude is
     added, which makes the result an upper bound (an alternating series with decreasing terms lies between
-    consecutive partial sums). Returns nan if that does not happen within ``max_terms``.
+    consecutive partial sums). Returns nan if that does not happen within ``max_terms``, or cannot before
+    :data:`MAX_SERIES_START` terms.
     """
     from scipy.special import log_ndtr
 
     z0 = sigma ** 2 * math.log(1 / q - 1) + 0.5
+    if max(alpha, z0) > MAX_SERIES_START:  # the stopping rule needs terms past z0: too many at a large noise
+        return float("nan")
     lq, l1q = math.log(q), math.log1p(-q)
     ceil_a = math.ceil(alpha)
     ref, acc = -np.inf, 0.0  # the partial sum is acc * exp(ref)
