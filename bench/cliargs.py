@@ -129,9 +129,17 @@ def data_args(p: argparse.ArgumentParser) -> None:
     net.add_argument("--offline", action=_Offline, help="never download a dataset (the same as BENCH_OFFLINE=1)")
 
 
-def threads_arg(p: argparse.ArgumentParser, help_text: str = "torch and numba threads (default 0: every core of "
-                                                               "this machine)") -> None:
-    p.add_argument("--threads", type=int, default=0, metavar="N", help=help_text)
+#: the thread count a job runs with unless told: one. The suite's models are small (a full-batch GCN on Cora, a
+#: DP-SGD step of a few thousand examples), so a second thread buys little on an idle machine and costs much on a
+#: shared one: ``bench perf fit --device cpu --threads 1 --reference cpu --reference-threads 2`` on 2 cores at load
+#: 3-4, Cora: dp-mlp 3.2 s vs 13.4 s, gap-edge 1.3 s vs 67.1 s, gcn 2.0 s vs 6.0 s, dpgnn-adam 3.6 s vs 17.7 s
+DEFAULT_THREADS = 1
+
+
+def threads_arg(p: argparse.ArgumentParser, help_text: str = "torch and numba threads (default 1, fastest for the "
+                                                               "suite's small models, on a shared machine most of "
+                                                               "all; 0: every core of this machine)") -> None:
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N", help=help_text)
 
 
 def noise_args(p: argparse.ArgumentParser) -> None:

@@ -26,8 +26,8 @@ def _sweep_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--experiment", help="MLflow experiment (overrides the config's)")
     p.add_argument("--reclaim-remote", action="store_true",
                    help="also mark KILLED RUNNING cells owned by sweeps on other hosts (they cannot be checked)")
-    threads_arg(p, "torch and numba threads per cell (default 0: every core in-process, cores / workers in "
-                   "workers); 1 is much faster on a machine shared with other jobs")
+    threads_arg(p, "torch and numba threads per cell (default 1, fastest for the suite's small models, on a shared "
+                   "machine most of all; 0: every core in-process, cores / workers in workers)")
     p.add_argument("--output", "-o", metavar="FILE", help=f"write the sweep summary as JSON (atomically; {FILE_RULE})")
     p.add_argument("--export", metavar="FILE.jsonl|DIR/",
                    help="a compact export of the cells (bench.records): its cells count as done (resume on another "
