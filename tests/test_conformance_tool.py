@@ -438,3 +438,25 @@ def test_importing_the_adapters_and_listing_loads_no_torch():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "LOADED []"
+
+
+def test_each_case_is_timed_with_the_accountants_caches_cold():
+    """``seconds`` must not depend on which accountant ran before: every memo cache is empty when a case starts."""
+    from methods.privacy import accountant, events, rdp
+
+    caches = [accountant._one_pld, accountant._tight_epsilon, events._cached_rdp, events._cached_tight_rdp,
+              rdp._zw_log_a, rdp._wor_log_even_moments]
+    ev = [events.PoissonGaussian(rate=0.01, noise_multiplier=1.0, count=10)]
+    accountant.epsilon(ev, 1e-5, "tight")
+    assert sum(c.cache_info().currsize for c in caches) > 0
+    seen = []
+
+    class Probe:
+        name = "probe"
+
+        def epsilon(self, events_, delta):
+            seen.append(sum(c.cache_info().currsize for c in caches))
+            return 1.0
+
+    evaluate(load_cases([PATH])[0], Probe())
+    assert seen == [0]
