@@ -67,7 +67,7 @@ def execute_cell(cell: dict[str, Any], experiment: str, owner: str, env: dict[st
                 if export and run_id:
                     from bench import records
 
-                    records.append(export, records.record_for(run_id))
+                    records.append(export, records.record_for(run_id), once=True)  # a concurrent sweep may have run it too
                 return result("finished", run_id)
             except BenchError as e:  # rejected before a run opened: not retried
                 return result("skipped", error=str(e))

@@ -111,7 +111,7 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
         for res in ex.run(cell_fn, jobs, lost=lost):
             c = by_id[res["cell_id"]]
             if export and res["status"] == "finished" and res["run_id"]:
-                records.append(export, records.record_for(res["run_id"]))
+                records.append(export, records.record_for(res["run_id"]), once=True)  # first finished record wins
             summary["results"].append({**res, "label": c.label})
             note = f" ({res['error']})" if res["error"] else ""
             bar.write(f"  {res['status']:<8} {c.label}  {res['seconds']:.1f}s{note}", file=out)
