@@ -422,7 +422,12 @@ def lines_of(export: str | Path) -> Iterable[tuple[str, dict[str, Any] | None, s
     p = Path(export)
     files = sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
     for f in files:
-        for i, line in enumerate(f.read_text().splitlines(), 1):
+        try:
+            text = f.read_text()
+        except UnicodeDecodeError:
+            yield str(f), None, "not a JSON-Lines export (not UTF-8 text)"
+            continue
+        for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:

@@ -51,7 +51,7 @@ def load_plugin(spec: str) -> None:
         except BenchError:
             del sys.modules[name]
             raise
-        except Exception as e:
+        except (Exception, SystemExit) as e:  # a plugin that exits while importing must not end the command quietly
             del sys.modules[name]
             raise BenchError(f"plugin {spec} failed to import: {type(e).__name__}: {e}") from e
         _remember(str(path.resolve()))
@@ -62,7 +62,7 @@ def load_plugin(spec: str) -> None:
         raise BenchError(f"plugin module {spec!r} not found ({e})") from e
     except BenchError:
         raise
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         raise BenchError(f"plugin {spec} failed to import: {type(e).__name__}: {e}") from e
     _remember(spec)
 

@@ -192,7 +192,7 @@ def record_from_run(run: Any) -> dict[str, Any]:
                            "tags": {k: v for k, v in sorted(tags.items())
                                     if k in ("method", "dataset", "split", "unit_label", "inference_private", "verdict",
                                              "audit_mode", "canary_type", "config_hash", "note", "error",
-                                             "predictions_hash")}}
+                                             "predictions_hash", "bench_version")}}
     if tags.get("code_tree"):  # a commit named by a manifest rather than git: the tree its files hashed to
         rec["code_tree"] = tags["code_tree"]
     if kind == "run":
@@ -296,7 +296,10 @@ def load(path: str | os.PathLike) -> list[dict[str, Any]]:
     record; the next :func:`append` removes it."""
     by_cell: dict[str, dict[str, Any]] = {}
     for f in _files(path):
-        text = f.read_text()
+        try:
+            text = f.read_text()
+        except UnicodeDecodeError:
+            raise BenchError(f"{f}: not a JSON-Lines export (not UTF-8 text)") from None
         lines = text.splitlines()
         for i, line in enumerate(lines, 1):
             line = line.strip()

@@ -4,8 +4,8 @@
 The package's ``__version__`` names the last release; the commit says what actually ran. The release's commit comes
 from its git tag ``v<version>``, else ``docs/leaderboard/releases.json`` or ``CITATION.cff`` (clones without tags).
 A copy without ``.git`` uses its commit manifest (:mod:`bench.gitless`); an installed package without either is its
-``__version__``. Runs tag the string (``bench_version``), so records and reports carry what ``bench --version``
-prints.
+``__version__``. Runs tag the string (``bench_version``, which their records keep), so records and reports carry
+what ``bench --version`` prints.
 """
 
 from __future__ import annotations

@@ -419,3 +419,24 @@ def test_the_accountant_answers_at_any_noise_and_epsilon(extra, capsys):
     argv = [a for a in DPSGD if a not in ("--noise-multiplier", "1")] + extra
     assert main(argv) == 0
     assert "epsilon = " in capsys.readouterr().out
+
+
+def test_a_plugin_that_exits_while_importing_is_an_error_not_a_quiet_success(tmp_path, capsys):
+    plugin = tmp_path / "exits.py"
+    plugin.write_text("import sys\nsys.exit(0)\n")
+    assert main(["--plugin", str(plugin), "list", "methods"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: plugin") and "SystemExit" in err[0]
+
+
+def test_a_binary_export_is_one_error_line(tmp_path, capsys):
+    from bench import records
+    from bench.check import check_export
+    from methods.errors import BenchError
+
+    export = tmp_path / "runs.jsonl"
+    export.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(BenchError, match="not UTF-8 text"):
+        records.load(export)
+    report = check_export(export, count_units=False)
+    assert not report.ok and "not UTF-8 text" in report.failures[0][1][0]

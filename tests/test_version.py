@@ -43,12 +43,15 @@ def test_the_version_names_the_commits_since_the_release_and_a_dirty_tree(tmp_pa
     assert describe(plain) == __version__
 
 
-def test_bench_version_prints_what_runs_tag():
+def test_bench_version_prints_what_runs_and_their_records_carry():
     from bench import api, tracking
 
     out = subprocess.run([sys.executable, "-m", "bench", "--version"], capture_output=True, text=True, env=bench_env(),
                          cwd=REPO, timeout=60)
-    assert out.returncode == 0 and out.stdout.strip() == f"bench {current()}"
+    assert out.returncode == 0 and out.stdout.strip() == f"bench {describe()}"
     [r] = api.run("mlp", "csbm:nodes=120,classes=3,features=8,degree=4", split="random-75-10-15", seeds=[0],
                   overrides={"epochs": 1}, experiment="version-test", log_release=False)
     assert tracking.client().get_run(r.run_id).data.tags["bench_version"] == current()
+    from bench.records import record_for
+
+    assert record_for(r.run_id)["tags"]["bench_version"] == current()  # and the export's record carries it
