@@ -8,7 +8,7 @@ trusted root or a loaded plugin (:func:`bench.plugins.loaded_plugins`: the user 
 
 * a class of served state: a ``torch.nn.Module``, a :class:`methods.base.Fitted`, a dataclass or enum of
   :mod:`methods` (ledgers, mechanism events, the graph input), or one of PyG's signature records; the unpickler
-  only allocates it (``__new__``) and sets its state; or
+  allocates it and sets its state, or calls the class itself (its own constructor, never another callable); or
 * a function or builtin type that is pure and safe to call on any argument (:func:`_safe_functions`: the scalar and
   container types, ``typing``'s forms, :data:`methods.training.SERVED_FUNCTIONS`; ``builtins.type`` is replaced by
   its one-argument form, which creates no class).
