@@ -37,6 +37,7 @@ import os
 from typing import Any, Callable, Iterable, Mapping
 
 from bench import DEFAULT_EXPERIMENT
+from bench.cliargs import check_threads
 from bench.options import as_items
 
 Overrides = Iterable[str] | Mapping[str, Any] | None
@@ -257,8 +258,7 @@ def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: st
         raise SweepError("--workers must be >= 1")
     if max_retries < 0:
         raise SweepError("--max-retries must be >= 0")
-    if threads is not None and threads < 0:
-        raise SweepError("--threads must be >= 0")
+    check_threads(threads, SweepError)
     if address and executor != "ray":
         raise SweepError("--address is for --executor ray")
     if gpus_per_cell < 0:

@@ -134,6 +134,8 @@ def data_args(p: argparse.ArgumentParser) -> None:
 #: shared one: ``bench perf fit --device cpu --threads 1 --reference cpu --reference-threads 2`` on 2 cores at load
 #: 3-4, Cora: dp-mlp 3.2 s vs 13.4 s, gap-edge 1.3 s vs 67.1 s, gcn 2.0 s vs 6.0 s, dpgnn-adam 3.6 s vs 17.7 s
 DEFAULT_THREADS = 1
+#: the most threads a job may ask for (torch reads the count as a C int; more than this only contends)
+MAX_THREADS = 1024
 
 
 def threads_arg(p: argparse.ArgumentParser, help_text: str = "torch and numba threads (default 1, fastest for the "
@@ -213,7 +215,7 @@ def target_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def check_common(args: argparse.Namespace) -> None:
     """What most commands share, checked before any work (a :class:`~methods.errors.ConfigError`, exit 2):
-    ``--experiment`` is a name, ``--data-root`` an existing folder, ``--threads`` >= 0."""
+    ``--experiment`` is a name, ``--data-root`` an existing folder, ``--threads`` in [0, :data:`MAX_THREADS`]."""
     from methods.errors import ConfigError
 
     experiment = getattr(args, "experiment", None)
@@ -222,12 +224,19 @@ def check_common(args: argparse.Namespace) -> None:
     root = getattr(args, "data_root", None)
     if root is not None and not os.path.isdir(os.path.expanduser(root)):
         raise ConfigError(f"--data-root {root} does not exist or is not a folder")
-    threads = getattr(args, "threads", None)
-    if threads is not None and threads < 0:
-        raise ConfigError(f"--threads must be >= 0 (got {threads})")
+    check_threads(getattr(args, "threads", None))
     bootstrap = getattr(args, "bootstrap", None)
     if bootstrap is not None:
         check_bootstrap(bootstrap)
+
+
+def check_threads(threads: int | None, error: type[Exception] | None = None) -> None:
+    """``--threads`` in [0, :data:`MAX_THREADS`] (None: leave the counts as they are); ``error`` the
+    :class:`~methods.errors.BenchError` subclass to raise (default :class:`~methods.errors.ConfigError`)."""
+    from methods.errors import ConfigError
+
+    if threads is not None and not 0 <= threads <= MAX_THREADS:
+        raise (error or ConfigError)(f"--threads must be >= 0 and at most {MAX_THREADS} (got {threads})")
 
 
 def check_bootstrap(bootstrap: int) -> None:

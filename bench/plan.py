@@ -20,9 +20,11 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from bench import DEFAULT_EXPERIMENT
-from bench.datasets import GraphDataset, load_dataset, resolve_dataset
+from bench.datasets import GraphDataset, load_dataset
+from bench.memory import check_model_fits
 from bench.options import field_names, scoped_overrides
-from bench.splits import check_split, make_task
+from bench.request import check_request
+from bench.splits import make_task
 from methods.base import (Budget, BudgetError, ConfigError, Method, Task, available_methods, config_dict,
                           default_delta, get_method, stable_hash)
 from methods.device import resolve_device
@@ -371,22 +373,10 @@ def plan_run(spec: RunSpec) -> RunPlan:
     """Validate the whole request and load the data; raise a BenchError before anything is written."""
     if not spec.methods:
         raise ConfigError("no method given")
-    classes = [get_method(m) for m in spec.methods]
-    if len(set(spec.methods)) != len(spec.methods):
-        raise ConfigError("a method is listed twice")
-    name = resolve_dataset(spec.dataset)  # the one reading of the name: canonical, with its default split
-    split = spec.split or name.default_split
-    check_split(split, name.name)
+    classes = [get_method(m) for m in spec.methods]  # the registry decides the names (plugins included)
+    name, split = check_request(spec.methods, spec.dataset, spec.split, spec.seeds, spec.epsilon, spec.delta)
     seeds = tuple(spec.seeds)
-    if not seeds:
-        raise ConfigError("no seed given")
-    if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
-        raise ConfigError(f"seeds must be distinct non-negative integers (got {list(seeds)})")
     eps, delta = spec.epsilon, spec.delta
-    if eps is not None:
-        Budget(eps, delta or 0.0)  # validates epsilon > 0 and delta in [0, 1)
-    elif delta is not None:
-        Budget(math.inf, delta)
     user = scoped_overrides(spec.overrides, {c.name: field_names(c.Config) for c in classes})
     methods = []
     for cls in classes:
@@ -406,6 +396,8 @@ def plan_run(spec: RunSpec) -> RunPlan:
         attacks = plan_attacks(spec.attacks, spec.attack_overrides, spec.bootstrap, spec.plot_dir)
     device = resolve_device(spec.device)
     dataset = load_dataset(name, spec.data_root, spec.download)
+    for mp in methods:
+        check_model_fits(mp.name, mp.hparams, int(dataset.data.x.size(1)), device)
     if delta is not None and eps is not None and math.isfinite(eps):
         warn_unusual_delta(delta, classes, make_task(dataset, split, seeds[0]))
     tracking = Tracking(spec.experiment, spec.track, spec.progress, MappingProxyType(dict(spec.tags)))

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from bench import tracking
-from bench.cliargs import fmt_eps
+from bench.cliargs import check_threads, fmt_eps
 from bench.io import format_table
 from bench.plan import MethodPlan, RunPlan, RunSpec, plan_run, privacy_units, resolve_budget  # noqa: F401
 from bench.provenance import host_description, predictions_hash  # noqa: F401  (re-exported)
@@ -242,8 +242,7 @@ def using_threads(threads: int | None) -> Iterator[None]:
     if threads is None:
         yield
         return
-    if threads < 0:
-        raise ConfigError(f"--threads must be >= 0 (got {threads})")
+    check_threads(threads)
     import numba
 
     count = threads or os.cpu_count() or 1

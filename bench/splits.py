@@ -34,21 +34,10 @@ import torch
 from torch import Tensor
 
 from bench.datasets import GraphDataset
-from methods.base import BenchError, Task
+from bench.split_names import SPLITS, SplitError, check_split  # noqa: F401 (re-exported)
+from methods.base import Task
 from methods.streams import RunStreams
 
-
-class SplitError(BenchError):
-    """A split that is unknown, not defined for a dataset, or leaves a required part empty."""
-
-
-SPLITS: dict[str, str] = {
-    "public": "Planetoid public split (cora, citeseer, pubmed); transductive",
-    "random-75-10-15": "random 75/10/15 node split from the seed (GAP/ProGAP); transductive",
-    "ogb": "official OGB split (ogbn-*); transductive",
-    "disjoint": "inductive: OGB or random 75/10/15 split with all inter-split edges removed (DP-GNN)",
-    "private-public": "PrivGNN: disjoint private labelled graph and public graph (public-train/test)",
-}
 
 def default_split(dataset: str) -> str:
     """The split a run of ``dataset`` uses when none is named: the registry's (``Spec.default_split``), read
@@ -56,17 +45,6 @@ def default_split(dataset: str) -> str:
     from bench.datasets import resolve_dataset
 
     return resolve_dataset(dataset).default_split
-
-
-def check_split(split: str, dataset: str) -> None:
-    """Fail early (before loading anything) for a split that cannot apply to ``dataset``."""
-    base = dataset.split(":")[0].lower()
-    if split not in SPLITS:
-        raise SplitError(f"unknown split {split!r}; available: {', '.join(SPLITS)}")
-    if split == "public" and base not in ("cora", "citeseer", "pubmed"):
-        raise SplitError(f"split 'public' exists only for cora, citeseer and pubmed (not {base})")
-    if split == "ogb" and not base.startswith("ogbn-"):
-        raise SplitError(f"split 'ogb' exists only for ogbn-* datasets (not {base})")
 
 
 def _mask(n: int, idx: Tensor) -> Tensor:

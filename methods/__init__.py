@@ -11,22 +11,25 @@ registers itself just by living here: ``methods/<family>.py`` or ``methods/<fami
 
 from __future__ import annotations
 
+import ast as _ast
 import importlib as _importlib
 import pkgutil as _pkgutil
+from functools import lru_cache as _lru_cache
+from pathlib import Path as _Path
 from typing import Any
 
-INFRASTRUCTURE = frozenset({"base", "models", "training", "dpsgd", "subgraphs", "privacy", "samplers", "errors",
-                            "streams", "device", "progress", "mechanisms", "inference"})
+INFRASTRUCTURE = frozenset({"base", "budget", "config", "models", "training", "dpsgd", "subgraphs", "privacy",
+                            "samplers", "errors", "streams", "device", "progress", "mechanisms", "inference"})
 
 _LAZY = {
     "BenchError": "methods.errors", "BudgetError": "methods.errors", "ConfigError": "methods.errors",
     "ContractViolation": "methods.errors", "RunStreams": "methods.streams",
-    "Budget": "methods.base", "FitContext": "methods.base", "Fitted": "methods.base", "Method": "methods.base",
-    "Task": "methods.base", "available_methods": "methods.base", "default_delta": "methods.base",
+    "Budget": "methods.budget", "FitContext": "methods.base", "Fitted": "methods.base", "Method": "methods.base",
+    "Task": "methods.base", "available_methods": "methods.base", "default_delta": "methods.budget",
     "get_method": "methods.base", "register": "methods.base",
 }
 
-__all__ = sorted(_LAZY) + ["load_builtin_methods"]
+__all__ = sorted(_LAZY) + ["builtin_method_names", "load_builtin_methods"]
 
 _loaded = False
 
@@ -48,3 +51,27 @@ def load_builtin_methods() -> None:
         if not mod.name.startswith("_") and mod.name not in INFRASTRUCTURE:
             _importlib.import_module(f"{__name__}.{mod.name}")
     _loaded = True
+
+
+@_lru_cache(maxsize=None)
+def builtin_method_names() -> frozenset[str]:
+    """The names the built-in families register, read from their ``@register("name")`` decorators without
+    importing them, so the CLI can reject an unknown name before torch loads. tests/test_registry.py holds it
+    equal to the registry the imports build."""
+    names: set[str] = set()
+    for mod in _pkgutil.iter_modules(__path__):
+        if mod.name.startswith("_") or mod.name in INFRASTRUCTURE:
+            continue
+        root = _Path(__path__[0]) / mod.name
+        for path in sorted(root.rglob("*.py")) if mod.ispkg else [root.with_suffix(".py")]:
+            try:
+                tree = _ast.parse(path.read_text())
+            except (OSError, SyntaxError, ValueError):
+                continue
+            for node in _ast.walk(tree):
+                for deco in getattr(node, "decorator_list", ()):
+                    if (isinstance(deco, _ast.Call) and getattr(deco.func, "id", getattr(deco.func, "attr", None))
+                            == "register" and deco.args and isinstance(deco.args[0], _ast.Constant)
+                            and isinstance(deco.args[0].value, str)):
+                        names.add(deco.args[0].value)
+    return frozenset(names)

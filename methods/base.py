@@ -7,12 +7,9 @@ attacks and the audits only ever talk to methods through this module.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
-import types
-import typing
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -21,6 +18,8 @@ import torch
 from torch import Tensor
 
 from methods import inference
+from methods.budget import Budget, default_delta  # noqa: F401 (re-exported)
+from methods.config import NoConfig, _coerce, config_dict, make_config  # noqa: F401 (re-exported)
 from methods.errors import (BenchError, BudgetError, ConfigError, ContractViolation,  # noqa: F401 (re-exported)
                             InterfaceError)
 from methods.streams import RunStreams
@@ -29,49 +28,6 @@ PrivacyUnit = Literal["none", "edge", "node", "feature"]
 Setting = Literal["transductive", "inductive", "private-public"]
 PRIVACY_UNITS: tuple[str, ...] = ("none", "edge", "node", "feature")
 SETTINGS: tuple[str, ...] = ("transductive", "inductive", "private-public")
-
-
-
-
-# --------------------------------------------------------------------------------------
-# Budget
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A target (epsilon, delta). ``epsilon = inf`` means no privacy is asked for.
-
-    Methods calibrate to the target but always *report* the accountant's epsilon for what ran.
-    """
-
-    epsilon: float = math.inf
-    delta: float = 0.0
-
-    def __post_init__(self) -> None:
-        eps, delta = float(self.epsilon), float(self.delta)
-        if math.isnan(eps) or eps <= 0:
-            raise BudgetError(f"epsilon must be > 0 (got {self.epsilon})")
-        if math.isnan(delta) or not 0.0 <= delta < 1.0:
-            raise BudgetError(f"delta must be in [0, 1) (got {self.delta})")
-        object.__setattr__(self, "epsilon", eps)
-        object.__setattr__(self, "delta", delta)
-
-    @property
-    def is_private(self) -> bool:
-        return math.isfinite(self.epsilon)
-
-    def __str__(self) -> str:
-        if not self.is_private:
-            return "eps=inf"
-        return f"eps={self.epsilon:g}, delta={self.delta:.3g}"
-
-
-def default_delta(num_units: int) -> float:
-    """Largest power of ten strictly below 1/num_units (the papers' "delta < 1/#units" rule)."""
-    if num_units < 1:
-        raise BudgetError("cannot choose a default delta for a task with no private units")
-    return 10.0 ** (-(math.floor(math.log10(num_units)) + 1))
 
 
 # --------------------------------------------------------------------------------------
@@ -173,97 +129,8 @@ class Task:
 
 
 # --------------------------------------------------------------------------------------
-# Hyperparameters
+# Hyperparameters (typed dataclasses: :mod:`methods.config`)
 # --------------------------------------------------------------------------------------
-
-
-@dataclass
-class NoConfig:
-    """A method without hyperparameters."""
-
-
-def _coerce(value: Any, tp: Any, key: str) -> Any:
-    """Convert a CLI/config value to the dataclass field type ``tp``."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
-            if type(None) in args:
-                return None
-        errors = []
-        for a in args:
-            if a is type(None):
-                continue
-            try:
-                return _coerce(value, a, key)
-            except ConfigError as e:
-                errors.append(str(e))
-        raise ConfigError(f"{key}: cannot use {value!r} ({'; '.join(errors)})")
-    if origin is Literal:
-        for a in args:
-            if str(a) == str(value):
-                return a
-        raise ConfigError(f"{key} must be one of {', '.join(map(str, args))} (got {value!r})")
-    if origin in (tuple, list):
-        items = value
-        if isinstance(value, str):
-            items = [v for v in value.replace(";", ",").split(",") if v.strip()]
-        inner = args[0] if args else str
-        seq = [_coerce(v, inner, key) for v in items]
-        return tuple(seq) if origin is tuple else seq
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        s = str(value).strip().lower()
-        if s in ("1", "true", "yes", "on"):
-            return True
-        if s in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(f"{key} must be true or false (got {value!r})")
-    if tp is int:
-        try:
-            f = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{key} must be an integer (got {value!r})") from None
-        if not math.isfinite(f) or f != int(f):
-            raise ConfigError(f"{key} must be an integer (got {value!r})")
-        return int(f)
-    if tp is float:
-        try:
-            f = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{key} must be a number (got {value!r})") from None
-        if not math.isfinite(f):  # no hyperparameter means anything at inf or nan (a budget is not a hyperparameter)
-            raise ConfigError(f"{key} must be a finite number (got {value!r})")
-        return f
-    if tp is str:
-        return str(value)
-    return value
-
-
-def make_config(cls: type, overrides: dict[str, Any] | None = None, owner: str = "method") -> Any:
-    """Build the hyperparameter dataclass ``cls`` from defaults plus typed ``overrides``."""
-    overrides = dict(overrides or {})
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(overrides) - set(fields))
-    if unknown:
-        valid = ", ".join(sorted(fields)) or "(none)"
-        raise ConfigError(f"unknown hyperparameter(s) {', '.join(unknown)} for {owner}; valid: {valid}")
-    kwargs = {k: _coerce(v, hints[k], f"{owner}.{k}") for k, v in overrides.items()}
-    cfg = cls(**kwargs)
-    check = getattr(cfg, "validate", None)
-    if callable(check):
-        check()
-    return cfg
-
-
-def config_dict(cfg: Any) -> dict[str, Any]:
-    out = {}
-    for f in dataclasses.fields(cfg):
-        v = getattr(cfg, f.name)
-        out[f.name] = list(v) if isinstance(v, tuple) else v
-    return out
 
 
 def stable_hash(obj: Any) -> str:

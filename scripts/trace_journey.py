@@ -35,7 +35,7 @@ RANK = {"methods": 0, "attacks": 1, "audits": 1, "bench": 2}
 #: the functions that read part of a request (a name, an option, the split, the device, the data): the journey
 #: counts how often each is entered (``resolutions``); a request resolved once enters each at most once
 RESOLVERS = ("bench.datasets.registry:resolve_dataset", "methods.base:get_method", "bench.options:scoped_overrides",
-             "bench.hparams:lookup", "bench.splits:check_split", "bench.splits:make_task",
+             "bench.hparams:lookup", "bench.split_names:check_split", "bench.splits:make_task",
              "bench.datasets:load_dataset", "methods.device:resolve_device")
 STOPS = {"audit": "audits.runner:audit", "verify": "audits.verify:verify"}
 DEFAULT_STOP = "methods.base:fit_method"

@@ -5,6 +5,8 @@ and sweep configs. Registry-wide: a dataset added later is covered."""
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
 from bench.datasets import SPECS, DatasetError, resolve_dataset
@@ -63,6 +65,12 @@ def test_two_school_folders_differing_in_case_are_refused(tmp_path):
         resolve_dataset("facebook-MYSCHOOL1", tmp_path)
 
 
+class _Loaded(str):
+    """What the replaced loader returns: the name, with the one attribute the plan reads (a feature width)."""
+
+    data = types.SimpleNamespace(x=types.SimpleNamespace(size=lambda dim: 1))
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_run_prepares_the_canonical_dataset_and_its_default_split(name, monkeypatch):
     """``bench.plan.plan_run`` (every CLI command and bench.api that trains): the dataset it loads and the split it
@@ -70,7 +78,7 @@ def test_a_run_prepares_the_canonical_dataset_and_its_default_split(name, monkey
     import bench.plan as P
 
     loaded = []
-    monkeypatch.setattr(P, "load_dataset", lambda n, *a, **k: loaded.append(n.name) or n.name)
+    monkeypatch.setattr(P, "load_dataset", lambda n, *a, **k: loaded.append(n.name) or _Loaded(n.name))
     ref = resolve_dataset(name)
     for spelled in spellings(name):
         p = P.plan_run(P.RunSpec(methods=["mlp"], dataset=spelled, track=False, progress=False))

@@ -161,8 +161,8 @@ def cmd_mechanism_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from bench import api
     from bench.io import check_output_file, write_json_atomic
+    from bench.request import check_cli_request
     from methods.errors import ConfigError
 
     check_common(args)
@@ -184,7 +184,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise ConfigError("--mode pooled needs white-box gradient canaries (--level whitebox)")
     trials = args.trials if args.trials is not None else POOLED_RUNS if args.mode == "pooled" else 50
     canaries = args.canaries if args.canaries is not None else POOLED_CANARIES if args.mode == "pooled" else 200
+    # a negative --seed is left to the audit's own check, which names the option
+    check_cli_request(args.method, args.dataset, args.split, [max(args.seed, 0)], args.epsilon, args.delta)
     check_output_file(args.output)
+    from bench import api  # the harness: torch and PyG
+
     out = api.audit(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
                     mode=args.mode, trials=trials, canaries=canaries,
                     confidence=args.confidence,

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.cliargs import DIR_RULE, FILE_RULE, command, list_arg
+from bench.cliargs import DIR_RULE, FILE_RULE, check_threads, command, list_arg
 import bench.leaderboard as _lb
 from bench.leaderboard import LeaderboardError, build, build_site, collect_records, config_records
 
@@ -77,8 +77,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise LeaderboardError("--workers and --threads apply with --run only")
     if args.workers < 1:
         raise LeaderboardError(f"--workers must be >= 1 (got {args.workers})")
-    if args.threads is not None and args.threads < 0:
-        raise LeaderboardError(f"--threads must be >= 0 (got {args.threads})")
+    check_threads(args.threads, LeaderboardError)
     if args.config and not args.site:
         raise LeaderboardError("--config picks the cells of a --site build: give --site too")
     if args.site and args.output:

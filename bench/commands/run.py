@@ -31,16 +31,19 @@ def _attack_parser(sub) -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bench import api
     from bench.io import check_output_dir, check_output_file, write_json_atomic
+    from bench.request import check_cli_request
     from methods.errors import ConfigError
 
     check_common(args)
+    check_cli_request(args.method, args.dataset, args.split, args.seeds, args.epsilon, args.delta)
     check_output_file(args.output)
     if args.plot_dir and not args.attacks:
         raise ConfigError("--plot-dir saves the attacks' ROC plots: give --attacks too")
     check_output_dir(args.plot_dir, "--plot-dir")
     runs = [r.strip() for item in getattr(args, "runs", []) or [] for r in item.split(",") if r.strip()]
+    from bench import api  # the harness: torch and PyG
+
     if args.command == "attack" and runs:
         if args.method or args.dataset:
             raise ConfigError("--run attacks recorded runs: give it without --method/--dataset")

@@ -52,12 +52,15 @@ def _verify_parser(sub) -> argparse.ArgumentParser:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from bench import api
     from bench.cliargs import fmt_eps
     from bench.io import check_output_file, format_table, write_json_atomic
+    from bench.request import check_cli_request
 
     check_common(args)
+    check_cli_request(args.method, args.dataset, args.split, args.seeds, args.epsilon, args.delta)
     check_output_file(args.output)
+    from bench import api  # the harness: torch and PyG
+
     checks = args.checks or None
     out = api.verify(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
                      seeds=args.seeds, quick=args.quick, canaries=args.canaries, trials=args.trials,

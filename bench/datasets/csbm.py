@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.datasets.base import DatasetError, Spec
+from bench.memory import FLOAT, check_fits, host_memory
+from methods.errors import ConfigError
 
 
 def make_csbm(nodes: int = 1000, classes: int = 4, degree: float = 10.0, homophily: float = 0.8,
@@ -24,6 +26,13 @@ def make_csbm(nodes: int = 1000, classes: int = 4, degree: float = 10.0, homophi
         raise DatasetError("csbm needs nodes >= classes >= 2, features >= 1 and degree >= 0")
     if not 0.0 <= homophily <= 1.0:
         raise DatasetError(f"csbm homophily must be in [0, 1] (got {homophily})")
+    # the float32 features and the int64 edge draws (two ends, both directions), before duplicates are removed
+    needs = FLOAT * nodes * features + 32 * int(round(nodes * degree / 2))
+    try:
+        check_fits(f"csbm:nodes={nodes},features={features},degree={degree:g}", needs, host_memory(),
+                   "its feature matrix and edge list")
+    except ConfigError as e:
+        raise DatasetError(str(e)) from None
     rng = np.random.default_rng(seed)
     y = rng.permutation(np.arange(nodes) % classes)
     order = np.argsort(y, kind="stable")

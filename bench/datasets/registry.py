@@ -54,7 +54,7 @@ def resolve_dataset(name: str, root: Path | None = None) -> DatasetName:
     """The one reading of a dataset name, used by every entry point (CLI, :mod:`bench.api`, sweep configs): the
     name and its option keys match case-insensitively (``Cora``, ``CSBM:Nodes=500``); a name that matches no
     dataset, or more than one, is a :class:`DatasetError` naming the candidates."""
-    from methods.base import _coerce
+    from methods.config import _coerce
     from methods.errors import ConfigError
 
     if not isinstance(name, str) or not name.strip():
