@@ -18,6 +18,8 @@ Each line of an export (a file or a directory of per-dataset files, :mod:`bench.
 * unit attacks (``edge-attack`` and ``feature-attack`` records of ``scripts.unit_attacks``, e.g.
   ``docs/leaderboard/attacks``): which model was attacked, rates in [0, 1], the TPR its counts give, at most 1%
   FPR, and no epsilon (an attack on one model is not a game between neighbouring datasets);
+* manifest: the export holds exactly the records its manifest (:mod:`bench.manifest`, written by the page build
+  and at a sweep's end) lists, each unedited: a record deleted, added or edited within its ranges since fails;
 * commit: the record names a commit of this repository's history (an ancestor of HEAD) without ``-dirty``.
   Records started before :data:`DIRTY_CUTOFF` that name a dirty commit are counted, not failed: they are
   regenerated when the whole leaderboard is next rebuilt. A newer one fails. ``strict`` drops that exemption (and
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from bench import manifest
 from bench.records import ATTACK_KINDS
 from bench.version import RELEASES_FILE, cited_release, registered_releases, release_commit
 from methods.errors import BenchError
@@ -71,6 +74,7 @@ class CheckReport:
     commits_checked: bool = True
     notes: list[str] = field(default_factory=list)
     planned: int | None = None  # cells of the --config grid, when one was given
+    manifest: tuple[str, int] | None = None  # the manifest compared (path, records it lists)
 
     @property
     def ok(self) -> bool:
@@ -89,6 +93,9 @@ class CheckReport:
         for ds, n in sorted(self.delta_unchecked.items()):
             lines.append(f"# delta rule not checked for {n} runs of {ds}: they predate the privacy_units parameter "
                          "and the dataset is not on this machine (set BENCH_DATA_ROOT)")
+        if self.manifest is not None:
+            lines.append(f"# manifest {self.manifest[0]}: the export must hold exactly its {self.manifest[1]} records, "
+                         "unedited")
         if self.planned is not None:
             lines.append(f"# the config's grid: {self.planned} cells, each must have a finished record")
         lines += [f"# {n}" for n in self.notes]
@@ -448,9 +455,9 @@ def check_export(export: str | Path, repo: str | Path | None = None, count_units
     the record started (no legacy exemption); ``release``: a git tag (or several: a site whose rows come from more
     than one release) every record must name the commit of, one of them (implies
     ``strict``); ``config``: a sweep config whose every cell must have a finished record (a deleted record fails).
-    Duplicated lines, two finished records of one cell and rates outside [0, 1] fail. A forgery consistent with
-    itself (an accuracy edited within [0, 1], an epsilon and its ledger edited together) cannot be caught without
-    re-running the cell. Bad input (no export, no such tag, no history to check against under ``strict``): BenchError."""
+    Duplicated lines, two finished records of one cell, rates outside [0, 1] and any difference from the manifest
+    beside the export fail. A forgery consistent with itself and with a rewritten manifest (an accuracy edited
+    within [0, 1], an epsilon and its ledger edited together) cannot be caught without re-running the cell. Bad input (no export, no such tag, no history to check against under ``strict``): BenchError."""
     p = Path(export)
     if not p.exists():
         raise BenchError(f"export {export} not found")
@@ -497,6 +504,14 @@ def check_export(export: str | Path, repo: str | Path | None = None, count_units
         problems = check_record(rec, commits, units, report, strict, tagged) + seen(where, rec)
         if problems:
             report.failures.append((f"{where} {rec.get('name') or rec.get('cell_id') or ''}".strip(), problems))
+    listed = manifest.load(p)
+    if listed is None:
+        report.notes.append(f"no manifest beside the export ({manifest.manifest_path(p)}): a deleted record or an "
+                            "edit within a record's ranges cannot be seen (a page build or a sweep's end writes one)")
+    else:
+        differences = manifest.compare(p, listed)
+        report.failures += differences
+        report.manifest = (str(manifest.manifest_path(p)), sum(len(v) for v in listed["files"].values()))
     if plan is not None:
         missing = [c for c in plan if (c.kind, c.cell_id) not in seen.cells]
         report.planned = len(plan)

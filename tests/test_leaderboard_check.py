@@ -553,3 +553,41 @@ def test_a_regenerated_dataset_holds_only_records_of_the_cited_release():
         trained = {k.split("/")[0] for k, v in prog["steps"].items()
                    if k.split("/")[1] == "train" and v["status"] == "done"}
         assert trained <= set(seen), trained - set(seen)
+
+
+def test_the_manifest_catches_a_deleted_added_or_edited_record(tmp_path, good, capsys):
+    """Edits no single record shows (an accuracy moved within [0, 1], a deleted line, an added one) fail against the
+    manifest written when the page was built; the export it describes checks out."""
+    from bench import manifest
+
+    run, ver = good
+    other = {**copy.deepcopy(run), "run_id": "e" * 32, "cell_id": "c" * 16}
+    d = _write(tmp_path, [run, ver, other])
+    assert check_export(d, count_units=False).ok  # no manifest: nothing to compare with, said in a note
+    manifest.write(d)
+    report = check_export(d, count_units=False)
+    assert report.ok and report.manifest == (str(d / "manifest.json"), 3), report.failures
+
+    edited = copy.deepcopy(other)
+    edited["metrics"]["test_acc"] = min(1.0, float(edited["metrics"]["test_acc"]) + 0.05)
+    (tmp_path / "bare").mkdir()
+    assert check_export(_write(tmp_path / "bare", [run, ver, edited]), count_units=False).ok  # in range: no record's
+    # own check sees it
+    report = check_export(_write(tmp_path, [run, ver, edited]), count_units=False)
+    assert len(report.failures) == 1 and "edited since" in report.failures[0][1][0], report.failures
+
+    report = check_export(_write(tmp_path, [run, ver]), count_units=False)  # a deleted record
+    assert len(report.failures) == 1 and "missing: run(s) " + "e" * 32 in report.failures[0][1][0], report.failures
+
+    added = {**copy.deepcopy(run), "run_id": "d" * 32, "cell_id": "d" * 16}
+    report = check_export(_write(tmp_path, [run, ver, other, added]), count_units=False)
+    assert len(report.failures) == 1 and "not in the manifest" in report.failures[0][1][0], report.failures
+    report = check_export(_write(tmp_path, [added], name="y.jsonl"), count_units=False)  # a file added
+    assert any("not in the manifest" in p[0] for _, p in report.failures)
+
+    (d / "y.jsonl").unlink()
+    _write(tmp_path, [run, ver, other])
+    assert main(["leaderboard", "--check", str(d)]) == 0
+    assert "the export must hold exactly its 3 records" in capsys.readouterr().out
+    (d / "manifest.json").write_text("{not json")
+    assert main(["leaderboard", "--check", str(d)]) == 2

@@ -151,8 +151,9 @@ def test_a_sweep_resumes_from_a_sharded_export_alone(tmp_path):
     export = f"{tmp_path / 'runs'}/"
     c = cfg("sweep-sharded-a")
     assert [r["status"] for r in api.sweep(c, export=export, progress=False)["results"]] == ["finished"] * 2
-    (f,) = (tmp_path / "runs").iterdir()
+    (f,) = (tmp_path / "runs").glob("*.jsonl")
     assert f.name == "csbm_nodes=200_classes=3_features=8.jsonl" and len(f.read_text().splitlines()) == 2
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted(["manifest.json", f.name])  # --check reads it
     assert records.done_cells(tmp_path / "runs") == {x.cell_id for x in c.cells}
     again = api.sweep(cfg("sweep-sharded-b"), export=export, progress=False)
     assert again["results"] == [] and sorted(again["done_before"]) == sorted(x.cell_id for x in c.cells)

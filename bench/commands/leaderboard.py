@@ -138,6 +138,12 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                                    + (f" for the cells of {config}" if config else ""))
         title, intro, papers = site_texts(rows, export, config=config, records=recs, planned=planned, done=done)
         files = build_site(rows, args.site, title, intro, papers)
+        from bench import manifest
+
+        # what the page was built from, so `--check` sees a record deleted, added or edited since
+        for source in (export, records.site_attacks(args.site)):
+            if Path(str(source).rstrip("/")).exists():
+                files.append(manifest.write(source))
         print(_lb.terminal_summary(rows))
         print(f"\npage: {Path(args.site) / 'index.html'} ({len(files)} files written to {args.site})")
         return 0

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
+from bench import manifest
 from bench.sweep.cells import Cell, SweepConfig
 from bench.sweep.export import missing, repair_export, repair_note
 from bench.sweep.state import CellState, cell_states, make_plan, owner_id, reclaim_attempt, reclaim_orphans
@@ -127,6 +129,8 @@ def run_sweep(cfg: SweepConfig, cell_fn: Callable[..., dict[str, Any]], executor
             if late:
                 print(repair_note(export, late), file=out)
             summary["export_repaired"] = repaired + late
+            if Path(export.rstrip("/")).exists():
+                manifest.write(export)  # what the export holds now, for `bench leaderboard --check`
     summary["seconds"] = time.perf_counter() - t0
     n = {s: sum(r["status"] == s for r in summary["results"]) for s in ("finished", "failed", "skipped")}
     print(f"# sweep done in {summary['seconds']:.1f}s: {n['finished']} finished, {n['failed']} failed, "
