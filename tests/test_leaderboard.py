@@ -12,6 +12,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import bootstrap
 
 from bench import tracking
@@ -89,6 +91,15 @@ def test_bootstrap_ci_contains_mean_and_narrows_with_more_seeds():
     assert lo <= np.mean(few) <= hi and lo2 <= np.mean(many) <= hi2
     assert hi2 - lo2 < hi - lo
     assert bootstrap_ci([0.5]) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=2, max_size=6), st.randoms(use_true_random=False))
+def test_bootstrap_ci_does_not_depend_on_the_order_of_the_records(xs, rnd):
+    """A re-run, or an export whose lines arrive in another order, prints the same interval for the same row."""
+    shuffled = list(xs)
+    rnd.shuffle(shuffled)
+    assert bootstrap_ci(xs, key="row") == bootstrap_ci(shuffled, key="row")
 
 
 def test_markdown_csv_html_and_the_leaderboard_run(board):

@@ -232,18 +232,24 @@ def attack_infers(variant: str) -> str:
     return attack_unit(variant.split(".", 1)[0], "none")["attack_unit"]
 
 
-def bootstrap_ci(xs: list[float], seed: int = 0, resamples: int = 2000) -> tuple[float, float] | None:
-    """95% percentile bootstrap interval of the mean over seeds (None with fewer than two seeds)."""
+def bootstrap_ci(xs: list[float], key: str = "", resamples: int = 2000) -> tuple[float, float] | None:
+    """95% percentile bootstrap interval of the mean over seeds (None with fewer than two seeds). The interval
+    depends on the values and the row alone, never on the order its records arrive in: the values are sorted and
+    the resampling is seeded by ``key`` (the row's identity), so a re-run or a reordered export prints the same
+    interval."""
+    import hashlib
+
     import numpy as np
     from scipy.stats import bootstrap
 
     if len(xs) < 2:
         return None
-    a = np.asarray(xs, dtype=float)
+    a = np.sort(np.asarray(xs, dtype=float))
     if np.all(a == a[0]):
         return float(a[0]), float(a[0])
+    entropy = int.from_bytes(hashlib.sha256(f"bootstrap|{key}".encode()).digest()[:16], "big")
     res = bootstrap((a,), np.mean, confidence_level=0.95, n_resamples=resamples, method="percentile",
-                    random_state=np.random.default_rng(seed))
+                    random_state=np.random.default_rng(np.random.SeedSequence(entropy)))
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -406,7 +412,8 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
     mark_identical(list(rows.values()))
     out = sorted(rows.values(), key=lambda r: (r.dataset, r.unit, r.method, r.split, r.variant, r.target_epsilon))
     for row in out:
-        row.ci = bootstrap_ci(row.accs)
+        row.ci = bootstrap_ci(row.accs, key="|".join(map(str, (row.dataset, row.unit, row.method, row.split,
+                                                                 row.variant, row.target_epsilon))))
         row.composed = compose_seeds(row)
     return out
 
