@@ -49,7 +49,7 @@ LEGEND = [
     "The plot beside each table: test accuracy (mean, 95% CI bars) against spent eps on a log axis, the non-private "
     "references as horizontal lines. Stars are the papers' own numbers (\"Papers vs ours\") at the paper's epsilon, in "
     f"the colour of the method they are compared with: filled = reproduced ({REPRODUCED_RULE}), hollow = not "
-    "reproduced, half-filled = nothing decides it (one seed, or not run yet). A paper's non-private numbers are in "
+    "reproduced, half-filled = nothing decides it (inconclusive, one seed, or not run yet). A paper's non-private numbers are in "
     "\"Papers vs ours\" only.",
     "Which attack, its TPR at 1% FPR, the non-private references, the verification, the hyperparameters and the "
     "seeds are in the details below each table.",

@@ -129,12 +129,14 @@ PAPER_FILL = {True: "full", False: "none", None: "bottom"}
 #: the ``gid`` of a paper point's artist (:func:`plotted_papers` finds them by it)
 PAPER_GID = "paper-point"
 #: the legend line that says what the stars mean
-PAPER_KEY = "paper's number (star, at its eps):\nfilled = in our 95% CI, hollow = not, half = no CI"
+PAPER_KEY = "paper's number (star, at its eps):\nfilled = reproduced (within 2 points), hollow = not, half = undecided"
 
 
 def paper_verdict(c: PaperCell) -> str:
     if c.reproduced is None:
-        return "not run yet" if c.row is None or not c.row.accs else "no CI (one seed)"
+        if c.row is None or not c.row.accs:
+            return "not run yet"
+        return "one seed: undecided" if len(c.row.accs) < 2 else "inconclusive (more seeds decide it)"
     return "reproduced" if c.reproduced else "not reproduced"
 
 
