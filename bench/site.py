@@ -42,9 +42,12 @@ def load_papers(path: str | os.PathLike | None = None) -> dict[str, Any]:
         raw = yaml.safe_load(p.read_text()) or {}
     except yaml.YAMLError as e:
         raise SiteError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
-    reasons, papers = raw.get("reasons") or {}, raw.get("papers") or []
-    if not isinstance(reasons, dict) or not isinstance(papers, list):
-        raise SiteError(f"{p}: expected `reasons` (a mapping) and `papers` (a list)")
+    reasons, papers, absent = raw.get("reasons") or {}, raw.get("papers") or [], raw.get("absent") or []
+    if not isinstance(reasons, dict) or not isinstance(papers, list) or not isinstance(absent, list):
+        raise SiteError(f"{p}: expected `reasons` (a mapping), `papers` and `absent` (lists)")
+    for i, entry in enumerate(absent):
+        if not isinstance(entry, dict) or not entry.get("dataset") or not entry.get("papers") or not entry.get("why"):
+            raise SiteError(f"{p}: absent[{i}] needs `dataset`, `papers` and `why`")
     for i, sec in enumerate(papers):
         for key in ("paper", "dataset", "split", "cells"):
             if key not in sec:
@@ -52,7 +55,35 @@ def load_papers(path: str | os.PathLike | None = None) -> dict[str, Any]:
         for j, cell in enumerate(sec["cells"]):
             if "method" not in cell or "paper" not in cell:
                 raise SiteError(f"{p}: papers[{i}].cells[{j}] needs `method` and `paper`")
-    return {"reasons": reasons, "papers": papers}
+    return {"reasons": reasons, "papers": papers, "absent": absent}
+
+
+ABSENT_HEADING = "Datasets not on this page"
+LARGE_CONFIG = "configs/large.yaml"
+
+
+def absent_md(papers: dict[str, Any] | None = None) -> str:
+    """The papers' datasets the page lacks (``absent`` in ``configs/papers.yaml``), why, and the name a user who has
+    the files runs them by (:data:`LARGE_CONFIG` holds the papers' cells on them)."""
+    papers = papers if papers is not None else load_papers()
+    absent = papers.get("absent") or []
+    if not absent:
+        return ""
+    out = [f"## {ABSENT_HEADING}", "",
+           "The papers also report datasets that the offline copy this page is built from does not hold. Where the "
+           f"suite has a loader (the real PyG and OGB classes), `{LARGE_CONFIG}` runs each paper's cells on them at "
+           "its headline budget: `BENCH_DATA_ROOT=/path/to/datasets bench sweep "
+           f"{LARGE_CONFIG} --executor ray --workers 8 --export large.jsonl` (without `BENCH_DATA_ROOT` the stock "
+           "files download once into the user cache; a GPU is used when present), then `bench leaderboard --config "
+           f"{LARGE_CONFIG} --export large.jsonl --site large-site`. The loaders are tested on tiny files written in "
+           "each format; no number of theirs is on this page.", "",
+           "| dataset | reported by | why it is not here | run it as |", "| --- | --- | --- | --- |"]
+    for e in absent:
+        name = e.get("name")
+        out.append(f"| {e['dataset']} | {', '.join(map(str, e['papers']))} | {' '.join(str(e['why']).split())} | "
+                   + (f"`{name}` ({LARGE_CONFIG})" if name and not str(name).startswith("facebook-")
+                      else f"`{name}`" if name else "-") + " |")
+    return "\n".join(out) + "\n"
 
 
 def _eps_key(v: Any) -> float:
@@ -384,9 +415,9 @@ def site_texts(rows: list[Any], export: str | None, config: str | None = None,
 
         records = rec.load(export) if export and Path(export).exists() else []
     cost = site_cost_md(Path(str(export).rstrip("/")).parent) if export else ""
-    closing = "\n".join(x.rstrip("\n") for x in (papers_md(rows), cost) if x.strip())
+    closing = "\n".join(x.rstrip("\n") for x in (papers_md(rows), absent_md(), cost) if x.strip())
     return TITLE, provenance_md(records, export, config, planned, done), closing
 
 
-__all__ = ["REPRODUCED_RULE", "PaperCell", "SiteError", "load_papers", "paper_cells", "paper_row", "papers_md",
+__all__ = ["ABSENT_HEADING", "REPRODUCED_RULE", "absent_md", "PaperCell", "SiteError", "load_papers", "paper_cells", "paper_row", "papers_md",
            "provenance_md", "reproduces", "site_texts"]

@@ -88,6 +88,27 @@ def _csv_gz(path: Path, rows) -> None:
             fh.write(",".join(str(v) for v in (r if isinstance(r, (list, tuple, np.ndarray)) else [r])) + "\n")
 
 
+def write_ogbn_products(root: Path, n: int = 60, features: int = 6, classes: int = 47, seed: int = 0) -> dict:
+    """ogbn-products in OGB's offline layout: RELEASE_v1.txt, raw/*.csv.gz, split/sales_ranking/*.csv.gz."""
+    rng = np.random.default_rng(seed)
+    base = root / "ogbn_products"
+    src, dst = _ring_plus_random(n, rng, n // 2)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    _csv_gz(base / "raw" / "edge.csv.gz", np.stack([src, dst], 1))
+    _csv_gz(base / "raw" / "node-feat.csv.gz", np.round(rng.normal(size=(n, features)), 4))
+    _csv_gz(base / "raw" / "node-label.csv.gz", rng.integers(classes, size=n))
+    _csv_gz(base / "raw" / "num-node-list.csv.gz", [n])
+    _csv_gz(base / "raw" / "num-edge-list.csv.gz", [src.size])
+    perm = rng.permutation(n)
+    parts = {"train": np.sort(perm[: n // 2]), "valid": np.sort(perm[n // 2: 3 * n // 4]),
+             "test": np.sort(perm[3 * n // 4:])}
+    for k, v in parts.items():
+        _csv_gz(base / "split" / "sales_ranking" / f"{k}.csv.gz", v)
+    (base / "RELEASE_v1.txt").write_text("ogbn-products fake for tests\n")
+    return {"nodes": n, "classes": classes, "parts": parts}
+
+
 def write_ogbn_arxiv(root: Path, n: int = 60, features: int = 6, classes: int = 40, seed: int = 0,
                      release: bool = True) -> dict:
     """The offline OGB layout: RELEASE_v1.txt, raw/*.csv.gz and split/time/*.csv.gz (directed edges)."""

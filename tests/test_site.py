@@ -92,8 +92,9 @@ def test_provenance_counts_compute_machines_progress_and_hparam_sources():
     assert "6 min of attacks" in more and "No epsilon is derived from them" in more
     compute = [[p for p in t.split("\n\n") if p.startswith("Compute:")] for t in (text, more)]
     assert compute[0] and compute[0] == compute[1]
-    # a paper section only where the page has its dataset and split
-    assert "ProGAP" in papers and "DRW" not in papers
+    # a paper section only where the page has its dataset and split; the absent datasets are listed whatever it has
+    assert "### ProGAP" in papers and "### Ayle et al." not in papers
+    assert "## Datasets not on this page" in papers and "| PubMed | DRW 2023 |" in papers
 
 
 def test_site_from_the_config_keeps_only_its_cells(tmp_path):

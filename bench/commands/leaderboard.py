@@ -137,7 +137,10 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
             raise LeaderboardError(f"no FINISHED runs with test accuracy in {export}"
                                    + (f" for the cells of {config}" if config else ""))
         title, intro, papers = site_texts(rows, export, config=config, records=recs, planned=planned, done=done)
-        files = build_site(rows, args.site, title, intro, papers)
+        from bench.leaderboard.summary import opening
+
+        head = opening(rows, recs, export, args.site, records.site_attacks(args.site))
+        files = build_site(rows, args.site, title, intro, papers, head)
         from bench import manifest
 
         # what the page was built from, so `--check` sees a record deleted, added or edited since

@@ -55,7 +55,9 @@ PAPERS_RELATIONS = {"cut-off-graph": "relative to the graph after the random deg
                     "in-edges": "a node owns its incoming edge list"}
 
 
-def _relations(rows: list[Row]) -> str:
+def relation_labels() -> tuple[str, dict[str, tuple[str, list[str]]]]:
+    """(the sound node-level relation's unit label, {label of a papers' relation: (what it is relative to, the
+    methods that run it)}), read from the methods' ``relation_labels``."""
     from methods.base import available_methods
 
     methods = available_methods()
@@ -68,6 +70,11 @@ def _relations(rows: list[Row]) -> str:
                 sound = label
             elif rel in PAPERS_RELATIONS:
                 papers.setdefault(label, (PAPERS_RELATIONS[rel], []))[1].append(name)
+    return sound, papers
+
+
+def _relations(rows: list[Row]) -> str:
+    sound, papers = relation_labels()
     shown = sorted({r.unit_label for r in rows if r.method in RELATION_METHODS and r.unit_label})
     text = (f"Node-level relations: node-level GAP, ProGAP and DP-GNN run under the sound default, '{sound}': a node "
             "removed with all its edges from the input graph, max_degree being a declared public bound on every "

@@ -20,6 +20,8 @@ from bench.leaderboard.compact import (LEGEND, Cell, best_rows, compact_cells, c
                                        private_rows)
 from bench.leaderboard.plots import _b64, _plot_keys, _png, _safe, plot_section
 from bench.leaderboard.rows import Row
+from bench.leaderboard.summary import HEADING as GLANCE_HEADING
+from bench.leaderboard.summary import Opening, glance_html, glance_markdown, head_html, head_markdown
 from bench.leaderboard.tables import COLUMN_NOTES, _num, footnotes, header_for, row_cells, sections
 
 BUILT_HEADING = "How this page was built"
@@ -63,12 +65,13 @@ def hparams_cells(r: Row) -> list[str]:
     return [r.label, r.split, _num(r.target_epsilon, "g"), str(len(r.accs)), hparams_text(r), hp_source_text(r)]
 
 
-def _contents(rows: list[Row], extra: list[str]) -> list[tuple[str, list[tuple[str, str]]]]:
-    """The conventions (when the page has private rows), (dataset, [(unit, anchor)]) per dataset, then the closing
-    sections as (heading, [])."""
+def _contents(rows: list[Row], extra: list[str], opening: Opening | None = None) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The summary (when the opening has one), the conventions (when the page has private rows), (dataset,
+    [(unit, anchor)]) per dataset, then the closing sections as (heading, [])."""
     items = [(ds, [(unit, anchor(section_title(ds, unit))) for unit, _ in units])
              for ds, units in _by_dataset(rows).items()]
-    return ([(CONVENTIONS_HEADING, [])] if conventions(rows) else []) + items + [(h, []) for h in extra]
+    return (([(GLANCE_HEADING, [])] if opening is not None and opening.body else [])
+            + ([(CONVENTIONS_HEADING, [])] if conventions(rows) else []) + items + [(h, []) for h in extra])
 
 
 # --------------------------------------------------------------------------------------
@@ -85,15 +88,19 @@ def _md_table(header: list[str], body: list[list[str]]) -> list[str]:
 
 
 def to_markdown(rows: list[Row], title: str, plots: dict[tuple[str, str], str] | None = None, intro: str = "",
-                extra: str = "") -> str:
+                extra: str = "", opening: Opening | None = None) -> str:
     """The page as markdown (GitHub renders the ``<details>`` blocks); ``plots`` maps (dataset, unit) to an image
-    path shown under its table, ``intro`` (how the page was built) and ``extra`` ("Papers vs ours") close it."""
+    path shown under its table, ``intro`` (how the page was built) and ``extra`` ("Papers vs ours") close it;
+    ``opening`` (:mod:`bench.leaderboard.summary`) opens it: the releases, the downloads and the summary."""
     plots = plots or {}
     closing = [x[3:] for x in extra.splitlines() if x.startswith("## ")] + ([BUILT_HEADING] if intro.strip() else [])
-    lines = [f"# {title}", "", "Contents:", ""]
-    for ds, units in _contents(rows, closing):
+    lines = [f"# {title}", ""] + (head_markdown(opening) if opening is not None else []) + ["Contents:", ""]
+    for ds, units in _contents(rows, closing, opening):
         links = " · ".join(f"[{u}](#{a})" for u, a in units)
         lines.append(f"* [{ds}](#{anchor(ds)})" + (f": {links}" if links else ""))
+    glance = glance_markdown(opening) if opening is not None else []
+    if glance:
+        lines += [""] + glance
     stated = conventions(rows)
     if stated:
         lines += ["", f"## {CONVENTIONS_HEADING}", ""] + [f"* {n}" for n in stated]
@@ -136,7 +143,7 @@ th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after
 tr.best td{font-weight:600;background:#eaf6ec}
 .sec{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}.sec .main{flex:0 1 auto}.sec figure{flex:1 1 420px;max-width:760px;margin:.6em 0}
 .viol{color:#b00020;font-weight:bold}.pass{color:#1b7f3a}img{max-width:100%;border:1px solid #eee}
-.note{color:#555;font-size:.85em}details{margin:.4em 0 1em}summary{cursor:pointer;color:#1a4d8f}
+.note{color:#555;font-size:.85em}.banner{background:#f3f6fa;border-left:4px solid #1a4d8f;padding:.5em .8em}details{margin:.4em 0 1em}summary{cursor:pointer;color:#1a4d8f}
 details table td:nth-child(-n+3){text-align:left}nav ul{columns:2;padding-left:1.2em}nav li{margin:.15em 0}"""
 
 #: sorts a table.sortable by the clicked column: a cell's leading number (as shown; 'inf' is infinite) numerically,
@@ -181,9 +188,10 @@ def _plain_rows(body: list[list[str]]) -> list[str]:
 
 
 def to_html(rows: list[Row], title: str, figures: dict[tuple[str, str], str], intro: str = "",
-            extra: str = "") -> str:
+            extra: str = "", opening: Opening | None = None) -> str:
     """The page as one self-contained HTML document: ``figures`` maps (dataset, unit) to a base64 PNG shown beside
-    its table; ``intro`` (HTML: how the page was built) and ``extra`` (HTML: "Papers vs ours") close it."""
+    its table; ``intro`` (HTML: how the page was built) and ``extra`` (HTML: "Papers vs ours") close it;
+    ``opening`` opens it, as in :func:`to_markdown`."""
     esc = html.escape
     closing = ([html.unescape(h) for h in re.findall(r"<h2 id='[^']*'>([^<]*)</h2>", extra)]
                + ([BUILT_HEADING] if intro.strip() else []))
@@ -191,11 +199,14 @@ def to_html(rows: list[Row], title: str, figures: dict[tuple[str, str], str], in
              f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{esc(title)}</title>"
              f"<style>{CSS}</style></head><body>", f"<h1>{esc(title)}</h1>"]
     toc = []
-    for ds, units in _contents(rows, closing):
+    for ds, units in _contents(rows, closing, opening):
         links = " · ".join(f"<a href='#{a}'>{esc(u)}</a>" for u, a in units)
         toc.append(f"<li><a href='#{anchor(ds)}'>{esc(ds)}</a>" + (f": {links}" if links else "") + "</li>")
     parts.append("<nav id='contents' aria-label='contents'><strong>Contents</strong><ul>" + "".join(toc)
                  + "</ul></nav>")
+    if opening is not None:
+        parts.insert(-1, head_html(opening))
+        parts.append(glance_html(opening, anchor(GLANCE_HEADING)))
     stated = conventions(rows)
     if stated:
         parts.append(f"<h2 id='{anchor(CONVENTIONS_HEADING)}'>{esc(CONVENTIONS_HEADING)}</h2><ul class='note'>"
@@ -241,8 +252,10 @@ def to_html(rows: list[Row], title: str, figures: dict[tuple[str, str], str], in
     return "\n".join(parts)
 
 
-def build_site(rows: list[Row], out_dir: str | Path, title: str, intro_md: str = "", papers: str = "") -> list[Path]:
-    """Write ``index.html`` (self-contained), ``README.md`` (the same tables) and the plots (PNG) into ``out_dir``."""
+def build_site(rows: list[Row], out_dir: str | Path, title: str, intro_md: str = "", papers: str = "",
+               opening: Opening | None = None) -> list[Path]:
+    """Write ``index.html`` (self-contained), ``README.md`` (the same tables) and the plots (PNG) into ``out_dir``;
+    ``opening`` as in :func:`to_markdown`."""
     import matplotlib.pyplot as plt
 
     from bench.io import write_text_atomic
@@ -262,9 +275,9 @@ def build_site(rows: list[Row], out_dir: str | Path, title: str, intro_md: str =
         p.write_bytes(png)
         written.append(p)
     paths = {(ds, unit): f"plots/{_safe(ds)}_{unit}.png" for (ds, unit) in pngs}
-    write_text_atomic(out / "README.md", to_markdown(rows, title, paths, intro_md, papers))
+    write_text_atomic(out / "README.md", to_markdown(rows, title, paths, intro_md, papers, opening))
     write_text_atomic(out / "index.html", to_html(rows, title, {k: _b64(png) for k, png in pngs.items()},
-                                                  _md_paragraphs(intro_md), _md_table_html(papers)))
+                                                  _md_paragraphs(intro_md), _md_table_html(papers), opening))
     return written + [out / "README.md", out / "index.html"]
 
 
