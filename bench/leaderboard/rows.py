@@ -76,10 +76,21 @@ class Row:
     #: seed -> the run's ledger (``ledger.json``), and the accountants the runs name: what :attr:`composed` composes
     ledgers: dict[int, dict] = field(default_factory=dict)
     accountants: set = field(default_factory=set)
-    #: the epsilon of releasing every seed's model of the row together (:func:`compose_seeds`), at the row's delta
-    composed: float = math.nan
     #: how the runs drew their DP noise (:func:`bench.records.noise_text`): "reproducible" and/or "secure"
     noise: set = field(default_factory=set)
+    _composed: float | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def composed(self) -> float:
+        """The epsilon of releasing every seed's model of the row together (:func:`compose_seeds`), at the row's
+        delta; composed on first use (a composition of many ledgers is the costliest number of a row)."""
+        if self._composed is None:
+            self._composed = compose_seeds(self)
+        return self._composed
+
+    @composed.setter
+    def composed(self, value: float) -> None:
+        self._composed = value
 
     @property
     def label(self) -> str:
@@ -414,7 +425,6 @@ def collect_records(records: Iterable[dict[str, Any]]) -> list[Row]:
     for row in out:
         row.ci = bootstrap_ci(row.accs, key="|".join(map(str, (row.dataset, row.unit, row.method, row.split,
                                                                  row.variant, row.target_epsilon))))
-        row.composed = compose_seeds(row)
     return out
 
 
