@@ -56,22 +56,30 @@ def load_builtin_methods() -> None:
 @_lru_cache(maxsize=None)
 def builtin_method_names() -> frozenset[str]:
     """The names the built-in families register, read from their ``@register("name")`` decorators without
-    importing them, so the CLI can reject an unknown name before torch loads. tests/test_registry.py holds it
+    importing them, so the CLI can reject an unknown name before torch loads. tests/test_fast_errors.py holds it
     equal to the registry the imports build."""
-    names: set[str] = set()
+    files: list[_Path] = []
     for mod in _pkgutil.iter_modules(__path__):
         if mod.name.startswith("_") or mod.name in INFRASTRUCTURE:
             continue
         root = _Path(__path__[0]) / mod.name
-        for path in sorted(root.rglob("*.py")) if mod.ispkg else [root.with_suffix(".py")]:
-            try:
-                tree = _ast.parse(path.read_text())
-            except (OSError, SyntaxError, ValueError):
-                continue
-            for node in _ast.walk(tree):
-                for deco in getattr(node, "decorator_list", ()):
-                    if (isinstance(deco, _ast.Call) and getattr(deco.func, "id", getattr(deco.func, "attr", None))
-                            == "register" and deco.args and isinstance(deco.args[0], _ast.Constant)
-                            and isinstance(deco.args[0].value, str)):
-                        names.add(deco.args[0].value)
+        files += sorted(root.rglob("*.py")) if mod.ispkg else [root.with_suffix(".py")]
+    return declared_names(files, "register")
+
+
+def declared_names(files, decorator: str) -> frozenset[str]:
+    """The string names ``files`` pass to ``@decorator("name")`` (a call by that name or attribute), read from
+    their source without importing them; a file that cannot be read or parsed declares none."""
+    names: set[str] = set()
+    for path in files:
+        try:
+            tree = _ast.parse(_Path(path).read_text())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in _ast.walk(tree):
+            for deco in getattr(node, "decorator_list", ()):
+                if (isinstance(deco, _ast.Call) and getattr(deco.func, "id", getattr(deco.func, "attr", None))
+                        == decorator and deco.args and isinstance(deco.args[0], _ast.Constant)
+                        and isinstance(deco.args[0].value, str)):
+                    names.add(deco.args[0].value)
     return frozenset(names)

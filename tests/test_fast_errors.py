@@ -30,6 +30,7 @@ CASES = [
     ("attack -m nope -d cora -a threshold", "unknown method 'nope'"),
     ("verify -m gcn -d cora --delta 1", "delta must be in [0, 1)"),
     ("audit -m nope -d cora -e 1", "unknown method 'nope'"),
+    ("list nope", "unknown method 'nope'"),
 ]
 
 PROBE = """
@@ -48,6 +49,14 @@ def test_static_method_names_are_the_registry():
     if not loaded_plugins():
         assert builtin_method_names() == registered
     assert builtin_method_names() <= registered
+
+
+def test_static_attack_names_are_the_registry():
+    """``bench list NAME`` checks the attack names the same way, read from ``@register_attack`` declarations."""
+    from attacks.base import available_attacks
+    from bench.commands.list import builtin_attack_names
+
+    assert builtin_attack_names() == set(available_attacks())
 
 
 @pytest.mark.parametrize("line,message", CASES, ids=[c[0] for c in CASES])

@@ -22,12 +22,41 @@ def _list_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
+def builtin_attack_names() -> frozenset[str]:
+    """The attacks the suite registers (``@register_attack("name")``), read from the sources of the ``attacks``
+    package without importing it (it loads torch)."""
+    import importlib.util
+    from pathlib import Path
+
+    from methods import declared_names
+
+    spec = importlib.util.find_spec("attacks")
+    roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    return declared_names([f for r in roots for f in sorted(r.rglob("*.py"))], "register_attack")
+
+
+def check_name(what: str) -> None:
+    """An unknown method or attack name is an input error before the harness loads (a plugin's names are the
+    registry's to judge, once it has loaded)."""
+    from bench.plugins import loaded_plugins
+    from methods import builtin_method_names
+    from methods.errors import ConfigError
+
+    if what in SECTIONS or loaded_plugins():
+        return
+    methods, attacks = builtin_method_names(), builtin_attack_names()
+    if what not in methods and what not in attacks:
+        raise ConfigError(f"unknown method {what!r}; available: {', '.join(sorted(methods))} "
+                          f"(attacks: {', '.join(sorted(attacks))})")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    check_common(args)
+    check_name(args.what)
     from bench import api
     from bench.io import format_table
     from bench.options import one_line
 
-    check_common(args)
     if args.what not in SECTIONS:
         info = api.options(args.what)
         if args.json:
