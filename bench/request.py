@@ -26,9 +26,7 @@ def check_request(methods: Sequence[str], dataset: str, split: str | None, seeds
     if not methods:
         raise ConfigError("no method given")
     if known is not None:
-        for m in methods:
-            if m not in known:
-                raise ConfigError(f"unknown method {m!r}; available: {', '.join(sorted(known))}")
+        check_method_names(methods, known)
     if len(set(methods)) != len(methods):
         raise ConfigError("a method is listed twice")
     name = resolve_dataset(dataset)  # the one reading of the name: canonical, with its default split
@@ -44,6 +42,34 @@ def check_request(methods: Sequence[str], dataset: str, split: str | None, seeds
     elif delta is not None:
         Budget(math.inf, delta)
     return name, split
+
+
+def check_method_names(methods: Sequence[str], known: Collection[str]) -> None:
+    """An unknown method name is the registry's own error (:func:`methods.base.get_method`'s words)."""
+    for m in methods:
+        if m not in known:
+            raise ConfigError(f"unknown method {m!r}; available: {', '.join(sorted(known))}")
+
+
+def check_sweep_config(path: str) -> None:
+    """A sweep config's method names, read with the YAML parser alone, before the sweep's imports: the first unknown
+    one is the error the config's loader would give (a plugin's names, or a file the loader will reject for
+    another reason, are left to it)."""
+    from bench.plugins import loaded_plugins
+    from methods import builtin_method_names
+
+    if loaded_plugins():
+        return
+    try:
+        import yaml
+
+        with open(path, encoding="utf-8") as fh:
+            raw = yaml.safe_load(fh)
+        entries = raw.get("methods") or []
+        names = [e if isinstance(e, str) else e.get("name") for e in entries]
+    except Exception:  # noqa: BLE001 - malformed files get the loader's own error
+        return
+    check_method_names([n for n in names if isinstance(n, str)], builtin_method_names())
 
 
 def check_cli_request(methods: str | Sequence[str] | None, dataset: str | None, split: str | None,

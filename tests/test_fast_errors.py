@@ -101,3 +101,19 @@ def test_memory_lower_bounds():
     check_fits("x", 10, 10, "")
     with pytest.raises(BenchError, match="x needs at least"):
         check_fits("x", 11, 10, "")
+
+
+def test_a_sweep_config_naming_an_unknown_method_is_rejected_before_torch(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("experiment: x\ndatasets: [cora]\nmethods: [gcn, {name: nope, epsilons: [1]}]\n")
+    proc = subprocess.run([sys.executable, "-c", PROBE, "sweep", str(cfg), "--dry-run"], capture_output=True,
+                          text=True, timeout=120)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert result["rc"] == 2 and len(errors) == 1 and "unknown method 'nope'" in errors[0], proc.stderr
+    assert not result["torch"]
+    # the loader's own rule gives the same words
+    from bench.sweep import load_config
+
+    with pytest.raises(BenchError, match="unknown method 'nope'"):
+        load_config(cfg)

@@ -45,11 +45,14 @@ def _sweep_parser(sub) -> argparse.ArgumentParser:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from bench import api
     from bench.io import check_input, check_output_dir, check_output_file, check_writable, write_json_atomic
+    from bench.request import check_sweep_config
 
     check_input(args.config, "sweep config")
     check_common(args)
+    check_sweep_config(args.config)
+    from bench import api
+
     check_output_file(args.output)
     check_writable(args.export, "--export", directory_ok=True)
     check_output_dir(args.teacher_cache, "--teacher-cache", parents=True)
