@@ -16,6 +16,7 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import os
 import signal
 import sys
 import warnings
@@ -148,6 +149,23 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):  #
 _python_show_warning = warnings.showwarning
 
 
+def _stdout_closed() -> bool:
+    """Whether standard output's reader has gone; if so stdout is pointed at the null device, so that the
+    interpreter's own flush at exit does not fail again."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        closed = any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poll.poll(0))  # a pipe without reader
+    except (OSError, ValueError, AttributeError):  # no real stdout (captured, or no poll on this platform)
+        return False
+    if closed:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+    return closed
+
+
 def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     argv = join_negative_numbers(sys.argv[1:] if argv is None else list(argv))
@@ -164,6 +182,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError as e:
+        if _stdout_closed():  # the reader closed the pipe (`bench list | head`): it has what it wanted
+            return 141  # 128 + SIGPIPE, as a shell reports a writer the pipe closed on
+        if args.debug:
+            raise
+        print(f"error: {type(e).__name__}: {_one_line(e)} (rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
     except RunFailed as e:  # failed inside a run: the run is FAILED in MLflow
         if args.debug:
             raise

@@ -334,3 +334,14 @@ def test_list_a_method_shows_its_hyperparameters(capsys):
     assert main(["list", "lira"]) == 0 and "references" in capsys.readouterr().out
     assert main(["list", "nope"]) == 2
     assert "unknown method 'nope'" in capsys.readouterr().err
+
+
+def test_a_reader_closing_the_pipe_is_a_quiet_exit_141():
+    """`bench list | head -1`: the reader leaves before bench writes; no 'error:' line, the shell's SIGPIPE status."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before bench has imported anything, let alone written
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141 and b"error" not in err, err.decode()
