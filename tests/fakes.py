@@ -88,10 +88,8 @@ def _csv_gz(path: Path, rows) -> None:
             fh.write(",".join(str(v) for v in (r if isinstance(r, (list, tuple, np.ndarray)) else [r])) + "\n")
 
 
-def write_ogbn_products(root: Path, n: int = 60, features: int = 6, classes: int = 47, seed: int = 0) -> dict:
-    """ogbn-products in OGB's offline layout: RELEASE_v1.txt, raw/*.csv.gz, split/sales_ranking/*.csv.gz."""
-    rng = np.random.default_rng(seed)
-    base = root / "ogbn_products"
+def _ogb_raw(base: Path, n: int, features: int, classes: int, rng: np.random.Generator) -> int:
+    """OGB's raw/*.csv.gz of a node-property dataset (directed edges, no self-loop); the number of edges."""
     src, dst = _ring_plus_random(n, rng, n // 2)
     keep = src != dst
     src, dst = src[keep], dst[keep]
@@ -100,6 +98,14 @@ def write_ogbn_products(root: Path, n: int = 60, features: int = 6, classes: int
     _csv_gz(base / "raw" / "node-label.csv.gz", rng.integers(classes, size=n))
     _csv_gz(base / "raw" / "num-node-list.csv.gz", [n])
     _csv_gz(base / "raw" / "num-edge-list.csv.gz", [src.size])
+    return int(src.size)
+
+
+def write_ogbn_products(root: Path, n: int = 60, features: int = 6, classes: int = 47, seed: int = 0) -> dict:
+    """ogbn-products in OGB's offline layout: RELEASE_v1.txt, raw/*.csv.gz, split/sales_ranking/*.csv.gz."""
+    rng = np.random.default_rng(seed)
+    base = root / "ogbn_products"
+    _ogb_raw(base, n, features, classes, rng)
     perm = rng.permutation(n)
     parts = {"train": np.sort(perm[: n // 2]), "valid": np.sort(perm[n // 2: 3 * n // 4]),
              "test": np.sort(perm[3 * n // 4:])}
@@ -114,15 +120,7 @@ def write_ogbn_arxiv(root: Path, n: int = 60, features: int = 6, classes: int = 
     """The offline OGB layout: RELEASE_v1.txt, raw/*.csv.gz and split/time/*.csv.gz (directed edges)."""
     rng = np.random.default_rng(seed)
     base = root / "ogbn_arxiv"
-    src, dst = _ring_plus_random(n, rng, n // 2)
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
-    _csv_gz(base / "raw" / "edge.csv.gz", np.stack([src, dst], 1))
-    _csv_gz(base / "raw" / "node-feat.csv.gz", np.round(rng.normal(size=(n, features)), 4))
-    labels = rng.integers(classes, size=n)
-    _csv_gz(base / "raw" / "node-label.csv.gz", labels)
-    _csv_gz(base / "raw" / "num-node-list.csv.gz", [n])
-    _csv_gz(base / "raw" / "num-edge-list.csv.gz", [src.size])
+    edges = _ogb_raw(base, n, features, classes, rng)
     years = rng.choice([2015, 2016, 2017, 2018, 2019, 2020], size=n)
     _csv_gz(base / "raw" / "node_year.csv.gz", years)
     idx = np.arange(n)
@@ -131,7 +129,7 @@ def write_ogbn_arxiv(root: Path, n: int = 60, features: int = 6, classes: int = 
         _csv_gz(base / "split" / "time" / f"{k}.csv.gz", v)
     if release:
         (base / "RELEASE_v1.txt").write_text("ogbn-arxiv fake for tests\n")
-    return {"nodes": n, "classes": classes, "years": years, "parts": parts, "directed_edges": src.size}
+    return {"nodes": n, "classes": classes, "years": years, "parts": parts, "directed_edges": edges}
 
 
 def write_facebook(root: Path, school: str = "Reed98", layout: str = "gap") -> dict:
