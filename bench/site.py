@@ -18,6 +18,8 @@ from bench.records import ATTACK_KINDS
 from methods.errors import BenchError
 
 PAPERS_PATH = Path(__file__).resolve().parents[1] / "configs" / "papers.yaml"
+#: the runs of the papers' own settings (``configs/papers/*.yaml``), when ``configs/papers.yaml`` names no other
+SETTINGS_EXPORT = "docs/paper-settings/runs.jsonl"
 TITLE = "DP-GNN benchmark leaderboard"
 TUNED_LABEL = "tuned on validation labels, outside the privacy budget, as the papers do"
 
@@ -55,7 +57,19 @@ def load_papers(path: str | os.PathLike | None = None) -> dict[str, Any]:
         for j, cell in enumerate(sec["cells"]):
             if "method" not in cell or "paper" not in cell:
                 raise SiteError(f"{p}: papers[{i}].cells[{j}] needs `method` and `paper`")
-    return {"reasons": reasons, "papers": papers, "absent": absent}
+    settings = raw.get("settings_export", SETTINGS_EXPORT)
+    return {"reasons": reasons, "papers": papers, "absent": absent,
+            "settings_export": str(p.resolve().parents[1] / settings) if settings else None}
+
+
+def load_setting_records(papers: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The records of the papers' own settings (``settings_export`` of ``configs/papers.yaml``, a path relative to
+    the repository), or none where that export is absent: "Papers vs ours" then prints "not run yet" there."""
+    from bench import records
+
+    papers = papers if papers is not None else load_papers()
+    path = papers.get("settings_export")
+    return records.load(path) if path and Path(path).exists() else []
 
 
 ABSENT_HEADING = "Datasets not on this page"
@@ -161,76 +175,109 @@ class PaperCell:
     reason: str
     row: Any | None
     reproduced: bool | None
+    #: the method run at the paper's own setting (``setting_method``, else ``method``: the paper's GCN is our `rw`)
+    setting_method: str = ""
+    #: what still differs at the paper's setting (``differs``: keys of ``reasons`` or sentences, ``;``-separated)
+    differs: str = ""
+    #: the row of the settings export at the paper's setting, and its verdict (None where not run)
+    setting_row: Any | None = None
+    setting_reproduced: bool | None = None
 
 
-def paper_cells(rows: Iterable[Any], sec: dict[str, Any]) -> list[PaperCell]:
-    """The cells of one paper section, each matched to its row (:func:`paper_row`) and judged (:func:`reproduces`):
-    what "Papers vs ours" prints and the plots draw."""
-    rows = list(rows)
+def paper_cells(rows: Iterable[Any], sec: dict[str, Any], setting_rows: Iterable[Any] = ()) -> list[PaperCell]:
+    """The cells of one paper section, each matched to its tuned row and its row at the paper's own setting
+    (:func:`paper_row`) and judged (:func:`reproduces`): what "Papers vs ours" prints and the plots draw."""
+    rows, setting_rows = list(rows), list(setting_rows)
     out = []
     for cell in sec["cells"]:
         target = _eps_key(cell["epsilon"]) if "epsilon" in cell else None
-        row = paper_row(rows, sec["dataset"], sec["split"], cell["method"], math.inf if target is None else target)
+        eps = math.inf if target is None else target
+        row = paper_row(rows, sec["dataset"], sec["split"], cell["method"], eps)
+        method = str(cell.get("setting_method") or cell["method"])
+        at = paper_row(setting_rows, sec["dataset"], sec["split"], method, eps)
         paper = float(cell["paper"])
         own = cell.get("paper_epsilon")
         out.append(PaperCell(sec["paper"], str(sec.get("short") or sec["paper"]), sec["dataset"], sec["split"],
                              cell["method"], target, float(own) if own is not None else target, paper,
-                             str(cell.get("reason", "")), row, reproduces(row, paper)))
+                             str(cell.get("reason", "")), row, reproduces(row, paper), method,
+                             str(cell.get("differs", "")), at, reproduces(at, paper)))
     return out
 
 
-def papers_md(rows: list[Any], papers: dict[str, Any] | None = None) -> str:
-    """One table per paper section: the paper's number, ours (mean and 95% CI over seeds, spent epsilon), the
-    difference in points, whether ours reproduces it (:func:`reproduces`) and the reason the two may differ."""
+def _ours(row: Any | None, paper: float) -> tuple[str, str, str, str]:
+    """(ours with its CI and seeds, spent epsilon, difference with its t-interval, verdict) of one row."""
+    if row is None or not row.accs:
+        return "not run yet", "not run yet", "not run yet", "-"
+    acc = 100 * row.acc_mean
+    ours = f"{acc:.1f}" + (f" [{100 * row.ci[0]:.1f}, {100 * row.ci[1]:.1f}]" if row.ci else "") \
+        + f" ({len(row.accs)} seed{'s' if len(row.accs) != 1 else ''})"
+    spent = "-" if row.unit == "none" else ("inf" if math.isinf(row.spent_max) else f"{row.spent_max:.3g}")
+    iv = difference_interval(row, paper)
+    diff = f"{acc - paper:+.1f}" + (f" [{iv[0]:+.1f}, {iv[1]:+.1f}]" if iv else "")
+    verdict = "-" if len(row.accs) < 2 else {True: "yes", False: "no", None: "inconclusive"}[reproduces(row, paper)]
+    return ours, spent, diff, verdict
+
+
+def papers_md(rows: list[Any], papers: dict[str, Any] | None = None,
+              setting_rows: list[Any] | None = None) -> str:
+    """Two tables per paper section: the paper's number beside the tuned leaderboard row, and beside the same method
+    run at the paper's own setting (``setting`` of the section, a config under ``configs/papers/``; its runs are
+    ``setting_rows``): ours (mean and 95% CI over seeds, spent epsilon), the difference in points, whether ours
+    reproduces it (:func:`reproduces`), and why the two may differ or what still differs."""
     papers = papers if papers is not None else load_papers()
     if not papers["papers"]:
         return ""
+    setting_rows = list(setting_rows or [])
     reasons = papers["reasons"]
     used: list[str] = []
+
+    def why(text: str) -> str:
+        parts = [x.strip() for x in text.split(";") if x.strip()]
+        used.extend(x for x in parts if x in reasons and x not in used)
+        return "; ".join(parts) or "-"
+
     out = ["## Papers vs ours", "",
            "The papers' headline numbers next to the matching rows above (accuracy in percent; difference = ours - "
            "paper, in points, with its t-interval). Ours is the mean over the row's seeds; 'not run yet' where the "
            f"export holds no run. Reproduced: {REPRODUCED_RULE}; '-' with fewer than two seeds. The plots draw each "
            "private paper number as a star at the paper's epsilon, filled where reproduced, hollow where not, "
-           "half-filled where undecided.",
+           "half-filled where undecided (the tuned rows' verdict). Under each section, the same numbers against our "
+           "runs at the paper's own setting (its delta, batch size, model, optimizer, split, degree bound, epochs and "
+           "number of seeds; the config it names), with what still differs.",
            ""]
     present = {(r.dataset, r.split) for r in rows}
     sections = [sec for sec in papers["papers"] if (sec["dataset"], sec["split"]) in present]
     if not sections:
         return ""
     for sec in sections:
+        cells = paper_cells(rows, sec, setting_rows)
         out += [f"### {sec['paper']}: ours on {sec['dataset']} ({sec['split']})", "",
+                "Tuned leaderboard rows:", "",
                 "| method | target eps | paper | ours (95% CI) | ours spent eps | difference [90% t-interval] | reproduced | "
                 "why they may differ |",
                 "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for c in paper_cells(rows, sec):
-            row = c.row
+        for c in cells:
             paper_txt = f"{c.accuracy:.1f}"
             if c.epsilon is not None and c.epsilon != c.target:
                 paper_txt += f" (paper's eps {c.epsilon:g})"
-            if row is None or not row.accs:
-                ours = spent = diff = "not run yet"
-            else:
-                acc = 100 * row.acc_mean
-                ours = f"{acc:.1f}" + (f" [{100 * row.ci[0]:.1f}, {100 * row.ci[1]:.1f}]" if row.ci else "") \
-                    + f" ({len(row.accs)} seed{'s' if len(row.accs) != 1 else ''})"
-                spent = "-" if row.unit == "none" else ("inf" if math.isinf(row.spent_max) else f"{row.spent_max:.3g}")
-                iv = difference_interval(row, c.accuracy)
-                diff = f"{acc - c.accuracy:+.1f}" + (f" [{iv[0]:+.1f}, {iv[1]:+.1f}]" if iv else "")
-            verdict = ("-" if row is None or not row.accs or len(row.accs) < 2
-                       else {True: "yes", False: "no", None: "inconclusive"}[c.reproduced])
-            why = []
-            for part in c.reason.split(";"):
-                part = part.strip()
-                if not part:
-                    continue
-                why.append(part)
-                if part in reasons and part not in used:
-                    used.append(part)
+            ours, spent, diff, verdict = _ours(c.row, c.accuracy)
             target = ("-" if c.target is None else "inf (no noise)" if math.isinf(c.target) else f"{c.target:g}")
             out.append(f"| {c.method} | {target} | {paper_txt} | {ours} | {spent} | {diff} | {verdict} | "
-                       f"{'; '.join(why) or '-'} |")
+                       f"{why(c.reason)} |")
         out.append("")
+        if sec.get("setting"):
+            out += [f"At the paper's setting (`{sec['setting']}`; `bench leaderboard --run {sec['setting']} --site "
+                    "docs/paper-settings --no-track` re-runs it):", "",
+                    "| method | target eps | paper | ours at the paper's setting (95% CI) | ours spent eps | "
+                    "difference [90% t-interval] | reproduced | what still differs |",
+                    "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+            for c in cells:
+                ours, spent, diff, verdict = _ours(c.setting_row, c.accuracy)
+                target = ("-" if c.target is None else "inf (no noise)" if math.isinf(c.target) else f"{c.target:g}")
+                name = c.setting_method + (f" (the paper's {c.method})" if c.setting_method != c.method else "")
+                out.append(f"| {name} | {target} | {c.accuracy:.1f} | {ours} | {spent} | {diff} | {verdict} | "
+                           f"{why(c.differs)} |")
+            out.append("")
     if used:
         out += ["Reasons:", ""] + [f"* {k}: {' '.join(str(reasons[k]).split())}" for k in used] + [""]
     return "\n".join(out)
@@ -404,7 +451,7 @@ def _disjoint_text(tuning: list[int], runs: list[dict[str, Any]]) -> str:
 
 def site_texts(rows: list[Any], export: str | None, config: str | None = None,
                records: list[dict[str, Any]] | None = None, planned: int | None = None,
-               done: int | None = None) -> tuple[str, str, str]:
+               done: int | None = None, setting_rows: list[Any] | None = None) -> tuple[str, str, str]:
     """(title, intro markdown, closing markdown) of the published leaderboard: the closing sections are "Papers vs
     ours" and, when the site holds a regeneration's progress file beside its export, "Cost of this leaderboard"
     (:mod:`bench.leaderboard.cost`)."""
@@ -415,9 +462,10 @@ def site_texts(rows: list[Any], export: str | None, config: str | None = None,
 
         records = rec.load(export) if export and Path(export).exists() else []
     cost = site_cost_md(Path(str(export).rstrip("/")).parent) if export else ""
-    closing = "\n".join(x.rstrip("\n") for x in (papers_md(rows), absent_md(), cost) if x.strip())
+    closing = "\n".join(x.rstrip("\n") for x in (papers_md(rows, setting_rows=setting_rows), absent_md(), cost)
+                        if x.strip())
     return TITLE, provenance_md(records, export, config, planned, done), closing
 
 
-__all__ = ["ABSENT_HEADING", "REPRODUCED_RULE", "absent_md", "PaperCell", "SiteError", "load_papers", "paper_cells", "paper_row", "papers_md",
+__all__ = ["ABSENT_HEADING", "REPRODUCED_RULE", "absent_md", "PaperCell", "SiteError", "load_papers", "load_setting_records", "paper_cells", "paper_row", "papers_md",
            "provenance_md", "reproduces", "site_texts"]

@@ -327,3 +327,45 @@ def test_the_tuner_refuses_seeds_the_leaderboard_reports(tmp_path):
     bad.write_text(yaml.safe_dump({**real, "seeds": [board["seeds"][0], 100]}))
     with pytest.raises(SystemExit, match="also reported"):
         T.load_tuning(bad)
+
+
+def test_every_paper_setting_config_runs_its_sections_cells():
+    """A section's `setting` is a committed config that runs each of its cells (the cell's `setting_method` on the
+    section's dataset and split at its epsilon), and every `differs` part is a reason key or a sentence."""
+    papers = load_papers()
+    with_setting = [sec for sec in papers["papers"] if sec.get("setting")]
+    assert with_setting, "no paper section names its own setting"
+    for sec in with_setting:
+        cells = {(c.dataset, c.split, c.method, c.epsilon) for c in load_config(REPO / sec["setting"]).cells
+                 if c.kind == "run"}
+        for cell in sec["cells"]:
+            eps = float(cell.get("epsilon", math.inf))
+            method = cell.get("setting_method") or cell["method"]
+            assert (sec["dataset"], sec["split"], method, eps) in cells, (sec["setting"], cell)
+            assert cell.get("differs"), (sec["paper"], cell)
+            for part in str(cell["differs"]).split(";"):
+                assert part.strip() in papers["reasons"] or " " in part.strip(), part
+
+
+def test_papers_vs_ours_prints_the_paper_setting_beside_the_tuned_row():
+    papers = {"reasons": {"school": "another school", "backbone": "another backbone"},
+              "papers": [{"paper": "P", "dataset": "facebook-wisconsin87", "split": "random-75-10-15",
+                          "setting": "configs/papers/x.yaml",
+                          "cells": [{"method": "dpgnn", "epsilon": 8, "paper": 62.6, "reason": "school",
+                                     "setting_method": "dpgnn-adam", "differs": "school; backbone"},
+                                    {"method": "sage", "paper": 84.7, "reason": "school", "differs": "school"}]}]}
+    tuned = collect_records([rec("dpgnn", 8.0, s, a, unit="node") for s, a in enumerate([0.20, 0.22, 0.24])]
+                            + [rec("sage", math.inf, 0, 0.80, unit="none")])
+    # at the setting: dpgnn-adam within 2 points of the paper over 4 seeds, and no sage run
+    setting = collect_records([rec("dpgnn-adam", 8.0, s, a, unit="node")
+                               for s, a in enumerate([0.620, 0.625, 0.630, 0.627])])
+    md = papers_md(tuned, papers, setting)
+    head, at = md.split("At the paper's setting (`configs/papers/x.yaml`")
+    tuned_line = next(x for x in head.splitlines() if x.startswith("| dpgnn "))
+    assert "| no |" in tuned_line and "dpgnn-adam" not in head
+    line = next(x for x in at.splitlines() if x.startswith("| dpgnn-adam (the paper's dpgnn)"))
+    assert "62.5 [" in line and "(4 seeds)" in line and "| yes | school; backbone |" in line
+    assert "not run yet" in next(x for x in at.splitlines() if x.startswith("| sage"))
+    assert "* backbone: another backbone" in md
+    # without a settings export the second table still says what was not run, never a tuned row
+    assert "dpgnn-adam (the paper's dpgnn) | 8 | 62.6 | not run yet" in papers_md(tuned, papers)

@@ -124,7 +124,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         print(f"# wrote {args.write_export}: {n} records", file=sys.stderr)
     if args.site:
         from bench import records
-        from bench.site import site_texts
+        from bench.site import load_setting_records, site_texts
 
         recs = records.load(export) if Path(export).exists() else records.records_from_experiment(args.experiment)
         config, planned, done = args.run or args.config, None, None
@@ -136,7 +136,10 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         if not rows:
             raise LeaderboardError(f"no FINISHED runs with test accuracy in {export}"
                                    + (f" for the cells of {config}" if config else ""))
-        title, intro, papers = site_texts(rows, export, config=config, records=recs, planned=planned, done=done)
+        # the papers' own settings (configs/papers/*.yaml) beside the tuned rows in "Papers vs ours"
+        setting_rows = collect_records(load_setting_records())
+        title, intro, papers = site_texts(rows, export, config=config, records=recs, planned=planned, done=done,
+                                          setting_rows=setting_rows)
         from bench.leaderboard.summary import opening
 
         head = opening(rows, recs, export, args.site, records.site_attacks(args.site))
