@@ -389,8 +389,9 @@ class InferenceCheck:
     claimed: bool  # the method claims private inference
     declared_release: bool  # and says what it releases (Fitted.release)
     tried: int = 0
-    conclusive: int = 0  # changes that left the release and the serving state's rows per node bit-identical (the
-    #                      changed node's own excepted)
+    conclusive: int = 0  # changes served with the release and the serving state's rows per node held fixed (the
+    #                      changed node's own excepted): transplanted, or bit-identical in the two fits
+    transplanted: int = 0  # of those, the ones held fixed by transplanting the base's state (Fitted.with_state)
     max_change: float = 0.0  # the largest move of a served posterior the check forbids, among those
     unit: int | None = None  # the node whose row changed when a posterior moved (None: an edge)
     kinds: tuple[str, ...] = ()  # the changes tried: "features" (a node's row), "edge" (one undirected edge)
@@ -401,15 +402,46 @@ class InferenceCheck:
         return self.claimed and (not self.declared_release or self.max_change > 0)
 
 
+def transplanted(fitted, release: dict[str, Tensor], serving_rows: dict[str, Tensor], num_nodes: int,
+                 node: int | None):
+    """``fitted`` (a fit on a neighbouring dataset) answering from the base fit's ``release`` and its serving rows
+    (``serving_rows``: :func:`methods.base.node_rows`), ``node``'s own rows excepted, which stay ``fitted``'s: the
+    served model held fixed, as a private-inference claim states it (:meth:`methods.base.Fitted.with_state`). What
+    ``fitted`` holds beyond its declared release and serving state stays its own, so a served output that reads it,
+    or another node's row, moves. ``None`` where the model cannot be given a state (no ``with_state``) or its serving
+    rows do not line up with the base's (other keys or shapes)."""
+    from methods.base import node_rows, same_release, same_serving_state
+    from methods.errors import InterfaceError
+
+    state = dict(fitted.serving_state() or {})
+    own = node_rows(state, num_nodes)
+    if set(own) != set(serving_rows) or any(own[k].shape != serving_rows[k].shape for k in own):
+        return None
+    for k, x in serving_rows.items():
+        rows = x.clone()
+        if node is not None:
+            rows[node] = own[k][node]
+        state[k] = rows
+    held = fitted.with_state(release, state)
+    if held is None:
+        return None
+    if not (same_release(release, held.release()) and same_serving_state(state, held.serving_state())):
+        raise InterfaceError(f"{type(fitted).__name__}.with_state does not answer from the state it is given: its "
+                             "release() or serving_state() afterwards differ from it")
+    return held
+
+
 def _served_moves(out: InferenceCheck, make_method, task, budget, streams, base, release, kind: str, tries: int,
                   own_row_read: bool, enough: int | None) -> None:
     """Refit on ``tries`` tasks that differ from ``task`` in one ``kind`` change (:func:`unit_perturbations`) and, for
-    each whose served model stays bit-identical, record in ``out`` the largest move of a served posterior: every node's
-    but the changed node's own when ``own_row_read``. Held fixed: the release, and the serving state's rows per node
-    (:func:`methods.base.node_rows`) but for the changed node's own. Holding the release alone would count as
-    conclusive a change that reached what the server holds for another node (GAP's cached aggregate of a neighbour,
-    served state at node level) and blame inference for it. A served graph's edges are not held: whether inference
-    reads them is what ``inference_reads`` declares and this check tests."""
+    each, serve the refit with the served model held fixed and record in ``out`` the largest move of a served
+    posterior: every node's but the changed node's own when ``own_row_read``. Held fixed: the release, and the
+    serving state's rows per node (:func:`methods.base.node_rows`) but for the changed node's own, transplanted from
+    the base fit into the refit (:func:`transplanted`); for a model that cannot take a state, only a refit whose own
+    are bit-identical counts (a noisy release rarely is). Holding the release alone would blame inference for a change
+    that reached what the server holds for another node (GAP's cached aggregate of a neighbour, served state at node
+    level). A served graph's edges are not held: whether inference reads them is what ``inference_reads`` declares
+    and this check tests."""
     from methods.base import fit_method, node_rows, same_release, same_serving_state
 
     n = task.num_nodes
@@ -420,8 +452,12 @@ def _served_moves(out: InferenceCheck, make_method, task, budget, streams, base,
     for other, v in unit_perturbations("edge" if kind == "edge" else "node", task, tries):
         out.tried += 1
         f = fit_method(make_method(), other, budget, streams)
-        if not (same_release(release, f.release())
-                and same_serving_state(serving, node_rows(f.serving_state(), n), n, v)):
+        held = transplanted(f, release, serving, n, v)
+        if held is not None:
+            out.transplanted += 1
+            f = held
+        elif not (same_release(release, f.release())
+                  and same_serving_state(serving, node_rows(f.serving_state(), n), n, v)):
             continue
         out.conclusive += 1
         found += 1

@@ -182,6 +182,17 @@ class PaperCell:
     #: the row of the settings export at the paper's setting, and its verdict (None where not run)
     setting_row: Any | None = None
     setting_reproduced: bool | None = None
+    #: the target epsilon the paper-setting row ran at (``setting_epsilon``, else ``target``): a paper's own noise
+    #: parameter can spend more than the cell's target under a sound account (PrivGNN's lambda 0.2)
+    setting_target: float | None = None
+    #: the name the paper-setting table gives the row (``setting_label``, else the method's)
+    setting_label: str = ""
+    #: a cell only the paper's setting runs (``setting_only``: e.g. the authors' code, which no tuned row runs):
+    #: left out of the tuned table and the plots
+    setting_only: bool = False
+    #: the paper-setting row adds noise under a ledger that gives no guarantee (``not_private``: the authors' code of
+    #: PrivGNN, noise on unbounded log-probabilities); it runs with no target (inf)
+    not_private: bool = False
 
 
 def paper_cells(rows: Iterable[Any], sec: dict[str, Any], setting_rows: Iterable[Any] = ()) -> list[PaperCell]:
@@ -192,15 +203,20 @@ def paper_cells(rows: Iterable[Any], sec: dict[str, Any], setting_rows: Iterable
     for cell in sec["cells"]:
         target = _eps_key(cell["epsilon"]) if "epsilon" in cell else None
         eps = math.inf if target is None else target
-        row = paper_row(rows, sec["dataset"], sec["split"], cell["method"], eps)
+        only = bool(cell.get("setting_only", False))
+        row = None if only else paper_row(rows, sec["dataset"], sec["split"], cell["method"], eps)
         method = str(cell.get("setting_method") or cell["method"])
-        at = paper_row(setting_rows, sec["dataset"], sec["split"], method, eps)
+        at_target = _eps_key(cell["setting_epsilon"]) if "setting_epsilon" in cell else target
+        at = paper_row(setting_rows, sec["dataset"], sec["split"], method, math.inf if at_target is None else at_target)
         paper = float(cell["paper"])
         own = cell.get("paper_epsilon")
+        label = str(cell.get("setting_label") or "") or (
+            method + (f" (the paper's {cell['method']})" if method != cell["method"] else ""))
         out.append(PaperCell(sec["paper"], str(sec.get("short") or sec["paper"]), sec["dataset"], sec["split"],
                              cell["method"], target, float(own) if own is not None else target, paper,
-                             str(cell.get("reason", "")), row, reproduces(row, paper), method,
-                             str(cell.get("differs", "")), at, reproduces(at, paper)))
+                             str(cell.get("reason", "")), row, None if only else reproduces(row, paper), method,
+                             str(cell.get("differs", "")), at, reproduces(at, paper), at_target, label, only,
+                             bool(cell.get("not_private", False))))
     return out
 
 
@@ -216,6 +232,14 @@ def _ours(row: Any | None, paper: float) -> tuple[str, str, str, str]:
     diff = f"{acc - paper:+.1f}" + (f" [{iv[0]:+.1f}, {iv[1]:+.1f}]" if iv else "")
     verdict = "-" if len(row.accs) < 2 else {True: "yes", False: "no", None: "inconclusive"}[reproduces(row, paper)]
     return ours, spent, diff, verdict
+
+
+def _target_text(target: float | None, not_private: bool = False) -> str:
+    """A cell's target epsilon as the tables print it: '-' for a non-private method, 'inf (no noise)' for a private
+    one run without noise, 'none (not private)' for a noisy release whose ledger gives no guarantee."""
+    if not_private:
+        return "none (not private)"
+    return "-" if target is None else "inf (no noise)" if math.isinf(target) else f"{target:g}"
 
 
 def papers_md(rows: list[Any], papers: dict[str, Any] | None = None,
@@ -257,12 +281,13 @@ def papers_md(rows: list[Any], papers: dict[str, Any] | None = None,
                 "why they may differ |",
                 "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for c in cells:
+            if c.setting_only:
+                continue
             paper_txt = f"{c.accuracy:.1f}"
             if c.epsilon is not None and c.epsilon != c.target:
                 paper_txt += f" (paper's eps {c.epsilon:g})"
             ours, spent, diff, verdict = _ours(c.row, c.accuracy)
-            target = ("-" if c.target is None else "inf (no noise)" if math.isinf(c.target) else f"{c.target:g}")
-            out.append(f"| {c.method} | {target} | {paper_txt} | {ours} | {spent} | {diff} | {verdict} | "
+            out.append(f"| {c.method} | {_target_text(c.target)} | {paper_txt} | {ours} | {spent} | {diff} | {verdict} | "
                        f"{why(c.reason)} |")
         out.append("")
         if sec.get("setting"):
@@ -273,10 +298,8 @@ def papers_md(rows: list[Any], papers: dict[str, Any] | None = None,
                     "| --- | --- | --- | --- | --- | --- | --- | --- |"]
             for c in cells:
                 ours, spent, diff, verdict = _ours(c.setting_row, c.accuracy)
-                target = ("-" if c.target is None else "inf (no noise)" if math.isinf(c.target) else f"{c.target:g}")
-                name = c.setting_method + (f" (the paper's {c.method})" if c.setting_method != c.method else "")
-                out.append(f"| {name} | {target} | {c.accuracy:.1f} | {ours} | {spent} | {diff} | {verdict} | "
-                           f"{why(c.differs)} |")
+                out.append(f"| {c.setting_label} | {_target_text(c.setting_target, c.not_private)} | "
+                           f"{c.accuracy:.1f} | {ours} | {spent} | {diff} | {verdict} | {why(c.differs)} |")
             out.append("")
     if used:
         out += ["Reasons:", ""] + [f"* {k}: {' '.join(str(reasons[k]).split())}" for k in used] + [""]

@@ -195,6 +195,16 @@ class Fitted(ABC):
         """
         return None
 
+    def with_state(self, release: dict[str, Tensor], serving: dict[str, Tensor]) -> "Fitted | None":
+        """A copy of this served model that answers from ``release`` and ``serving`` (the keys of :meth:`release` and
+        :meth:`serving_state`) in place of its own; everything else it holds stays this model's.
+
+        What the private-inference checks transplant (``audits.structural``): a model fitted on a neighbouring
+        dataset, given the base model's release and serving rows, must serve the base model's posteriors to every
+        node whose own rows it was given, or its outputs read something neither declares. ``None``: not supported
+        (the checks then need the two fits' releases to coincide, which a noisy release rarely allows)."""
+        return None
+
 
 @dataclass
 class FitContext:
@@ -348,6 +358,14 @@ def same_release(a: dict[str, Tensor] | None, b: dict[str, Tensor] | None) -> bo
         if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y):
             return False
     return True
+
+
+def check_state_keys(fitted: Fitted, release: dict[str, Tensor], serving: dict[str, Tensor]) -> None:
+    """Refuse a :meth:`Fitted.with_state` whose tensors are not exactly those the model releases and serves."""
+    want_r, want_s = set(fitted.release() or {}), set(fitted.serving_state() or {})
+    if set(release) != want_r or set(serving) != want_s:
+        raise BenchError(f"{type(fitted).__name__}.with_state: expected release keys {sorted(want_r)} and serving keys "
+                         f"{sorted(want_s)}, got {sorted(release)} and {sorted(serving)}")
 
 
 def node_rows(state: dict[str, Tensor] | None, num_nodes: int) -> dict[str, Tensor]:

@@ -162,3 +162,69 @@ def test_the_accounting_page_lists_every_private_methods_inference_as_derived():
     want = {n: inference_private_of(c, PRIVATE) for n, c in available_methods().items()
             if c.privacy_unit != "none" and c.__module__.startswith("methods.")}
     assert listed == want
+
+
+class _ServedOverHiddenEdges(torch.nn.Module):
+    """GAP's classifier plus an exact (noise-free) neighbour sum of the cached X(0), over edges the module keeps to
+    itself: served state that neither the release nor the serving state declares."""
+
+    def __init__(self, inner, edge_index):
+        super().__init__()
+        self.inner, self.ei = inner, edge_index
+
+    def forward(self, *inputs):
+        x = inputs[0].to_dense() if inputs[0].layout != torch.strided else inputs[0]
+        total = torch.zeros(x.size(0), dtype=x.dtype).index_add_(0, self.ei[0], x[self.ei[1]].sum(1))
+        out = self.inner(*inputs)
+        return out + total.view(-1, 1) * torch.eye(out.size(1), dtype=out.dtype)[0]
+
+
+@pytest.mark.parametrize("name", ["gap-edge", "progap-edge", "edgerand", "gap-node", "progap-node"])
+def test_private_inference_is_conclusive_for_noisy_releases_by_transplanting_the_served_state(name, small_task):
+    """A noisy release differs between two fits one unit apart, so a check that needs the two releases bit-identical
+    could never run on GAP, ProGAP or EdgeRand. Transplanting the base fit's release and serving rows into the
+    neighbouring fit (``Fitted.with_state``) holds the served model fixed whatever the noise: every change tried is
+    conclusive, and the honest methods serve the base's posteriors to every other node."""
+    from audits.structural import check_private_inference
+
+    cls = get_method(name)
+    budget = Budget(1.0 if cls.privacy_unit == "edge" else 8.0, 1e-4)
+    kw = {**cls.smoke_config, **({"max_degree": 20} if cls.privacy_unit == "node" else {})}
+    found = check_private_inference(lambda: cls(**kw), small_task, budget, RunStreams(3), cls.privacy_unit, tries=2)
+    assert found.claimed and found.tried == 2 and found.conclusive == found.transplanted == 2
+    assert found.max_change == 0
+
+
+def test_a_served_model_reading_undeclared_edges_is_caught_despite_a_noisy_release(small_task):
+    """GAP at edge level whose served model also sums X(0) over edges it keeps to itself: each removed edge moves its
+    endpoints' posteriors. Before the transplant every change reached the (noisy) release, so the check could not
+    run; now it is a violation. The honest GAP passes on the same changes."""
+    from audits.structural import check_private_inference
+
+    gap = get_method("gap-edge")
+
+    class HiddenEdges(gap):
+        def _fit(self, ctx):
+            fitted = super()._fit(ctx)
+            fitted.model = _ServedOverHiddenEdges(fitted.model, ctx.task.data.edge_index)
+            return fitted
+
+    budget = Budget(1.0, 1e-4)
+    lying = check_private_inference(lambda: HiddenEdges(**gap.smoke_config), small_task, budget, RunStreams(3), "edge",
+                                    tries=2)
+    assert lying.conclusive == lying.transplanted == 2 and lying.max_change > 1e-4 and lying.violated
+    honest = check_private_inference(lambda: gap(**gap.smoke_config), small_task, budget, RunStreams(3), "edge",
+                                     tries=2)
+    assert honest.conclusive == 2 and honest.max_change == 0 and not honest.violated
+
+
+def test_with_state_refuses_tensors_the_model_does_not_release_or_serve(small_task):
+    from methods.base import BenchError
+
+    cls = get_method("gap-edge")
+    fitted = fit_method(cls(**cls.smoke_config), small_task, PRIVATE, RunStreams(0))
+    release, serving = fitted.release(), fitted.serving_state()
+    same = fitted.with_state(release, serving)
+    assert torch.equal(same.predict_proba(), fitted.predict_proba())
+    with pytest.raises(BenchError, match="with_state: expected release keys"):
+        fitted.with_state({**release, "extra": torch.zeros(1)}, serving)

@@ -37,6 +37,8 @@ def test_every_papers_cell_names_a_row_the_leaderboard_config_runs():
     assert papers["papers"], "configs/papers.yaml lists no paper"
     for sec in papers["papers"]:
         for cell in sec["cells"]:
+            if cell.get("setting_only"):  # no tuned row: the paper-setting test holds it
+                continue
             eps = float(cell.get("epsilon", math.inf))
             assert (sec["dataset"], sec["split"], cell["method"], eps) in cells, (sec["paper"], cell)
             for part in str(cell.get("reason", "")).split(";"):
@@ -331,7 +333,7 @@ def test_the_tuner_refuses_seeds_the_leaderboard_reports(tmp_path):
 
 def test_every_paper_setting_config_runs_its_sections_cells():
     """A section's `setting` is a committed config that runs each of its cells (the cell's `setting_method` on the
-    section's dataset and split at its epsilon), and every `differs` part is a reason key or a sentence."""
+    section's dataset and split at its `setting_epsilon`, else its epsilon), and every `differs` part is a reason key or a sentence."""
     papers = load_papers()
     with_setting = [sec for sec in papers["papers"] if sec.get("setting")]
     assert with_setting, "no paper section names its own setting"
@@ -339,7 +341,7 @@ def test_every_paper_setting_config_runs_its_sections_cells():
         cells = {(c.dataset, c.split, c.method, c.epsilon) for c in load_config(REPO / sec["setting"]).cells
                  if c.kind == "run"}
         for cell in sec["cells"]:
-            eps = float(cell.get("epsilon", math.inf))
+            eps = float(cell.get("setting_epsilon", cell.get("epsilon", math.inf)))
             method = cell.get("setting_method") or cell["method"]
             assert (sec["dataset"], sec["split"], method, eps) in cells, (sec["setting"], cell)
             assert cell.get("differs"), (sec["paper"], cell)
@@ -369,3 +371,34 @@ def test_papers_vs_ours_prints_the_paper_setting_beside_the_tuned_row():
     assert "* backbone: another backbone" in md
     # without a settings export the second table still says what was not run, never a tuned row
     assert "dpgnn-adam (the paper's dpgnn) | 8 | 62.6 | not run yet" in papers_md(tuned, papers)
+
+
+def test_a_setting_only_cell_and_a_setting_epsilon_show_at_the_paper_setting_alone():
+    """A paper's noise parameter that overspends the cell's target under a sound account runs at its own target
+    (`setting_epsilon`); the authors' code, which no tuned row runs (`setting_only`), shows only in the second table,
+    its target 'none (not private)', and never as a plot's star."""
+    from bench.leaderboard.plots import paper_points
+
+    papers = {"reasons": {"lambda-sound": "the paper's lambda spends more", "logp": "not private"},
+              "papers": [{"paper": "P", "dataset": "computers", "split": "private-public",
+                          "setting": "configs/papers/y.yaml",
+                          "cells": [{"method": "privgnn", "epsilon": 8, "paper": 64.0, "reason": "sound",
+                                     "setting_epsilon": 20, "differs": "lambda-sound"},
+                                    {"method": "privgnn", "epsilon": 8, "paper": 64.0, "setting_only": True,
+                                     "setting_epsilon": "inf", "not_private": True,
+                                     "setting_label": "privgnn, the authors' code", "differs": "logp"}]}]}
+    tuned = collect_records([rec("privgnn", 8.0, s, a, "computers", "private-public", "node")
+                             for s, a in enumerate([0.10, 0.11, 0.12])])
+    setting = collect_records([rec("privgnn", 20.0, s, a, "computers", "private-public", "node")
+                               for s, a in enumerate([0.15, 0.16, 0.17])]
+                              + [rec("privgnn", math.inf, s, a, "computers", "private-public", "node")
+                                 for s, a in enumerate([0.60, 0.61, 0.605])])
+    md = papers_md(tuned, papers, setting)
+    head, at = md.split("At the paper's setting (`configs/papers/y.yaml`")
+    assert len([x for x in head.splitlines() if x.startswith("| privgnn ")]) == 1 and "authors' code" not in head
+    sound = next(x for x in at.splitlines() if x.startswith("| privgnn | 20 |"))
+    assert "16.0 [" in sound and "| no | lambda-sound |" in sound
+    logp = next(x for x in at.splitlines() if x.startswith("| privgnn, the authors' code | none (not private) |"))
+    assert "60.5 [" in logp and "| no | logp |" in logp
+    assert "* lambda-sound: the paper's lambda spends more" in md and "* logp: not private" in md
+    assert [c.method for c in paper_points(tuned, papers)] == ["privgnn"]

@@ -150,7 +150,8 @@ def paper_points(rs: list[Row], papers: dict[str, Any] | None = None) -> list[Pa
     """The papers' own numbers a section's plot draws (its rows ``rs``): the cells of ``papers`` (default
     ``configs/papers.yaml``) matched to a private row of the section, or, not run yet, naming a method and split the
     section has; each with the row and verdict of "Papers vs ours" (:func:`bench.site.paper_cells`). A
-    non-private number (no epsilon, or inf: no noise) has no place on an epsilon axis; the table holds it."""
+    non-private number (no epsilon, or inf: no noise) has no place on an epsilon axis, nor a cell that only the
+    paper's setting runs (no tuned row to compare); the tables hold them."""
     from bench.site import load_papers, paper_cells
 
     papers = papers if papers is not None else load_papers()
@@ -161,7 +162,7 @@ def paper_points(rs: list[Row], papers: dict[str, Any] | None = None) -> list[Pa
         if sec["dataset"] not in datasets:
             continue
         for c in paper_cells(private, sec):
-            if c.target is None or not math.isfinite(c.target) or c.epsilon is None or not 0 < c.epsilon < math.inf:
+            if c.setting_only or c.target is None or not math.isfinite(c.target) or c.epsilon is None or not 0 < c.epsilon < math.inf:
                 continue
             if c.row is None and not any(r.method == c.method and r.split == c.split for r in private):
                 continue  # the method's cell of another unit's section
