@@ -2,7 +2,7 @@
 
     python -m scripts.verify_zoo --out DIR [--mutants NAME ...] [--quick] [--seeds 0]
     python -m scripts.verify_zoo --false-alarms --out DIR [--datasets cora citeseer csbm:...] [--epsilons 1 8]
-                                 [--seeds 0 1 2] [--methods ...] [--set privgnn.queries=50 ...]
+                                 [--seeds 0 1 2] [--methods ...] [--set privgnn.queries=50 ...] [--plugin FILE.py]
 
 Zoo: every mutant of ``tests/plugins/mutants.py`` (``ZOO``) is verified at its recorded configuration and
 dataset (epsilon 1, the default delta), untracked, through :func:`bench.api.verify`; the table is mutant x
@@ -49,7 +49,9 @@ def _verify(key: str, log: Path, **kw) -> dict:
     t0 = time.perf_counter()
     out = api.verify(track=False, progress=False, **kw)
     rep = out.report
-    rec = {"key": key, "method": rep.method, "dataset": rep.dataset, "epsilon": kw.get("epsilon"),
+    from bench.tracking import git_commit
+
+    rec = {"key": key, "method": rep.method, "dataset": rep.dataset, "epsilon": kw.get("epsilon"), "commit": git_commit(),
            "seeds": rep.seeds, "verdict": rep.verdict, "violations": rep.violations, "seconds": time.perf_counter() - t0,
            "checks": {c.name: c.verdict for c in rep.checks}, "details": {c.name: c.detail for c in rep.checks
                                                                        if c.verdict == "VIOLATION"},
@@ -142,6 +144,9 @@ def false_alarm_table(records: list[dict]) -> str:
 def false_alarms(args) -> int:
     from methods.base import available_methods
 
+    for plugin in args.plugin or []:  # a plugin's methods (e.g. tests/plugins/opacus_plugin.py) join the shipped ones
+        load_plugin(plugin)
+
     methods = args.methods or sorted(n for n, c in available_methods().items() if c.privacy_unit != "none")
     log = Path(args.out) / "false_alarms.jsonl"
     done = _done(log)
@@ -187,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--false-alarms", action="store_true", help="verify the shipped methods instead of the zoo")
     p.add_argument("--mutants", nargs="*", help="zoo: a subset of the mutants")
     p.add_argument("--methods", nargs="*", help="false alarms: a subset of the methods")
+    p.add_argument("--plugin", nargs="*", metavar="FILE.py",
+                   help="false alarms: load these plugins first (name their methods with --methods)")
     p.add_argument("--datasets", nargs="*", default=["cora", "citeseer", "csbm:nodes=1000,classes=3,features=32"])
     p.add_argument("--split", default="random-75-10-15")
     p.add_argument("--epsilons", nargs="*", type=float, default=[1.0, 8.0])
