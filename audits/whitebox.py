@@ -101,6 +101,9 @@ class GradientCanaries:
         clip = opt.clip
         if not opt.per_layer:
             return float(clip)
+        thresholds = getattr(opt, "thresholds", None)  # an Opacus per-layer optimiser's own (methods.opacus_bridge)
+        if thresholds is not None:
+            return float(thresholds[index])
         if isinstance(clip, (list, tuple)):
             return float(clip[index])
         return float(clip) / math.sqrt(len(opt.grads.params))

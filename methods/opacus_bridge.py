@@ -8,8 +8,11 @@ step's batch). At a step the hooks see what they see of the suite's optimiser: `
 auditor may take examples out, whose per-sample gradients are then zeroed, and put its own clipped sums in),
 ``observe_noise`` the noise Opacus drew (the noisy sum minus the clipped sum) and ``observe`` the noisy sums
 before Opacus divides them by the expected batch size. Nothing changes outside an active hook, and the optimiser
-is the user's own: no line of the method changes. Per-layer clipping (``DPPerLayerOptimizer``) and distributed
-optimisers are not bridged: their steps go through unobserved (the checks then say they could not see them).
+is the user's own: no line of the method changes. Per-layer clipping (``DPPerLayerOptimizer``, or
+``make_private(clipping="per_layer")``) is bridged with its thresholds; a distributed optimiser
+(``DistributedDPOptimizer``) only with one worker, where it is the plain optimiser. With several workers each sees its
+own share of the batch and only the first adds noise, so one process cannot follow the step: those steps go through
+unobserved (the checks then say they could not see them).
 """
 
 from __future__ import annotations
@@ -29,14 +32,17 @@ class _Params:
 
 class OpacusView:
     """What a gradient hook reads of an Opacus optimiser, named as :class:`methods.dpsgd.DPOptimizer` names it:
-    ``grads.params`` (name, parameter) pairs, ``clip`` (max_grad_norm), ``per_layer`` (False), ``quantile`` (None: a
-    fixed threshold), ``generator``."""
+    ``grads.params`` (name, parameter) pairs, ``clip`` (max_grad_norm: per layer, the L2 norm of the thresholds, which
+    bounds an example's whole clipped gradient and scales the noise), ``per_layer`` with ``thresholds`` (each parameter
+    tensor's, or None), ``quantile`` (None: a fixed threshold), ``generator``."""
 
     def __init__(self, opt) -> None:
         self.opt = opt
         self.grads = _Params(opt.params)
         self.clip = float(opt.max_grad_norm)
-        self.per_layer = False
+        norms = getattr(opt, "max_grad_norms", None)
+        self.per_layer = norms is not None
+        self.thresholds = [float(c) for c in norms] if norms is not None else None
         self.quantile = None
         self.generator = getattr(opt, "generator", None)
 
@@ -45,10 +51,15 @@ _state: dict[str, Any] = {"depth": 0, "input": None}
 
 
 def _bridgeable(opt) -> bool:
+    """Whether the hooks can follow ``opt``'s step: Opacus's own clipping (flat or per layer) and noise (one process)."""
+    from opacus.optimizers import DistributedDPOptimizer, DPPerLayerOptimizer
     from opacus.optimizers.optimizer import DPOptimizer
 
-    return type(opt).clip_and_accumulate is DPOptimizer.clip_and_accumulate and type(opt).add_noise is \
-        DPOptimizer.add_noise
+    clipping = type(opt).clip_and_accumulate in (DPOptimizer.clip_and_accumulate,
+                                                 DPPerLayerOptimizer.clip_and_accumulate)
+    noise = type(opt).add_noise is DPOptimizer.add_noise or (
+        type(opt).add_noise is DistributedDPOptimizer.add_noise and getattr(opt, "world_size", None) == 1)
+    return clipping and noise
 
 
 def _pre_step(real):

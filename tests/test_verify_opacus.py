@@ -28,8 +28,11 @@ def _verify(name, task, seed=0):
     return verify(lambda: cls(epochs=8), task, Budget(1.0, 1e-4), cfg)
 
 
-def test_a_correct_opacus_method_passes_every_white_box_check(task):
-    rep = _verify("opacus-dp-mlp", task)
+@pytest.mark.parametrize("name", ["opacus-dp-mlp", "opacus-dp-mlp-per-layer", "opacus-dp-mlp-distributed"])
+def test_a_correct_opacus_method_passes_every_white_box_check(task, name):
+    """Flat clipping, per-layer clipping (the hooks read each tensor's threshold) and the distributed optimiser on
+    one worker: every white-box check runs and passes."""
+    rep = _verify(name, task)
     checks = {c.name: c for c in rep.checks}
     assert rep.verdict == PASS, rep.headline()
     for name in WHITE_BOX:
@@ -40,6 +43,7 @@ def test_a_correct_opacus_method_passes_every_white_box_check(task):
 @pytest.mark.parametrize("name, check, says", [
     ("opacus-dp-mlp-shuffled", "ledger-counts", "look like fixed-size (shuffled) batches"),
     ("opacus-dp-mlp-undernoised", "noise-calibration", "x the std the ledger requires"),
+    ("opacus-dp-mlp-per-layer-undernoised", "noise-calibration", "x the std the ledger requires"),
 ])
 def test_an_opacus_method_that_breaks_its_ledger_is_flagged(task, name, check, says):
     rep = _verify(name, task)

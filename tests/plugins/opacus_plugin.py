@@ -10,6 +10,14 @@ method itself has no line for the suite.
     (true epsilon >= 2.74 at claim 1 on Cora).
 ``opacus-dp-mlp-undernoised``
     BROKEN: the optimiser's noise multiplier is half the ledger's.
+``opacus-dp-mlp-per-layer``
+    Correct: per-layer clipping (``make_private(clipping="per_layer")``), each parameter tensor's threshold a share of
+    C whose L2 norm is C, so an example's whole clipped gradient is still within C.
+``opacus-dp-mlp-per-layer-undernoised``
+    BROKEN: per-layer clipping with half the accounted noise multiplier.
+``opacus-dp-mlp-distributed``
+    Correct: ``DifferentiallyPrivateDistributedDataParallel`` on one worker (a gloo process group of size 1), so Opacus
+    runs its ``DistributedDPOptimizer``.
 """
 
 from __future__ import annotations
@@ -54,9 +62,26 @@ class OpacusFitted(Fitted):
         return {"x": self.x}
 
 
-def fit_with_opacus(ctx: FitContext, c, *, poisson_sampling: bool = True, noise_factor: float = 1.0) -> Fitted:
+#: per-layer clipping: each parameter tensor's share of C (normalised so that the thresholds' L2 norm is C)
+PER_LAYER_SHARES = (0.9, 0.1, 0.4, 0.1)
+
+
+def _one_worker_group() -> None:
+    """A gloo process group of one worker (this process), for Opacus's distributed optimiser."""
+    import tempfile
+
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", init_method=f"file://{tempfile.mkdtemp()}/group", rank=0, world_size=1)
+
+
+def fit_with_opacus(ctx: FitContext, c, *, poisson_sampling: bool = True, noise_factor: float = 1.0,
+                    per_layer: bool = False, distributed: bool = False) -> Fitted:
     """An MLP over each node's own row trained with Opacus's ``make_private`` (``c``: hidden, lr, epochs, batch_size,
-    clip), its noise multiplier z calibrated to the DP-MLP ledger and the optimiser given ``noise_factor`` x z."""
+    clip), its noise multiplier z calibrated to the DP-MLP ledger and the optimiser given ``noise_factor`` x z;
+    ``per_layer``: each parameter tensor clipped to its share of C (:data:`PER_LAYER_SHARES`); ``distributed``: the
+    module wrapped for Opacus's distributed optimiser, on one worker."""
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -79,10 +104,20 @@ def fit_with_opacus(ctx: FitContext, c, *, poisson_sampling: bool = True, noise_
     loader = DataLoader(TensorDataset(x[train], task.data.y[train]), batch_size=b, shuffle=True,
                         generator=ctx.generator("sampler"))
     engine = PrivacyEngine(accountant="rdp")
+    clip: float | list[float] = c.clip
+    if per_layer:
+        scale = c.clip / math.sqrt(sum(s * s for s in PER_LAYER_SHARES))
+        clip = [s * scale for s in PER_LAYER_SHARES]
+    module = model
+    if distributed:
+        from opacus.distributed import DifferentiallyPrivateDistributedDataParallel as DPDDP
+
+        _one_worker_group()
+        module = DPDDP(model)
     model, opt, loader = engine.make_private(
-        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=c.lr), data_loader=loader,
-        noise_multiplier=z * noise_factor, max_grad_norm=c.clip, poisson_sampling=poisson_sampling,
-        noise_generator=ctx.generator("noise"))
+        module=module, optimizer=torch.optim.SGD(model.parameters(), lr=c.lr), data_loader=loader,
+        noise_multiplier=z * noise_factor, max_grad_norm=clip, poisson_sampling=poisson_sampling,
+        noise_generator=ctx.generator("noise"), clipping="per_layer" if per_layer else "flat")
     loss_fn = torch.nn.CrossEntropyLoss()
     for _ in range(c.epochs):
         for xb, yb in loader:
@@ -94,6 +129,8 @@ def fit_with_opacus(ctx: FitContext, c, *, poisson_sampling: bool = True, noise_
             opt.step()
     model.remove_hooks()  # the served model is the plain module: no Opacus hooks to pickle
     net = model._module
+    if distributed:
+        net = net.module
     return OpacusFitted(net, x, ledger_for(z), {"noise_multiplier": z, "steps": steps})
 
 
@@ -108,10 +145,12 @@ class OpacusDPMLP(Method):
     smoke_config = {"epochs": 2}
     poisson_sampling = True
     noise_factor = 1.0  # the optimiser's noise multiplier / the ledger's
+    per_layer = False
+    distributed = False
 
     def _fit(self, ctx: FitContext) -> Fitted:
         return fit_with_opacus(ctx, self.config, poisson_sampling=self.poisson_sampling,
-                               noise_factor=self.noise_factor)
+                               noise_factor=self.noise_factor, per_layer=self.per_layer, distributed=self.distributed)
 
 
 @register("opacus-dp-mlp-shuffled")
@@ -128,3 +167,27 @@ class OpacusUndernoised(OpacusDPMLP):
 
     description = "BROKEN: Opacus with half the accounted noise multiplier"
     noise_factor = 0.5
+
+
+@register("opacus-dp-mlp-per-layer")
+class OpacusPerLayer(OpacusDPMLP):
+    """Per-layer clipping (``clipping="per_layer"``), the thresholds' L2 norm C: correct."""
+
+    description = "MLP on node features, DP-SGD through Opacus with per-layer clipping (node-level; test plugin)"
+    per_layer = True
+
+
+@register("opacus-dp-mlp-per-layer-undernoised")
+class OpacusPerLayerUndernoised(OpacusPerLayer):
+    """BROKEN: per-layer clipping with half the accounted noise multiplier."""
+
+    description = "BROKEN: Opacus per-layer clipping with half the accounted noise multiplier"
+    noise_factor = 0.5
+
+
+@register("opacus-dp-mlp-distributed")
+class OpacusDistributed(OpacusDPMLP):
+    """Opacus's distributed optimiser on one worker: correct."""
+
+    description = "MLP on node features, DP-SGD through Opacus's distributed optimiser on one worker (test plugin)"
+    distributed = True
