@@ -1,7 +1,8 @@
 """``bench reproduce NAME``: re-run one published cell at the commit its record names, and compare.
 
 A published record names its cell (``cell_id``) and a clean commit. The cell is found again in that commit's own
-sweep configs (``configs/*.yaml``, the leaderboard's first), so it runs with exactly the method, hyperparameters,
+sweep configs (``configs/*.yaml``, the leaderboard's first; then ``configs/papers/``; then this checkout's, for a
+config written after the code it ran on), so it runs with exactly the method, hyperparameters,
 budget, seed and attacks of the published run, by that commit's own code: this checkout when its code is that
 commit's, else a temporary ``git worktree`` of the commit (no tag and no tracking store needed: the run is tracked
 in a temporary store and its record read back as the export wrote the published one). The fresh record is then
@@ -41,17 +42,21 @@ DEFAULT_EXPORT = REPO / "docs" / "leaderboard" / "runs"
 #: that and far below the 3 digits the page shows; a rate within it but not equal is reported as such
 RATE_ATOL = 1e-4
 
-#: run in the record's checkout (its own ``bench``): find the cell in the commit's configs, run it as its sweep
-#: did, write the record its export would have written
+#: run in the record's checkout (its own ``bench``): find the cell in the commit's configs (``configs/*.yaml``, the
+#: leaderboard's first, then ``configs/papers/*.yaml``), else in this checkout's (a config written after the release
+#: whose code it ran on, as the papers' settings were: a cell id names the cell whatever file plans it), run it as
+#: its sweep did, write the record its export would have written
 DRIVER = r"""
 import dataclasses, json, sys
 from pathlib import Path
 cell_id, out, threads, attacks = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+later = json.loads(sys.argv[5])
 import torch
 torch.set_num_threads(threads)
 from bench import api, records
 from bench.sweep.execute import _run_job
 configs = sorted(Path("configs").glob("*.yaml"), key=lambda p: (p.name != "leaderboard.yaml", p.name))
+configs += sorted(Path("configs").glob("papers/*.yaml")) + [Path(p) for p in later]
 for config in configs:
     try:
         cells = api.cells(config)
@@ -61,7 +66,7 @@ for config in configs:
     if found:
         break
 else:
-    print(json.dumps({"error": f"no config under configs/ of this commit plans cell {cell_id}"}))
+    print(json.dumps({"error": f"no config under configs/ of this commit or of this checkout plans cell {cell_id}"}))
     sys.exit(2)
 cell = found[0]
 if not attacks:
@@ -180,8 +185,10 @@ def rerun(record: dict[str, Any], root: Path, attacks: bool = True, data_root: s
         env.pop("BENCH_PLUGINS", None)
         if data_root:
             env["BENCH_DATA_ROOT"] = str(Path(data_root).expanduser().resolve())
+        later = [str(p) for p in sorted(REPO.glob("configs/*.yaml")) + sorted(REPO.glob("configs/papers/*.yaml"))]
         proc = subprocess.run([sys.executable, "-c", DRIVER, str(record["cell_id"]), str(out), str(threads),
-                               "1" if attacks else "0"], cwd=root, env=env, capture_output=True, text=True)
+                               "1" if attacks else "0", json.dumps(later)], cwd=root, env=env, capture_output=True,
+                              text=True)
         if proc.returncode != 0 or not out.exists():
             lines = [ln for ln in (proc.stdout + proc.stderr).strip().splitlines() if ln.strip()]
             for ln in lines:

@@ -69,3 +69,16 @@ def test_a_published_cell_reproduces_from_its_commit(tmp_path, capsys):
     rep = json.loads(out.read_text())
     assert rep["verdict"] == "MATCH" and rep["config"] == "configs/leaderboard.yaml"
     assert {c["field"] for c in rep["comparisons"]} >= {"metrics.test_acc", "tags.predictions_hash"}
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(), reason="needs the git history")
+def test_a_paper_setting_cell_reproduces_with_a_config_written_after_its_code(tmp_path, capsys):
+    """The papers' settings ran release 1.1.0's code with configs written afterwards (configs/papers/): the cell is
+    found in this checkout's config and re-run by the record's commit."""
+    out = tmp_path / "rep.json"
+    code = main(["reproduce", "mlp/cora/public/eps=inf/s0", "--no-attacks", "--export",
+                 str(REPO / "docs" / "paper-settings" / "runs.jsonl"), "-o", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "MATCH" in text, text
+    rep = json.loads(out.read_text())
+    assert rep["verdict"] == "MATCH" and rep["config"].endswith("configs/papers/drw.yaml")
