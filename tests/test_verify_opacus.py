@@ -50,6 +50,9 @@ def test_an_opacus_method_that_breaks_its_ledger_is_flagged(task, name, check, s
     c = {c.name: c for c in rep.checks}[check]
     assert c.verdict == VIOLATION and says in c.detail, c
     assert rep.verdict == VIOLATION
+    if name == "opacus-dp-mlp-shuffled":  # the pair that separates the samplers, at this run's batches and noise
+        pair = float(c.detail.split("has epsilon about ")[1].split()[0])
+        assert pair > 1.0, c.detail
 
 
 def test_the_bridge_leaves_opacus_alone_outside_an_audit(task):

@@ -6,6 +6,8 @@ fixed-size shuffled batches under a Poisson ledger are a VIOLATION); every other
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from audits.checks.base import PASS, TOLERANCE, VIOLATION, Check, chernoff_sf, dpsgd_events, skipped
@@ -62,6 +64,22 @@ def poisson_shape(sizes: list[int], population: int, rate: float, alpha: float) 
             "like fixed-size (shuffled) batches, which the ledger's Poisson subsampling does not account")
 
 
+def shuffled_pair(records, sizes: list[int], population: int, delta: float) -> float | None:
+    """The epsilon of the shuffled-passes pair (:func:`audits.step_pairs.shuffled_pair_epsilon`) at the run's most
+    frequent batch size, its noise multiplier and its number of passes; None where the pair does not apply (one step
+    per pass, a last batch of fewer than two, a run without noise)."""
+    from audits.step_pairs import shuffled_pair_epsilon
+
+    values, counts = np.unique(np.asarray(sizes), return_counts=True)
+    batch = int(values[counts.argmax()])
+    zs = [r.noise_std / r.clip for r in records if r.clip > 0]
+    steps = math.ceil(population / batch) if batch > 0 else 0
+    if not zs or min(zs) <= 0 or steps < 2 or population - (steps - 1) * batch < 2:
+        return None
+    return shuffled_pair_epsilon(population, batch, min(zs), max(1, round(len(sizes) / steps)), delta,
+                                 samples=200_000)
+
+
 def _dpsgd_counts(b, alpha: float) -> Check:
     from scipy import stats
 
@@ -91,7 +109,10 @@ def _dpsgd_counts(b, alpha: float) -> Check:
                                 f"{n_train} training nodes allows (p = {p_value:.2g} < {alpha:.2g})")
             shape = poisson_shape(sizes, n_train, rate, alpha)
             if shape:
-                problems.append(shape)
+                pair = shuffled_pair(probe.records, sizes, n_train, b.budget.delta)
+                problems.append(shape + (f"; the pair that separates shuffled passes (Chua et al., ICML 2024: the "
+                                         f"other examples at -C on the canary's coordinate) has epsilon about "
+                                         f"{pair:.3g} at this run's batches and noise (Monte Carlo; claimed {b.budget.epsilon:g})" if pair else ""))
     return Check("ledger-counts", b.seed, VIOLATION if problems else PASS,
                  f"ran {ran} steps, accounted {accounted}; mean batch {np.mean(sizes):.1f}",
                  "ran <= accounted; batches within the accounted sampling", "; ".join(problems),

@@ -41,6 +41,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from audits import step_pairs
+
 from methods import inference as I
 from methods.base import Budget, FitContext, register
 from methods.dp_mlp import DPMLP
@@ -938,48 +940,7 @@ class MutantDPMLPOpacusUndernoised(_OpacusDPMLP):
     NOISE = 0.5  # BUG
 
 
-def shuffled_pair_epsilon(n: int, batch: int, z: float, epochs: int, delta: float, samples: int = 400_000,
-                          seed: int = 0, shift: float = 2.0) -> float:
-    """A lower bound on the epsilon of ``epochs`` shuffled passes over ``n`` examples in batches of ``batch`` (the
-    last batch of a pass ``r = n - (T - 1) batch``, T = ceil(n / batch) steps per pass), Gaussian noise z C.
-
-    The pair (add/remove of x*): every other example's clipped gradient is -C on one coordinate, x*'s is +C. The
-    batch sizes do not depend on the data, so the step holding x* sums to (1 - B) C + C, two C above the same
-    step without it: a shift of ``shift`` = 2 in units of C where Poisson sampling's analysis can only use 1 (the
-    shift of x*'s own gradient on a coordinate no other example touches gives ``shift`` = 1, below the Poisson
-    claim). The last step's coordinate is dropped (post-processing: a lower bound), so per pass
-    P = (B / n) sum_{tau < T} N(shift e_tau, z^2 I) + (r / n) N(0, z^2 I) against Q = N(0, z^2 I), composed over the
-    passes. The hockey-stick divergences in both directions are Monte-Carlo estimates from ``samples`` draws
-    (seeded; about 1% apart between seeds at the zoo's configuration); epsilon is the larger root."""
-    t = math.ceil(n / batch)
-    r = n - (t - 1) * batch
-    if t < 2 or r < 2:
-        raise ValueError("the pair needs two or more steps per pass and a last batch of two or more")
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5AFF1E]))
-
-    def loss(y):
-        return np.log(r / n + (batch / n) * np.exp((2 * shift * y - shift ** 2) / (2 * z ** 2)).sum(-1))
-
-    under_p, under_q = np.zeros(samples), np.zeros(samples)
-    for _ in range(epochs):
-        y = rng.standard_normal((samples, t - 1)) * z
-        under_q += loss(y)
-        pos = rng.integers(0, n, samples)
-        full = np.nonzero(pos < (t - 1) * batch)[0]
-        y[full, pos[full] // batch] += shift
-        under_p += loss(y)
-
-    def root(div) -> float:
-        if div(0.0) <= delta:
-            return 0.0
-        lo, hi = 0.0, 100.0
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if div(mid) > delta else (lo, mid)
-        return lo
-
-    return max(root(lambda e: float(np.mean(np.clip(1 - np.exp(e - under_p), 0, None)))),
-               root(lambda e: float(np.mean(np.clip(1 - np.exp(e + under_q), 0, None)))))
+shuffled_pair_epsilon = step_pairs.shuffled_pair_epsilon  # the pair's Monte Carlo epsilon (audits.step_pairs)
 
 
 # ======================================================================================
