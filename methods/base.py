@@ -360,12 +360,22 @@ def same_release(a: dict[str, Tensor] | None, b: dict[str, Tensor] | None) -> bo
     return True
 
 
-def check_state_keys(fitted: Fitted, release: dict[str, Tensor], serving: dict[str, Tensor]) -> None:
-    """Refuse a :meth:`Fitted.with_state` whose tensors are not exactly those the model releases and serves."""
+def copy_with_weights(fitted: Fitted, release: dict[str, Tensor], serving: dict[str, Tensor]) -> Any:
+    """The start of a :meth:`Fitted.with_state` for a model that serves ``fitted.model``: refuse tensors that are not
+    exactly those the model releases and serves, then a shallow copy of ``fitted`` whose ``model`` is a copy loaded
+    with the release's ``model.*`` tensors (its cached posteriors dropped)."""
+    import copy
+
     want_r, want_s = set(fitted.release() or {}), set(fitted.serving_state() or {})
     if set(release) != want_r or set(serving) != want_s:
         raise BenchError(f"{type(fitted).__name__}.with_state: expected release keys {sorted(want_r)} and serving keys "
                          f"{sorted(want_s)}, got {sorted(release)} and {sorted(serving)}")
+    new = copy.copy(fitted)
+    new.model = copy.deepcopy(fitted.model)
+    new.model.load_state_dict({k[len("model."):]: v for k, v in release.items() if k.startswith("model.")})
+    new.model.eval()
+    new._proba = None
+    return new
 
 
 def node_rows(state: dict[str, Tensor] | None, num_nodes: int) -> dict[str, Tensor]:

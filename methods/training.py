@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from methods.base import BenchError, Fitted, Task, check_state_keys
+from methods.base import BenchError, Fitted, Task, copy_with_weights
 from methods.device import resolve_device  # noqa: F401 (re-exported)
 from methods.models import Backbone, GraphInput, prepare_graph
 from methods.privacy import PrivacyLedger
@@ -144,14 +144,9 @@ class ModelFitted(Fitted):
 
     def with_state(self, release: dict[str, Tensor], serving: dict[str, Tensor]) -> "ModelFitted":
         """This served model with the weights and graph tensors of ``release`` and ``serving`` (:meth:`Fitted.with_state`)."""
-        check_state_keys(self, release, serving)
-        new = copy.copy(self)
-        new.model = copy.deepcopy(self.model)
-        new.model.load_state_dict({k[len("model."):]: v for k, v in release.items() if k.startswith("model.")})
-        new.model.eval()
+        new = copy_with_weights(self, release, serving)
         new.graph = dataclasses.replace(self.graph, **{k[len("graph."):]: v for k, v in {**release, **serving}.items()
                                                        if k.startswith("graph.")})
-        new._proba = None
         if hasattr(new, "_base"):
             new._base = None
         return new

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from methods import inference as I
-from methods.base import Fitted, check_state_keys
+from methods.base import Fitted, copy_with_weights
 from methods.dpsgd import DPOptimizer, PoissonSampler
 from methods.models import sparse_input
 from methods.privacy import PrivacyLedger
@@ -197,14 +197,9 @@ class CachedAggregatesFitted(Fitted):
 
     def with_state(self, release: dict[str, Tensor], serving: dict[str, Tensor]) -> "CachedAggregatesFitted":
         """This served model with the weights and cached inputs of ``release`` and ``serving`` (:meth:`Fitted.with_state`)."""
-        check_state_keys(self, release, serving)
-        new = copy.copy(self)
-        new.model = copy.deepcopy(self.model)
-        new.model.load_state_dict({k[len("model."):]: v for k, v in release.items() if k.startswith("model.")})
-        new.model.eval()
+        new = copy_with_weights(self, release, serving)
         new.inputs = list(self.inputs)
         for k, v in {**release, **serving}.items():
             if k.startswith("input."):
                 new.inputs[int(k[len("input."):])] = v.detach()
-        new._proba = None
         return new
