@@ -92,11 +92,12 @@ def test_edge_level_methods_get_edge_canaries_and_no_white_box_checks(task):
     assert checks["occurrences"].verdict == SKIPPED and checks["gradient-canaries"].verdict == SKIPPED
     assert checks["ledger-counts"].verdict == PASS and checks["noise-calibration"].verdict == PASS
     assert "RR log-ratio" in checks["noise-calibration"].statistic
-    # every edge change reaches its release (the randomised graph), so private-inference cannot tell: it did not
-    # run, and the headline says so instead of PASS
+    # every edge change reaches its release (the randomised graph); private-inference holds it fixed by transplanting
+    # the base fit's release into each neighbouring fit, so its changes are conclusive and the headline is a PASS
     pi = checks["private-inference"]
-    assert pi.verdict == SKIPPED and pi.remedy and pi.statistic.startswith("0/")
-    assert rep.verdict == INCONCLUSIVE and {c.name for c in rep.not_run} == {"private-inference"}
+    assert pi.verdict == PASS and not pi.remedy and not pi.statistic.startswith("0/")
+    assert pi.data["transplanted"] == pi.data["conclusive"] >= 1
+    assert rep.verdict == PASS and not rep.not_run
 
 
 def test_non_private_and_bad_input():
