@@ -287,8 +287,8 @@ def papers_md(rows: list[Any], papers: dict[str, Any] | None = None,
             if c.epsilon is not None and c.epsilon != c.target:
                 paper_txt += f" (paper's eps {c.epsilon:g})"
             ours, spent, diff, verdict = _ours(c.row, c.accuracy)
-            out.append(f"| {c.method} | {_target_text(c.target)} | {paper_txt} | {ours} | {spent} | {diff} | {verdict} | "
-                       f"{why(c.reason)} |")
+            out.append(f"| {c.method} | {_target_text(c.target)} | {paper_txt} | {ours} | {spent} | {diff} | "
+                       f"{verdict} | {why(c.reason)} |")
         out.append("")
         if sec.get("setting"):
             out += [f"At the paper's setting (`{sec['setting']}`; `bench leaderboard --run {sec['setting']} --site "

@@ -51,7 +51,8 @@ _state: dict[str, Any] = {"depth": 0, "input": None}
 
 
 def _bridgeable(opt) -> bool:
-    """Whether the hooks can follow ``opt``'s step: Opacus's own clipping (flat or per layer) and noise (one process)."""
+    """Whether the hooks can follow ``opt``'s step: Opacus's own clipping (flat or per layer) and noise (one
+    process)."""
     from opacus.optimizers import DistributedDPOptimizer, DPPerLayerOptimizer
     from opacus.optimizers.optimizer import DPOptimizer
 

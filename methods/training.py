@@ -143,7 +143,8 @@ class ModelFitted(Fitted):
         return {f"graph.{k}": v for k, v in self._graph_tensors().items() if k not in released}
 
     def with_state(self, release: dict[str, Tensor], serving: dict[str, Tensor]) -> "ModelFitted":
-        """This served model with the weights and graph tensors of ``release`` and ``serving`` (:meth:`Fitted.with_state`)."""
+        """This served model with the weights and graph tensors of ``release`` and ``serving``
+        (:meth:`Fitted.with_state`)."""
         new = copy_with_weights(self, release, serving)
         new.graph = dataclasses.replace(self.graph, **{k[len("graph."):]: v for k, v in {**release, **serving}.items()
                                                        if k.startswith("graph.")})

@@ -112,7 +112,8 @@ def _dpsgd_counts(b, alpha: float) -> Check:
                 pair = shuffled_pair(probe.records, sizes, n_train, b.budget.delta)
                 problems.append(shape + (f"; the pair that separates shuffled passes (Chua et al., ICML 2024: the "
                                          f"other examples at -C on the canary's coordinate) has epsilon about "
-                                         f"{pair:.3g} at this run's batches and noise (Monte Carlo; claimed {b.budget.epsilon:g})" if pair else ""))
+                                         f"{pair:.3g} at this run's batches and noise (Monte Carlo; claimed "
+                                         f"{b.budget.epsilon:g})" if pair else ""))
     return Check("ledger-counts", b.seed, VIOLATION if problems else PASS,
                  f"ran {ran} steps, accounted {accounted}; mean batch {np.mean(sizes):.1f}",
                  "ran <= accounted; batches within the accounted sampling", "; ".join(problems),

@@ -196,7 +196,8 @@ class CachedAggregatesFitted(Fitted):
         return {f"input.{i}": x for i, x in enumerate(self.inputs) if i not in released}
 
     def with_state(self, release: dict[str, Tensor], serving: dict[str, Tensor]) -> "CachedAggregatesFitted":
-        """This served model with the weights and cached inputs of ``release`` and ``serving`` (:meth:`Fitted.with_state`)."""
+        """This served model with the weights and cached inputs of ``release`` and ``serving``
+        (:meth:`Fitted.with_state`)."""
         new = copy_with_weights(self, release, serving)
         new.inputs = list(self.inputs)
         for k, v in {**release, **serving}.items():
