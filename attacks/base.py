@@ -440,7 +440,7 @@ class Attack(ABC):
     def __init__(self, **overrides: Any) -> None:
         self.config = make_config(self.Config, overrides, owner=f"attack {self.name or type(self).__name__}")
 
-    def check(self, target: Target) -> None:
+    def check(self, target: Target) -> None:  # noqa: B027 - optional: most attacks apply to every target
         """Raise :class:`NotApplicable` when the attack cannot be run against ``target`` (before any scoring)."""
 
     @abstractmethod

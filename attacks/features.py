@@ -230,7 +230,7 @@ class AttributeLiRA(Attack):
         for j in range(c.references):
             task = view.reference_task(held[j])
             fitted = view.fit(task, view.streams("reference", j))
-            phi_ref[j] = phi(lambda a, b, d: view.reference_query_rows(fitted, task, a, b, d))
+            phi_ref[j] = phi(lambda a, b, d: view.reference_query_rows(fitted, task, a, b, d))  # noqa: B023 - called within this iteration
             inside[j] = torch.stack([held[j], ~held[j]], 1).view(-1).numpy()
             bar.update(1)
         bar.close()

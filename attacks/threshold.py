@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor
 
 from attacks.base import Attack, NodeAttackConfig, NodeView, register_attack

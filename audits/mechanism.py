@@ -258,8 +258,8 @@ def _worker_init() -> None:
     imported before the first one is timed."""
     import torch
 
-    import methods.dpsgd  # noqa: F401
-    import methods.gap.edgerand  # noqa: F401
+    import methods.dpsgd
+    import methods.gap.edgerand
     import methods.privacy.accountant  # noqa: F401
 
     torch.set_num_threads(1)

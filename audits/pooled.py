@@ -299,7 +299,7 @@ def _travels(job: tuple) -> bool:
         if getattr(importlib.import_module(cls.__module__), cls.__qualname__, None) is not cls:
             return False
         pickle.dumps(job)
-    except Exception:  # noqa: BLE001 -- anything that does not pickle runs here
+    except Exception:
         return False
     return True
 
@@ -470,7 +470,7 @@ def pair_epsilon(model_in, model_out, noise_scales, delta: float, bins_per_sd: i
         edges[0], edges[-1] = -np.inf, np.inf
 
         def masses(v, p):
-            return (p[:, None] * np.diff(stats.norm.cdf((edges[None, :] - v[:, None]) / s), axis=1)).sum(0)
+            return (p[:, None] * np.diff(stats.norm.cdf((edges[None, :] - v[:, None]) / s), axis=1)).sum(0)  # noqa: B023 - called within this iteration
 
         parts.append((masses(vin, pin), masses(vout, pout), count))
     return exact(parts, delta)

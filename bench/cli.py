@@ -80,7 +80,7 @@ def _declared_commands(origin: str | None) -> list[tuple[str, str]]:
 class _Version(argparse.Action):
     """``--version``: :func:`bench.version.current`, computed only when asked (it runs git)."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ARG002
+    def __call__(self, parser, namespace, values, option_string=None):
         from bench.version import current
 
         print(f"bench {current()}")
@@ -128,7 +128,7 @@ def command_of(argv: list[str]) -> str | None:
 # --------------------------------------------------------------------------------------
 
 
-def _sigterm(signum, frame):  # noqa: ARG001
+def _sigterm(signum, frame):
     raise SystemExit(143)
 
 
@@ -136,7 +136,7 @@ def _one_line(e: BaseException) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else ""
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001
+def _show_warning(message, category, filename, lineno, file=None, line=None):
     """The suite's own warnings (:class:`~methods.errors.BenchWarning`) as one ``warning:`` line; others as usual."""
     from methods.errors import BenchWarning
 

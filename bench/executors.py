@@ -42,7 +42,7 @@ class InProcessExecutor:
 _job_state = {"running": False, "interrupted": False}
 
 
-def _on_sigint(signum, frame) -> None:  # noqa: ARG001
+def _on_sigint(signum, frame) -> None:
     """A worker's SIGINT: one KeyboardInterrupt per job, none between jobs. A worker stays alive through Ctrl-C
     (a dead one breaks the pool, which then kills the others mid-cell), and a second SIGINT (the terminal's and the
     driver's :meth:`ProcessExecutor.interrupt`) cannot cut short the KILLED the first one is ending its runs with."""

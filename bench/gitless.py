@@ -125,7 +125,7 @@ def _verify(root: Path, manifest: Path) -> tuple[str, str]:
     if data.get("schema") != SCHEMA:
         raise ValueError(f"{manifest}: schema {data.get('schema')!r}, this code reads {SCHEMA}")
     blobs = []
-    for mode, path, oid in data["files"]:
+    for mode, path, _recorded in data["files"]:
         found = _file_blob(root / path, mode)
         blobs.append((mode, path, found or "0" * 40))
     subtrees = []

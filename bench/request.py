@@ -67,7 +67,7 @@ def check_sweep_config(path: str) -> None:
             raw = yaml.safe_load(fh)
         entries = raw.get("methods") or []
         names = [e if isinstance(e, str) else e.get("name") for e in entries]
-    except Exception:  # noqa: BLE001 - malformed files get the loader's own error
+    except Exception:
         return
     check_method_names([n for n in names if isinstance(n, str)], builtin_method_names())
 

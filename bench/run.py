@@ -23,7 +23,7 @@ from bench import tracking
 from bench.cliargs import check_threads, fmt_eps
 from bench.io import format_table
 from bench.plan import MethodPlan, RunPlan, RunSpec, plan_run, privacy_units, resolve_budget  # noqa: F401
-from bench.provenance import host_description, predictions_hash  # noqa: F401  (re-exported)
+from bench.provenance import host_description, predictions_hash
 from bench.splits import make_task  # noqa: F401  (re-exported)
 from methods.base import ConfigError, ContractViolation, Task, check_fitted, fit_method, get_method, stable_hash
 from methods.privacy.accountant import active_accountant

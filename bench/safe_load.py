@@ -45,7 +45,7 @@ def _type_of(obj: Any) -> type:
 def _safe_functions() -> dict[str, Any]:
     from methods.training import SERVED_FUNCTIONS
 
-    named = {"_operator.getitem": operator.getitem, "builtins.type": _type_of, "inspect._empty": inspect._empty}
+    named = {"_operator.getitem": operator.getitem, "builtins.type": _type_of, "inspect._empty": inspect._empty}  # noqa: SLF001 - the name pickle writes for a missing annotation
     named.update({f"builtins.{t.__name__}": t for t in (bool, bytes, complex, dict, float, frozenset, int, list,
                                                         set, slice, str, tuple)})  # as annotations, or values
     named.update({f"typing.{n}": getattr(typing, n) for n in

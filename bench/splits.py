@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from bench.datasets import GraphDataset
-from bench.split_names import SPLITS, SplitError, check_split  # noqa: F401 (re-exported)
+from bench.split_names import SPLITS, SplitError, check_split
 from methods.base import Task
 from methods.streams import RunStreams
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from bench import gitless
-from bench.gitless import NOT_CODE, commit_of  # re-exported: tracked paths no run reads (results, docs); HEAD's commit
+from bench.gitless import commit_of  # re-exported: HEAD's commit
 
 MAX_PARAM_LEN = 6000
 _BATCH = 900

@@ -20,7 +20,7 @@ from torch import Tensor
 from methods import inference
 from methods.budget import Budget, default_delta  # noqa: F401 (re-exported)
 from methods.config import NoConfig, _coerce, config_dict, make_config  # noqa: F401 (re-exported)
-from methods.errors import (BenchError, BudgetError, ConfigError, ContractViolation,  # noqa: F401 (re-exported)
+from methods.errors import (BenchError, BudgetError, ConfigError, ContractViolation,
                             InterfaceError)
 from methods.streams import RunStreams
 
@@ -239,7 +239,7 @@ class FitContext:
         return progress_bar(total, desc, self.progress)
 
 
-class Method(ABC):
+class Method(ABC):  # noqa: B024 - subclasses implement ``_fit``; no abstract method, so a mixin can too
     """Base class of every method. Subclasses set the class attributes and implement ``_fit(ctx)``.
 
     :meth:`fit` is a template: it validates the budget and the task, resolves the device, creates the run's
@@ -374,7 +374,7 @@ def copy_with_weights(fitted: Fitted, release: dict[str, Tensor], serving: dict[
     new.model = copy.deepcopy(fitted.model)
     new.model.load_state_dict({k[len("model."):]: v for k, v in release.items() if k.startswith("model.")})
     new.model.eval()
-    new._proba = None
+    new._proba = None  # noqa: SLF001 - a copy of this class
     return new
 
 

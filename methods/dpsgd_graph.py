@@ -126,7 +126,7 @@ class CapturedStep:
         clip = self.dp.clip
         sums, norms, losses = self._grads.norms_and_sum(xs, y, clip, self.dp.per_layer, weight=weight)
         with torch.no_grad():
-            released = torch._foreach_add(sums, slot.noise)  # one multi-tensor kernel, the eager step's additions
+            released = torch._foreach_add(sums, slot.noise)  # noqa: SLF001 - no public multi-tensor add; one multi-tensor kernel, the eager step's additions
             for p, noisy in zip(self.params, released):
                 p.grad = (noisy / self.denominator).to(p.dtype)
         slot.released = released

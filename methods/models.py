@@ -207,13 +207,13 @@ def sparse_input(x: Tensor) -> Tensor:
     if x.device.type != "cpu" or x.layout != torch.strided or x.dim() != 2 or x.requires_grad or not x.numel():
         return x
     hit = _CSR_INPUTS.get(x)
-    if hit is None or hit[0] != x._version:
+    if hit is None or hit[0] != x._version:  # noqa: SLF001 - torch's in-place version counter
         csr = None  # dense enough for the GEMM; the entry must not refer to x itself, or x would never be freed
         if int(torch.count_nonzero(x)) <= SPARSE_MAX_DENSITY * x.numel():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # "sparse CSR support is in beta"
                 csr = x.to_sparse_csr()
-        hit = _CSR_INPUTS[x] = (x._version, csr)
+        hit = _CSR_INPUTS[x] = (x._version, csr)  # noqa: SLF001 - torch's in-place version counter
     return x if hit[1] is None else hit[1]
 
 

@@ -108,7 +108,7 @@ def _pre_step(real):
         self._is_last_step_skipped = False
         return True
 
-    pre_step._bridged = True
+    pre_step._bridged = True  # noqa: SLF001 - a mark on our own hook
     return pre_step
 
 

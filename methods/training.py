@@ -16,7 +16,7 @@ from methods.base import BenchError, Fitted, Task, copy_with_weights
 from methods.device import resolve_device  # noqa: F401 (re-exported)
 from methods.models import Backbone, GraphInput, prepare_graph
 from methods.privacy import PrivacyLedger
-from methods.progress import progress_bar  # noqa: F401 (re-exported)
+from methods.progress import progress_bar
 
 
 def row_normalize(x: Tensor) -> Tensor:
@@ -149,7 +149,7 @@ class ModelFitted(Fitted):
         new.graph = dataclasses.replace(self.graph, **{k[len("graph."):]: v for k, v in {**release, **serving}.items()
                                                        if k.startswith("graph.")})
         if hasattr(new, "_base"):
-            new._base = None
+            new._base = None  # noqa: SLF001 - a copy of this class
         return new
 
 

@@ -31,10 +31,10 @@ def sweep(config: dict[str, Any], args: argparse.Namespace) -> bool:
 
 def clean_commit() -> str:
     """HEAD, refusing a work tree whose tracked files that code can read differ from it (published numbers name a
-    clean commit). Results and documentation (``bench.tracking.NOT_CODE``: ``docs/``) may differ: the records
+    clean commit). Results and documentation (``bench.gitless.NOT_CODE``: ``docs/``) may differ: the records
     these scripts append go there, as the sweep's do, so a pipeline that runs them one after another from one
     commit (scripts.regenerate) names that commit throughout."""
-    from bench.tracking import NOT_CODE, commit_of
+    from bench.gitless import NOT_CODE, commit_of
 
     root = Path(__file__).resolve().parents[1]
     if not (root / ".git").exists():  # a copy without git names its commit by its manifest (bench.gitless)

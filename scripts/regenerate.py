@@ -10,7 +10,7 @@ every record must name the tag's commit, clean (``bench leaderboard --check --re
 ``.git`` (a lent accelerator's machine) runs it with the ref's commit manifest beside it (``python -m bench.gitless
 v1.0.2`` where git is, then carry ``.commit-manifest.json``): its files are checked against the ref's tree and the
 records name the ref's commit with the tree they hashed to (:mod:`bench.gitless`). Its outputs are
-results under ``docs/`` (the site), which never make a record dirty (``bench.tracking.NOT_CODE``). It never moves
+results under ``docs/`` (the site), which never make a record dirty (``bench.gitless.NOT_CODE``). It never moves
 HEAD: with ``--commit-to BRANCH`` it commits the site after every step onto BRANCH (BRANCH's tree with the site
 replaced, through a temporary index; ``main``, whose code stays as it is), so a partial run outlives its session; to
 resume elsewhere, ``git checkout --detach v1.0.2 && git checkout BRANCH -- docs/leaderboard`` and run the same
@@ -160,7 +160,7 @@ def ref_commit(ref: str, repo: Path = REPO) -> str:
 def checkout_problems(commit: str, ref: str, repo: Path = REPO) -> list[str]:
     """Why records made here would not name ``commit`` clean: HEAD elsewhere, or code (tracked or untracked, outside
     ``docs/``) that differs from it."""
-    from bench.tracking import NOT_CODE, commit_of
+    from bench.gitless import NOT_CODE, commit_of
 
     if not (repo / ".git").exists():  # the files checked against the manifest (untracked files are not seen)
         found = commit_of(repo)
@@ -449,7 +449,7 @@ def execute(steps: list[Step], progress: Progress, env: dict[str, str], out=None
         rc = 0
         for cmd, threads in step.commands:
             def tick(dt: float, threads: int = threads) -> None:
-                progress.add(step, dt, threads)
+                progress.add(step, dt, threads)  # noqa: B023 - called within this iteration
                 progress.save()
 
             if callable(cmd):

@@ -80,7 +80,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         # the parameter the calibration moved (DRW keeps its noise and buys steps), else the first one present
         key = next((k for k in present if b[0]["info"][k] != a[0]["info"][k]), present[0] if present else None)
 
-        def mean(rs: list, f) -> float:  # noqa: ANN001
+        def mean(rs: list, f) -> float:
             vals = [f(r) for r in rs if f(r) is not None]
             return sum(vals) / len(vals) if vals else math.nan
 
@@ -90,7 +90,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             sd = (sum((v - m) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5 if len(vals) > 1 else 0.0
             return f"{100 * m:.1f} ± {100 * sd:.1f}"
 
-        noise = (f"{key}: {mean(b, lambda r: r['info'].get(key)):.4g} → {mean(a, lambda r: r['info'].get(key)):.4g}"
+        noise = (f"{key}: {mean(b, lambda r: r['info'].get(key)):.4g} → {mean(a, lambda r: r['info'].get(key)):.4g}"  # noqa: B023 - called within this iteration
                  if key else "-")
         body.append([method, dataset, split, f"{eps:g}", noise,
                      f"{mean(b, lambda r: r['epsilon_spent']):.3f} → {mean(a, lambda r: r['epsilon_spent']):.3f}",
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             c, a = futures[fut]
             try:
                 row = fut.result()
-            except Exception as e:  # noqa: BLE001 - one failed fit is reported, the others go on
+            except Exception as e:
                 print(f"error: {c} {a}: {e}", file=sys.stderr)
                 continue
             out.write(json.dumps(row, sort_keys=True) + "\n")

@@ -145,7 +145,7 @@ def trace(argv: list[str], stop: str | None = None) -> Journey:
     entered, control = journey.sequence, journey.control
     counts = journey.resolutions = dict.fromkeys(RESOLVERS, 0)
 
-    base = sys._getframe()
+    base = sys._getframe()  # noqa: SLF001 - the frame the trace starts from
 
     def innermost(frame) -> str | None:
         """The module of the innermost repository frame; None while a module is being imported."""
@@ -158,7 +158,7 @@ def trace(argv: list[str], stop: str | None = None) -> Journey:
             frame = frame.f_back
         return found
 
-    def profile(frame, event, arg) -> None:  # noqa: ARG001
+    def profile(frame, event, arg) -> None:
         if event == "call":
             here = frame
         elif event == "return":

@@ -151,7 +151,7 @@ def tuned_yaml(cfg: dict[str, Any], results: dict[str, dict], previous: dict[str
 
         def note(e: float, score: float, scored: list) -> str:
             table = "; ".join(f"{','.join(f'{k}={v}' for k, v in pt.items())}: {s:.4f}" for pt, s in scored)
-            return (f"grid {{{grid}}} at eps {e:g} on {split}, seeds {seeds}: best mean validation accuracy "
+            return (f"grid {{{grid}}} at eps {e:g} on {split}, seeds {seeds}: best mean validation accuracy "  # noqa: B023 - called within this iteration
                     f"{score:.4f} ({table})")
 
         (best, score, scored), rest = got[0], got[1:]

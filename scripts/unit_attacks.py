@@ -180,13 +180,13 @@ def rerun_missing(todo: list[dict[str, Any]], runs: str, superseded: str) -> int
 def _preload() -> None:
     """Import every module a fit or an attack may import lazily, so that edits to the work tree while the script
     runs cannot change the code its records say ran (the commit it names)."""
-    import attacks  # noqa: F401
-    import attacks.edges  # noqa: F401
+    import attacks
+    import attacks.edges
     import attacks.features  # noqa: F401
-    import bench.datasets  # noqa: F401
-    import bench.provenance  # noqa: F401
+    import bench.datasets
+    import bench.provenance
     import bench.splits  # noqa: F401
-    import methods  # noqa: F401
+    import methods
     import methods.progress  # noqa: F401
     import scipy.stats  # noqa: F401
     import sklearn.metrics  # noqa: F401

@@ -178,8 +178,6 @@ def false_alarms(args) -> int:
                     print(f"  {rec['verdict']} {rec.get('violations', '')} {rec.get('error', '')}", file=sys.stderr,
                           flush=True)
     done = _done(log)
-    runs = [r for r in done.values() if r.get("verdict") in ("PASS", "VIOLATION")]
-    alarms = [r for r in runs if r["verdict"] == "VIOLATION"]
     text = false_alarm_table(list(done.values()))
     (Path(args.out) / "false_alarms.md").write_text(text)
     print(text)

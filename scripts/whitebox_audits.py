@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def preload() -> None:
         _preload()
-        import audits.composed  # noqa: F401
+        import audits.composed
         import audits.pooled  # noqa: F401
 
     def line(rec: dict) -> str:

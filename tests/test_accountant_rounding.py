@@ -92,10 +92,10 @@ def test_the_noise_floor_covers_a_negative_bucket_and_leaves_sparse_distribution
     probs = np.array([0.5, 0.3, -1e-17, 0.2])
     pmf = pld_pmf.DensePLDPmf(1e-4, 0, probs, 0.0, True)
     floored = noise_floored(PLD.PrivacyLossDistribution(pmf), compositions=1)
-    got = floored._pmf_remove._probs  # noqa: SLF001
+    got = floored._pmf_remove._probs
     assert np.all(got >= np.maximum(probs, 0) + 2e-17) and np.all(got <= np.maximum(probs, 0) + 2e-17 + 1e-16)
     sparse = PLD.PrivacyLossDistribution(pld_pmf.SparsePLDPmf({0: 0.5, 3: 0.5}, 1e-4, 0.0, True))
-    assert noise_floored(sparse, 10)._pmf_remove is sparse._pmf_remove  # noqa: SLF001
+    assert noise_floored(sparse, 10)._pmf_remove is sparse._pmf_remove
 
 
 @settings(max_examples=200, deadline=None)

@@ -112,7 +112,7 @@ def test_auc_invariances(game):
 def test_intervals_contain_the_point_and_resample_each_group(game, seed):
     y, s = game
     est = M.evaluate_scores(y, s, threshold=0.0, n_bootstrap=40, seed=seed)
-    for k, e in est.items():
+    for e in est.values():
         assert 0.0 <= e.low <= e.high <= 1.0
     # percentile intervals of a stratified bootstrap: when members and non-members are fully separated,
     # every resample stays separated

@@ -459,7 +459,7 @@ def test_edge_attackers_see_no_edge(instruments, tasks):
 
     class Peek(Attack):
         level = "edge"
-        from attacks.base import EdgeAttackConfig as Config  # noqa: N814
+        from attacks.base import EdgeAttackConfig as Config
 
         def scores(self, view):
             seen["edges"] = view.task.data.edge_index.numel()

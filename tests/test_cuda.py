@@ -129,8 +129,9 @@ def _captured_pair(lr=0.05, mode="auto"):
     a = linear_mlp(24, 16, 5, 2).cuda()
     b = linear_mlp(24, 16, 5, 2).cuda()
     b.load_state_dict(a.state_dict())
-    mk = lambda m: DPOptimizer(m, torch.optim.Adam(m.parameters(), lr=lr), clip=0.5, mode=mode,
-                               generator=torch.Generator(device="cuda").manual_seed(1))
+    def mk(m):
+        return DPOptimizer(m, torch.optim.Adam(m.parameters(), lr=lr), clip=0.5, mode=mode,
+                           generator=torch.Generator(device="cuda").manual_seed(1))
     ea, eb = mk(a), mk(b)
     make_capturable(eb.optimizer)
     return x, y, (a, ea), (b, eb)

@@ -1,8 +1,6 @@
-import os
 import stat
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings

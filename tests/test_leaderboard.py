@@ -106,7 +106,7 @@ def test_markdown_csv_html_and_the_leaderboard_run(board):
     exp, _ = board
     md, _ = build(exp, "md")
     assert "## cora: node-level" in md and "## cora: edge-level" in md
-    line = next(l for l in md.splitlines() if l.startswith("| dp-mlp | node | public | 1 |"))
+    line = next(ln for ln in md.splitlines() if ln.startswith("| dp-mlp | node | public | 1 |"))
     assert "0.95" in line and "VIOLATION (1.7)" in line and "lira.offline" in line and "| 3 |" in line
     assert "held-out choice of 2" in line
     text, _ = build(exp, "csv", track=False)
@@ -489,7 +489,8 @@ def test_csv_of_an_export_carries_the_page_cells(tmp_path):
     import json
 
     from bench.cli import main
-    from bench.leaderboard import WHITEBOX_HEADER, _num, header_for
+    from bench.leaderboard import WHITEBOX_HEADER, header_for
+    from bench.leaderboard.tables import _num
     from bench.leaderboard.compact import BEST_MARK, compact_header
 
     site = tmp_path / "site"

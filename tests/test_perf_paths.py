@@ -6,7 +6,6 @@ import json
 import math
 
 import numpy as np
-import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st

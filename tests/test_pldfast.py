@@ -15,16 +15,16 @@ RATE = st.one_of(st.just(1.0), st.floats(1e-4, 0.95))
 
 
 def _pmfs(pld) -> list:
-    return [pld._pmf_remove] + ([] if pld._symmetric else [pld._pmf_add])  # noqa: SLF001
+    return [pld._pmf_remove] + ([] if pld._symmetric else [pld._pmf_add])
 
 
 def assert_same(ours, theirs) -> None:
-    assert ours._symmetric == theirs._symmetric  # noqa: SLF001
+    assert ours._symmetric == theirs._symmetric
     for a, b in zip(_pmfs(ours), _pmfs(theirs)):
         a, b = a.to_dense_pmf(), b.to_dense_pmf()
-        assert a._lower_loss == b._lower_loss and a._probs.shape == b._probs.shape  # noqa: SLF001
-        np.testing.assert_allclose(a._probs, b._probs, rtol=1e-12, atol=1e-300)  # noqa: SLF001
-        assert a._infinity_mass == pytest.approx(b._infinity_mass, rel=1e-12, abs=1e-300)  # noqa: SLF001
+        assert a._lower_loss == b._lower_loss and a._probs.shape == b._probs.shape
+        np.testing.assert_allclose(a._probs, b._probs, rtol=1e-12, atol=1e-300)
+        assert a._infinity_mass == pytest.approx(b._infinity_mass, rel=1e-12, abs=1e-300)
 
 
 @settings(max_examples=12, deadline=None)

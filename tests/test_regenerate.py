@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from scripts import regenerate as R
-from tests.conftest import REPO
 
 
 def _git(repo, *args):

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections import Counter
 
@@ -17,7 +16,7 @@ import pytest
 import yaml
 
 from bench import api, tracking
-from bench.sweep import SweepError, build_config, cell_states, load_config, owner_id
+from bench.sweep import SweepError, build_config, load_config, owner_id
 from tests.conftest import REPO, bench_env
 
 CSBM = "csbm:nodes=200,classes=3,features=8"

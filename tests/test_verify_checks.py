@@ -126,7 +126,7 @@ def test_the_mechanism_check_passes_shipped_mechanisms_and_fails_a_broken_one(ta
 class _Observed(Battery):
     """A battery whose probe fit is replaced by what it saw: the ledger's event kinds and the observed ones."""
 
-    def __init__(self, ledger: set[str], seen: set[str]) -> None:  # noqa: D107 (no fit)
+    def __init__(self, ledger: set[str], seen: set[str]) -> None:
         self.seed, self._ledger, self._seen = 0, set(ledger), set(seen)
 
     def ledger_kinds(self):

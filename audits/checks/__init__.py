@@ -8,7 +8,7 @@ from audits.checks.base import PASS, SKIPPED, VIOLATION, Battery, Check
 from audits.checks.registry import ANY, REGISTRY, CheckSpec, names, plan, register, unregister
 
 # the built-in checks, in battery order: structural, white-box, black-box, mechanism-level
-from audits.checks import (epsilon_accounted, determinism, noise_independence, private_inference,  # noqa: E402,F401
+from audits.checks import (epsilon_accounted, determinism, noise_independence, private_inference,  # noqa: F401
                            label_use, ledger_counts, noise_calibration, occurrences, gradient_canaries,
                            input_canaries, edge_canaries, multi_run, mechanism)
 

@@ -239,7 +239,7 @@ class Battery:
         return "; ".join(why), "; ".join(fix)
 
     def other_releases(self) -> list:
-        self.probe_fit
+        self.probe_fit  # noqa: B018 - the probe's fit, computed once, before the releases are read
         return [r for r in self.releases if r.kind != "count"]
 
     def occurrence_bound(self) -> int:

@@ -14,7 +14,7 @@ def epsilon_accounted(b, alpha: float) -> Check:
     from methods.privacy import PrivacyLedger
     from methods.privacy import presets as P
 
-    b.base
+    b.base  # noqa: B018 - the base fit, before its time is read
     secs = b.base_seconds
     led, delta, target = b.base.ledger, b.budget.delta, b.budget.epsilon
     reported = float(b.base.epsilon(delta))

@@ -13,7 +13,7 @@ from audits.checks.registry import ANY, UNITS, register
 def noise_independence(b, alpha: float) -> Check:
     from audits.structural import CORRELATION_THRESHOLD, NoiseIndependence, init_correlation, poisson_replay
 
-    b.probe_fit
+    b.probe_fit  # noqa: B018 - the probe's fit, computed once
     probe = b.probe
     if probe is None or probe.noise is None or probe.noise_std <= 0:
         # no DP-SGD step to reconstruct: the seeds alone (two generators with one seed are one stream)

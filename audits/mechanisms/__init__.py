@@ -19,7 +19,7 @@ from audits.mechanisms.registry import (MECHANISMS, audited_kinds, known_violati
                                        unregister)
 
 # the built-in kinds, in the order the audits run and ledger kinds are matched
-from audits.mechanisms import (nap_edge, nap_node, nap_node_input, dpsgd_poisson, dpsgd_fixed,  # noqa: E402,F401
+from audits.mechanisms import (nap_edge, nap_node, nap_node_input, dpsgd_poisson, dpsgd_fixed,  # noqa: F401
                                dpgnn_step, dpgnn_input, pate_votes, edgerand_count, privgnn_posterior, edgerand_rr)
 
 #: the ledger event kinds the built-in mechanism-level audits cover

@@ -101,7 +101,7 @@ class GadgetSearch:
                 self._cache.popitem(last=False)
         return self._cache[key]
 
-    def chosen(self, s: float, trials: int, seed: int, m: Mutation = Mutation()) -> str:
+    def chosen(self, s: float, trials: int, seed: int, m: Mutation = Mutation()) -> str:  # noqa: B008 - frozen
         """The candidate an audit with ``seed`` and ``trials`` runs at strength ``s``."""
         return self.gadgets[self.choice(s, trials, RunStreams(seed).child("trial", "select", 1), m)["chosen"]].name
 

@@ -287,8 +287,9 @@ def laplace_mixture_pairs(w_p: dict[float, float], w_q: dict[float, float], scal
 def _dense(pld) -> tuple[int, np.ndarray, float, float]:
     """(lower loss index, probabilities, infinity mass, discretisation) of a dp-accounting PLD's remove pmf."""
     pmf = pld._pmf_remove.to_dense_pmf()  # noqa: SLF001 - dp-accounting 0.6 keeps the arrays private
-    return int(pmf._lower_loss), np.asarray(pmf._probs, dtype=float), float(pmf._infinity_mass), \
-        float(pmf._discretization)
+    lower, probs = pmf._lower_loss, pmf._probs  # noqa: SLF001 - dp-accounting has no accessor
+    infinity, step = pmf._infinity_mass, pmf._discretization  # noqa: SLF001
+    return int(lower), np.asarray(probs, dtype=float), float(infinity), float(step)
 
 
 def _epsilon_of_pmf(lower: int, probs: np.ndarray, inf_mass: float, disc: float, delta: float,

@@ -35,30 +35,16 @@ compact main table), :mod:`~bench.leaderboard.conventions` (what every epsilon o
 (columns, cells, notes, the terminal summary), :mod:`~bench.leaderboard.plots`, :mod:`~bench.leaderboard.export`
 (CSV), :mod:`~bench.leaderboard.page` (the markdown and HTML documents and the published site; its prose is
 :mod:`bench.site`'s) and :mod:`~bench.leaderboard.tracked` (one format, optionally logged as a run). Checking an
-export is :mod:`bench.check`'s. Every name stays importable from here.
+export is :mod:`bench.check`'s. The names other modules use are importable from here (``__all__``).
 """
 
-from bench.leaderboard.rows import (BIG, CLAIM_UNITS, REFERENCE_PREFIXES, RELEASED_PREDICTIONS, SOURCE_OTHER,
-                                    SOURCE_OWN, SOURCE_REPRODUCED, SOURCE_UNKNOWN, LeaderboardError, Row, Strongest,
-                                    attack_infers, attacked_model, bootstrap_ci, collect, collect_records,
-                                    compose_seeds, config_records, mark_identical, previous_setting, public_facts,
-                                    relation_of, section_attack_unit, unit_label_of)
-from bench.leaderboard.tables import (BASE_HEADER, COLUMN_NOTES, COMPOSED_HEADER, HEADER, PREVIOUS_MARK, PREVIOUS_NOTE,
-                                      SUMMARY_HEADER, WHITEBOX_HEADER, attack_cell, attack_unit_note, composed_cell,
-                                      footnotes,
-                                      header_for, identical_results, inference_flag, marks, row_cells, same_as_text,
-                                      sections, strongest_attack_unit, summary_cells, terminal_summary,
-                                      whitebox_bounds, whitebox_cell, whitebox_claim)
 from bench.leaderboard.export import CSV_COLUMNS, to_csv
-from bench.leaderboard.plots import plot_section
-from bench.leaderboard.page import CSS, build_site, to_html, to_markdown
+from bench.leaderboard.page import build_site, to_html, to_markdown
+from bench.leaderboard.rows import LeaderboardError, Row, bootstrap_ci, collect, collect_records, config_records
+from bench.leaderboard.tables import (COMPOSED_HEADER, PREVIOUS_MARK, WHITEBOX_HEADER, attack_unit_note, footnotes,
+                                      header_for, row_cells, terminal_summary)
 from bench.leaderboard.tracked import build, render
-# the helpers too, so every name of the former single module still imports from here
-from bench.leaderboard.rows import (_events_key, _f, _join_attack_records, _join_whitebox_records,  # noqa: F401
-                                    _name_variants, _unit_label)
-from bench.leaderboard.tables import _inference, _num, _section_of  # noqa: F401
-from bench.leaderboard.plots import _b64, _figures, _plot_keys, _png, _png_b64, _safe  # noqa: F401
-from bench.leaderboard.page import _md_paragraphs, _md_table_html  # noqa: F401
 
-__all__ = ["CSV_COLUMNS", "LeaderboardError", "Row", "Strongest", "attack_infers", "bootstrap_ci", "build",
-           "build_site", "collect", "collect_records", "config_records", "render"]
+__all__ = ["COMPOSED_HEADER", "CSV_COLUMNS", "PREVIOUS_MARK", "WHITEBOX_HEADER", "LeaderboardError", "Row",
+           "attack_unit_note", "bootstrap_ci", "build", "build_site", "collect", "collect_records", "config_records",
+           "footnotes", "header_for", "render", "row_cells", "terminal_summary", "to_csv", "to_html", "to_markdown"]

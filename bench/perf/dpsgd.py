@@ -27,7 +27,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from typing import TYPE_CHECKING
 
+
+if TYPE_CHECKING:
+    import torch
 
 from bench.perf import benchmark, common_args, emit, format_table, machine, run_baseline, set_threads
 

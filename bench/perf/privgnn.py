@@ -32,9 +32,13 @@ import os
 import statistics
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 import tempfile
 import time
 
+
+if TYPE_CHECKING:
+    import torch
 
 from bench.perf import REPO, baseline_tree, benchmark, common_args, emit, format_table, machine, run_baseline, \
     set_threads

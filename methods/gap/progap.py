@@ -33,7 +33,6 @@ Node-level relation (``relation``; proofs in ``methods.gap.nap``):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 

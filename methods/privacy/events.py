@@ -135,14 +135,14 @@ def monotone_envelope(orders: np.ndarray, rdp: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=512)
 def _cached_rdp(event: Event) -> np.ndarray:
-    out = monotone_envelope(R.ORDERS, event._rdp(R.ORDERS))
+    out = monotone_envelope(R.ORDERS, event._rdp(R.ORDERS))  # noqa: SLF001 - the event's own curve
     out.setflags(write=False)
     return out
 
 
 @lru_cache(maxsize=512)
 def _cached_tight_rdp(event: Event) -> np.ndarray:
-    out = monotone_envelope(R.ORDERS, event._tight_rdp(R.ORDERS))
+    out = monotone_envelope(R.ORDERS, event._tight_rdp(R.ORDERS))  # noqa: SLF001 - the event's own curve
     out.setflags(write=False)
     return out
 

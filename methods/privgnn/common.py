@@ -21,7 +21,6 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Literal
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor

@@ -109,7 +109,7 @@ def pate_moments_epsilon(queries: int, lam: float, delta: float,
         raise ValueError("need lam > 0, 0 < delta < 1 and queries >= 0")
     eps0 = 2.0 * lam
     best = (math.inf, 0)
-    for l in moments:
-        moment = min(0.5 * eps0 * eps0 * l * (l + 1), eps0 * l)
-        best = min(best, ((queries * moment + math.log(1.0 / delta)) / l, l))
+    for order in moments:
+        moment = min(0.5 * eps0 * eps0 * order * (order + 1), eps0 * order)
+        best = min(best, ((queries * moment + math.log(1.0 / delta)) / order, order))
     return best

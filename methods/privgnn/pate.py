@@ -95,7 +95,7 @@ class PATEMethod(Method):
         graphs = split_graphs(task, c.features)
         queries = choose_queries(graphs, c.queries, streams)
         q = int(queries.numel())
-        lam = resolve_lambda(self.name, c.lam, budget, lambda l: P.privgnn_pate(queries=q, lam=l))
+        lam = resolve_lambda(self.name, c.lam, budget, lambda lam_: P.privgnn_pate(queries=q, lam=lam_))
         t0 = time.perf_counter()
         key = (self.name, task_key(task, streams), c.features, c.teachers, c.mlp_layers, c.hidden, c.dropout, c.lr,
                c.weight_decay, c.epochs, str(dev))

@@ -184,7 +184,7 @@ class PrivGNN(Method):
                                   f"epsilon={budget.epsilon:g}; run it with --epsilon inf (for comparison only)")
             lam = c.lam
         else:
-            lam = resolve_lambda(self.name, c.lam, budget, lambda l: self.ledger(q, l))
+            lam = resolve_lambda(self.name, c.lam, budget, lambda lam_: self.ledger(q, lam_))
         t0 = time.perf_counter()
         key = ("privgnn-logp", task_key(task, streams), c.features, c.sampling_rate, c.k, c.distance, c.ablation, c.hidden,
                c.dropout, c.lr, c.weight_decay, self.teacher_epochs, str(dev))
