@@ -26,10 +26,11 @@ has NAP sensitivity sqrt(2); ProGAP/GAP's node-level Poisson population is the t
 values (edge sensitivity 1; ProGAP's population ``--num-nodes``, all nodes; PrivGNN's and PATE's published
 accountants, methods/privgnn/paper_accounting.py), labelled as not sound where they are not.
 
-Every family form takes ``--conversion improved|standard`` (default improved), ``--accountant rdp|pld``
-(default rdp) and ``--json``; ``--epsilon E`` in place of the noise prints the smallest noise that meets
-(E, delta). ``run RUN_ID`` rebuilds a tracked run's ledger from the recipe logged with it (family +
-parameters), checks it against the logged events, and prints its epsilon at the run's delta (or ``--delta``).
+Every family form takes ``--conversion improved|standard`` (default improved), ``--accountant tight|rdp|pld|NAME``
+(default tight; NAME a registered accountant that passes the conformance suite) and ``--json``; ``--epsilon E`` in
+place of the noise prints the smallest noise that meets (E, delta). ``run RUN_ID`` rebuilds a tracked run's ledger
+from the recipe logged with it (family + parameters), checks it against the logged events, and prints its epsilon
+at the run's delta (or ``--delta``).
 
 The node-level DP-GNN, GAP and ProGAP forms take ``--relation``, the methods' ``relation`` option: ``input-graph``
 (the default, as the methods': node-level DP on input graphs within the declared degree bound ``--max-degree``,
@@ -50,6 +51,7 @@ from typing import Any, Callable
 
 from bench.cliargs import _float, command
 from methods.errors import BenchError, BudgetError
+from methods.privacy.accountant import ACCOUNTANTS
 from methods.privacy.presets import DPGNN_RELATIONS, INPUT_GRAPH, NODE_RELATIONS
 
 PAPER_NOTE = "the paper's convention, not a sound bound for this mechanism on undirected graphs"
@@ -68,9 +70,10 @@ def _output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conversion", choices=["improved", "standard"],
                    help="the RDP -> DP conversion of --accountant rdp (implied by this option; default improved; "
                         "standard = Mironov Prop. 3, as papers report)")
-    p.add_argument("--accountant", choices=["tight", "rdp", "pld"],
+    p.add_argument("--accountant", metavar="NAME",
                    help="tight (default, what runs report and calibrate with): the smallest sound bound the suite "
-                        "has; rdp: the RDP bound (the papers'); pld: privacy-loss distributions")
+                        "has; rdp: the RDP bound (the papers'); pld: privacy-loss distributions; or a registered "
+                        "accountant (`bench accountants list`) that passes the conformance suite, as a run's")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -90,13 +93,17 @@ def _convention(p: argparse.ArgumentParser, what: str) -> None:
 
 def _resolve_accountant(args: argparse.Namespace) -> None:
     """``--conversion`` names an RDP conversion, so alone it means ``--accountant rdp``; with another accountant it
-    is refused (no other accountant converts)."""
+    is refused (no other accountant converts). A registered accountant is admitted as a run's is."""
     if not hasattr(args, "conversion"):
         return
     if args.accountant is None:
         args.accountant = "rdp" if args.conversion else "tight"
     elif args.conversion and args.accountant != "rdp":
         raise BenchError(f"--conversion applies to --accountant rdp only (got --accountant {args.accountant})")
+    elif args.accountant not in ACCOUNTANTS:
+        from bench.conformance.check import admit
+
+        admit(args.accountant)  # a registered accountant accounts here as it would a run: once admitted
     args.conversion = args.conversion or "improved"
 
 

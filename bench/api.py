@@ -56,7 +56,7 @@ def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None,
         attacks: str | Iterable[str] = (), attack_overrides: Overrides = None, bootstrap: int = 1000,
         plot_dir: str | os.PathLike | None = None, tags: Mapping[str, str] | None = None,
         threads: int | None = None, log: Callable[[str], None] | None = None, hparams: bool = True,
-        log_release: bool = True) -> list:
+        log_release: bool = True, accountant: str | None = None) -> list:
     """Train and evaluate every method x seed; returns one :class:`bench.run.RunResult` per run (``run_id``,
     ``metrics``, the spent ``epsilon`` from the ledger, ``info``; ``diagnostics``/``history`` with
     ``diagnostics=True``).
@@ -65,7 +65,9 @@ def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None,
     (``method.key`` scopes one method). Private methods need ``epsilon`` (``math.inf``: no noise); ``delta``
     defaults to the largest power of ten below 1/#privacy units. ``attacks``: also attack every trained model
     (see :func:`attack`). ``hparams=False``: ignore the checked-in hyperparameters (configs/hparams*.yaml).
-    ``log_release=False``: do not log the released model (:mod:`bench.release`), which :func:`attack_recorded` reads."""
+    ``log_release=False``: do not log the released model (:mod:`bench.release`), which :func:`attack_recorded` reads.
+    ``accountant``: what calibrates and reports (default ``tight``; a registered one once the conformance suite
+    admits it, :func:`bench.conformance.check.admit`)."""
     from bench.run import RunSpec, run_targets, using_threads
 
     spec = RunSpec(methods=_names(methods), dataset=dataset, split=split, seeds=[int(s) for s in seeds],
@@ -75,7 +77,7 @@ def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None,
                    attacks=_names(attacks), attack_overrides=as_items(attack_overrides), bootstrap=int(bootstrap),
                    plot_dir=None if plot_dir is None else str(plot_dir), tags=dict(tags or {}),
                    secure_noise=secure_noise, diagnostics=diagnostics, hparams=bool(hparams),
-                   log_release=bool(log_release))
+                   log_release=bool(log_release), accountant=accountant)
     with using_threads(threads):
         return run_targets(spec, log)
 

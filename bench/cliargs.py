@@ -171,6 +171,10 @@ def target_args(p: argparse.ArgumentParser, output_help: str = "also write the r
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
     p.add_argument("--output", "-o", metavar="FILE", help=f"{output_help} (atomically; {FILE_RULE})")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--accountant", metavar="NAME",
+                   help="the accountant that calibrates the noise and reports epsilon: tight (default), rdp, "
+                        "rdp/standard, pld, or a registered one (`bench accountants list`, a plugin's) once it passes "
+                        "the conformance suite on the ledgers of published runs")
     noise_args(p)
     threads_arg(p)
 
@@ -210,7 +214,8 @@ def target_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return dict(methods=args.method, dataset=args.dataset, split=args.split, seeds=args.seeds, epsilon=args.epsilon,
                 delta=args.delta, overrides=args.overrides, device=args.device, data_root=args.data_root,
                 download=args.download, experiment=args.experiment, track=not args.no_track,
-                progress=not args.no_progress, secure_noise=args.secure_noise, threads=args.threads, log=stderr)
+                progress=not args.no_progress, secure_noise=args.secure_noise, threads=args.threads, log=stderr,
+                accountant=args.accountant)
 
 
 def check_common(args: argparse.Namespace) -> None:

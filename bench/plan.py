@@ -69,6 +69,10 @@ class RunSpec:
     # log the released model (bench.release: weights, cached noisy aggregates, a released graph, and the served
     # model) as the run's artefact ``release/``, which attacks and audits of the recorded run load
     log_release: bool = True
+    # the accountant that calibrates and reports: a run accountant (methods.privacy.accountant) or one of the
+    # registry (methods.privacy.registry) that the conformance suite admits (bench.conformance.check.admit);
+    # None: methods.privacy.accountant.DEFAULT_ACCOUNTANT
+    accountant: str | None = None
 
 
 @dataclass
@@ -356,6 +360,8 @@ class RunPlan:
     secure_noise: bool = False
     diagnostics: bool = False
     log_release: bool = True
+    accountant: str | None = None  # RunSpec.accountant, admitted
+    accountant_note: str = ""  # what the admission found (bench.conformance.check.admit); "" for a run accountant
 
     def task(self, seed: int) -> Task:
         """The split of the dataset at ``seed`` (a split is computed per run from its seed)."""
@@ -394,6 +400,11 @@ def plan_run(spec: RunSpec) -> RunPlan:
         from bench.attack import plan_attacks
 
         attacks = plan_attacks(spec.attacks, spec.attack_overrides, spec.bootstrap, spec.plot_dir)
+    accountant_note = ""
+    if spec.accountant is not None:
+        from bench.conformance.check import admit
+
+        accountant_note = admit(str(spec.accountant))
     device = resolve_device(spec.device)
     dataset = load_dataset(name, spec.data_root, spec.download)
     for mp in methods:
@@ -402,7 +413,7 @@ def plan_run(spec: RunSpec) -> RunPlan:
         warn_unusual_delta(delta, classes, make_task(dataset, split, seeds[0]))
     tracking = Tracking(spec.experiment, spec.track, spec.progress, MappingProxyType(dict(spec.tags)))
     return RunPlan(tuple(methods), dataset, split, seeds, eps, delta, device, tracking, attacks, spec.secure_noise,
-                   spec.diagnostics, spec.log_release)
+                   spec.diagnostics, spec.log_release, spec.accountant, accountant_note)
 
 
 def _identity(mp: MethodPlan, plan: RunPlan, budget: Budget, **seeds: Any) -> dict[str, Any]:

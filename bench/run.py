@@ -26,7 +26,7 @@ from bench.plan import MethodPlan, RunPlan, RunSpec, plan_run, privacy_units, re
 from bench.provenance import host_description, predictions_hash
 from bench.splits import make_task  # noqa: F401  (re-exported)
 from methods.base import ConfigError, ContractViolation, Task, check_fitted, fit_method, get_method, stable_hash
-from methods.privacy.accountant import active_accountant
+from methods.privacy.accountant import active_accountant, using_accountant
 from methods.streams import RunStreams
 
 DEFAULT_EXPERIMENT = "dp-gnn-bench"
@@ -130,7 +130,15 @@ def run_name(method: str, dataset: str, split: str, epsilon: float, seed: int) -
 
 
 def run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun | None = None) -> RunResult:
-    """Train, evaluate (and attack, when planned) one method of a plan at one seed as one tracked run."""
+    """Train, evaluate (and attack, when planned) one method of a plan at one seed as one tracked run, calibrated
+    and reported with the plan's accountant."""
+    if p.accountant is None:
+        return _run_one(p, mp, seed, parent)
+    with using_accountant(p.accountant):
+        return _run_one(p, mp, seed, parent)
+
+
+def _run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun | None) -> RunResult:
     cls, trk = mp.cls, p.tracking
     task = p.task(seed)
     method = mp.build()
@@ -148,6 +156,7 @@ def run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun |
               "dataset_source": p.dataset.source, "secure_noise": p.secure_noise,
               "random_streams": streams.describe()["streams"], "hp_source": mp.hp_source,
               "accountant": active_accountant(), "privacy_units": privacy_units(task, cls.privacy_unit),
+              **({"accountant_conformance": p.accountant_note} if p.accountant_note else {}),
               **p.conventions(method, task, budget),
               "host": host_description(p.device), "threads": torch.get_num_threads(),
               **{f"hp.{k}": v for k, v in hparams.items()}}

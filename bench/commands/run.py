@@ -49,6 +49,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ConfigError("--run attacks recorded runs: give it without --method/--dataset")
         if args.no_track:
             raise ConfigError("--run attacks a tracked run: --no-track does not apply")
+        if args.accountant:
+            raise ConfigError("--run attacks a tracked run, which spends its own recorded accountant: --accountant "
+                              "does not apply")
         results = api.attack_recorded(runs, args.attacks, attack_overrides=args.attack_overrides,
                                       bootstrap=args.bootstrap, plot_dir=args.plot_dir, device=args.device,
                                       data_root=args.data_root, experiment=args.experiment,

@@ -1,4 +1,5 @@
-"""Accountants under test: one adapter per accountant, registered by name (``bench accountants list``).
+"""Accountants under test: one adapter per accountant, registered by name in the one registry
+(:mod:`methods.privacy.registry`; ``bench accountants list``), where runs find them too (``--accountant NAME``).
 
 An adapter is a class with ``name`` (set by :func:`register_accountant`), ``description``, ``version()`` (the
 library it wraps, read from the installed distribution's metadata so that listing imports nothing) and
@@ -21,66 +22,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable
+from typing import Any
 
-from methods.errors import BenchError, ConfigError
-
-
-class Unsupported(Exception):
-    """An accountant cannot account a ledger (an event kind, a parameter or a mix of neighbouring relations it
-    has no bound for). Reported as UNSUPPORTED with the reason; not a failure."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-_REGISTRY: dict[str, type] = {}
-
-
-def register_accountant(name: str) -> Callable[[type], type]:
-    """Class decorator: ``@register_accountant("mine")`` makes an accountant available to ``bench accountants``.
-
-    The class needs a one-line ``description`` and the methods ``version()`` and ``epsilon(events, delta)``; it
-    is instantiated once per check, without arguments."""
-
-    def deco(cls: type) -> type:
-        if not isinstance(cls, type):
-            raise TypeError(f"@register_accountant({name!r}) must decorate a class")
-        if not name or not isinstance(name, str) or any(c.isspace() or c == "," for c in name):
-            raise ConfigError(f"accountant name {name!r}: a non-empty name without spaces or commas")
-        missing = [m for m in ("version", "epsilon") if not callable(getattr(cls, m, None))]
-        if missing or not isinstance(getattr(cls, "description", None), str):
-            raise ConfigError(f"accountant {name}: the class needs a description string and version() and "
-                              f"epsilon(events, delta) methods (missing: {', '.join(missing) or 'description'})")
-        prev = _REGISTRY.get(name)
-        if prev is not None and (prev.__module__, prev.__qualname__) != (cls.__module__, cls.__qualname__):
-            raise ConfigError(f"accountant name {name!r} is already registered by "
-                              f"{prev.__module__}.{prev.__qualname__}")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def unregister_accountant(name: str) -> None:
-    _REGISTRY.pop(name, None)
-
-
-def available_accountants() -> dict[str, type]:
-    """Every registered accountant class by name (built-ins first, then plugins, each in registration order)."""
-    return dict(_REGISTRY)
-
-
-def get_accountant(name: str) -> Any:
-    """A fresh instance of the accountant registered as ``name`` (a ConfigError naming the known ones if none)."""
-    try:
-        cls = _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"unknown accountant {name!r}; available: {', '.join(_REGISTRY)} "
-                          "(a plugin's: bench --plugin FILE accountants ...)") from None
-    return cls()
+from methods.errors import BenchError
+from methods.privacy.registry import (Unsupported, available_accountants, get_accountant, register_accountant,
+                                      unregister_accountant)
 
 
 def library_version(distribution: str) -> str:

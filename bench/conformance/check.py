@@ -18,6 +18,7 @@ Golden files pin every value with the library versions that produced it: :func:`
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from methods.errors import BenchError
+from methods.errors import BenchError, ConfigError
 
 #: relative slack below the lower limit before a value is UNSOUND (float rounding of the limit, nothing more)
 SOUNDNESS_SLACK = 1e-9
@@ -435,6 +436,46 @@ def accountant_names(names: str | Iterable[str] | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+#: the corpus file a run's accountant must pass before it accounts a run (:func:`admit`): the ledgers of the
+#: published runs, every event kind a run spends
+ADMISSION_CORPUS = "leaderboard.json"
+
+
+def admit(name: str) -> str:
+    """Admit the accountant ``name`` to account runs: a run accountant (``tight``, ``rdp``, ...) is the suite's own
+    and needs nothing; any other registered one must give a sound value on every case of :data:`ADMISSION_CORPUS`
+    it supports (a BenchError naming its first failure otherwise, before any run opens). Returns what the run
+    records of the check ("" for a run accountant). Once per registered class and process."""
+    from bench.conformance import adapters  # the suite's adapters register themselves
+    from methods.privacy.accountant import builtin_accountant
+    from methods.privacy.registry import available_accountants
+
+    if builtin_accountant(name):
+        return ""
+    del adapters
+    if name not in available_accountants():
+        raise ConfigError(f"unknown accountant {name!r}; known: tight, rdp, rdp/standard, pld, "
+                          f"{', '.join(available_accountants())} (a plugin's: bench --plugin FILE ...)")
+    return _admit(name, available_accountants()[name])
+
+
+@functools.lru_cache(maxsize=None)
+def _admit(name: str, cls: type) -> str:
+    from bench.conformance import adapters
+    from bench.conformance.cases import CORPUS_DIR
+
+    cases = corpus_cases([CORPUS_DIR / ADMISSION_CORPUS])
+    report = check(cases, [name])
+    if not report.ok:
+        first = report.failures[0]
+        raise BenchError(f"accountant {name} fails the conformance suite on {len(report.failures)} of {len(cases)} "
+                         f"ledgers of published runs (first: {first.case}: {first.verdict}, {first.detail}); it "
+                         f"cannot account a run (bench accountants check --accountant {name})")
+    supported = sum(r.verdict != "UNSUPPORTED" for r in report.results)
+    return (f"sound on the {supported} of {len(cases)} ledgers of published runs it supports "
+            f"(conformance corpus {ADMISSION_CORPUS}, {adapters.describe(name)['version']})")
+
+
 def corpus_cases(corpus: Iterable[str | os.PathLike] | None = None, pattern: str | None = None,
                  tags: Iterable[str] = ()) -> list:
     """The cases to check: those of the ``corpus`` files (default: the shipped corpus) whose id matches the glob
@@ -547,6 +588,6 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
-__all__ = ["CheckOutcome", "Comparison", "DEFAULT_ACCOUNTANTS", "DEFAULT_RTOL", "Difference", "Report", "Result",
-           "SOUNDNESS_SLACK", "TIGHT_FACTOR", "VERDICTS", "accountant_names", "against", "check", "check_job",
+__all__ = ["ADMISSION_CORPUS", "CheckOutcome", "Comparison", "DEFAULT_ACCOUNTANTS", "DEFAULT_RTOL", "Difference",
+           "Report", "Result", "SOUNDNESS_SLACK", "admit", "TIGHT_FACTOR", "VERDICTS", "accountant_names", "against", "check", "check_job",
            "corpus_cases", "evaluate", "junit_xml", "load_golden", "record", "select", "verdict", "write_junit"]

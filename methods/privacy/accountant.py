@@ -20,6 +20,9 @@ same delta (each is an upper bound on the same hockey-stick divergence, so their
   Gaussian (mu-GDP) is converted in closed form instead (:func:`gdp_epsilon`). A Gaussian-type step with a noise
   multiplier below 0.1 is left to RDP (``Event.pld_practical``: its PLD would have 10^7-10^8 buckets).
 
+Any other name a run gives is an accountant of the one registry (:mod:`methods.privacy.registry`: the
+conformance suite's adapters, a plugin's), asked for its own epsilon (:func:`registered_epsilon`).
+
 All round outward: each bound is an upper bound in exact arithmetic, its floating-point evaluation is not, and
 where a bound is tight (a PLD of a composed Gaussian sits within 1e-8 of the exact epsilon) rounding alone can land
 below the true epsilon, by an amount that differs from CPU to CPU (FFT and vector-math code paths).
@@ -48,8 +51,8 @@ import numpy as np
 
 from methods.privacy import rdp as R
 from methods.privacy.events import Event, LedgerError
+from methods.privacy.registry import RUN_ACCOUNTANTS as ACCOUNTANTS, Unsupported, available_accountants, get_accountant
 
-ACCOUNTANTS = ("rdp", "pld", "tight")
 #: the noise floor of an FFT-composed PLD is at least this many times its largest negative mass (:func:`noise_floored`)
 FFT_NOISE_FACTOR = 2.0
 #: (relative, absolute) outward rounding of a PLD epsilon after the noise floor: the rounding left (the sequential
@@ -84,7 +87,7 @@ def active_accountant() -> str:
 def using_accountant(name: str) -> Iterator[str]:
     """Calibrate and report with ``name`` inside the block (this thread or task): a re-execution of a recorded run
     uses the accountant the record names, so it spends the same ledger (records before version 1.0.0:
-    :data:`LEGACY_ACCOUNTANT`)."""
+    :data:`LEGACY_ACCOUNTANT`). ``name``: a run accountant or a registered one (:func:`parse_accountant`)."""
     parse_accountant(name)
     token = _ACTIVE.set(name)
     try:
@@ -106,13 +109,45 @@ def checkpoint_epochs(epochs: int, points: int = HISTORY_POINTS) -> frozenset[in
     return frozenset(int(round(epochs * (i + 1) / points)) for i in range(points)) | {epochs}
 
 
-def parse_accountant(name: str) -> tuple[str, str]:
+def builtin_accountant(name: str) -> tuple[str, str] | None:
     """``"rdp/improved"`` -> ``("rdp", "improved")``; ``"pld"`` -> ``("pld", "improved")`` (no conversion);
-    ``"tight"`` -> ``("tight", "improved")``."""
+    ``"tight"`` -> ``("tight", "improved")``; None for a name that is not one of the suite's run accountants."""
     acc, _, conv = str(name).partition("/")
     if acc not in ACCOUNTANTS or (conv and (conv not in R.CONVERSIONS or acc != "rdp")):
-        raise LedgerError(f"unknown accountant {name!r} (known: tight, rdp/improved, rdp/standard, pld)")
+        return None
     return acc, conv or "improved"
+
+
+def parse_accountant(name: str) -> tuple[str, str]:
+    """(accountant, conversion) of a name a run or a record gives: a run accountant's
+    (:func:`builtin_accountant`), or ``(name, "improved")`` for one registered in :mod:`methods.privacy.registry`
+    (:func:`epsilon` asks it). An unknown name is a LedgerError naming the known ones."""
+    parsed = builtin_accountant(name)
+    if parsed is not None:
+        return parsed
+    if name in available_accountants():
+        return str(name), "improved"
+    registered = "".join(f", {n}" for n in available_accountants())
+    raise LedgerError(f"unknown accountant {name!r} (known: tight, rdp/improved, rdp/standard, pld{registered})")
+
+
+def registered_epsilon(name: str, events: list[Event], delta: float) -> float:
+    """The epsilon of ``events`` at ``delta`` as the accountant registered as ``name`` computes it, taken as it
+    returns it (its soundness is what the conformance suite tests, ``bench.conformance.check.admit``)."""
+    events = [e for e in events if e.count]
+    if not events:
+        return 0.0
+    try:
+        value = get_accountant(name).epsilon(events, delta)
+    except Unsupported as e:
+        raise LedgerError(f"accountant {name} cannot account this ledger: {e.reason}") from None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise LedgerError(f"accountant {name} returned {value!r}, not a number") from None
+    if not value >= 0:
+        raise LedgerError(f"accountant {name} returned {value}, not an epsilon")
+    return value
 
 
 def round_outward(epsilon: float, margin: tuple[float, float]) -> float:
@@ -277,10 +312,14 @@ def clear_caches() -> None:
 
 
 def epsilon(events: list[Event], delta: float, accountant: str = "rdp", conversion: str = "improved") -> tuple[float, float]:
+    """(epsilon, optimal RDP order or nan) of ``events`` at ``delta``: the suite's ``rdp`` (with ``conversion``),
+    ``pld`` or ``tight``, or the accountant registered under that name (:mod:`methods.privacy.registry`)."""
     if accountant == "rdp":
         return rdp_epsilon(events, delta, conversion)
     if accountant == "pld":
         return pld_epsilon(events, delta), float("nan")
     if accountant == "tight":
         return tight_epsilon(events, delta)
-    raise LedgerError(f"unknown accountant {accountant!r}; use tight, rdp or pld")
+    if accountant in available_accountants():
+        return registered_epsilon(accountant, events, delta), float("nan")
+    raise LedgerError(f"unknown accountant {accountant!r}; use tight, rdp, pld or a registered one")

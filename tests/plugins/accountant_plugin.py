@@ -1,7 +1,8 @@
 """An example accountant plugin: ``bench --plugin tests/plugins/accountant_plugin.py accountants check
 --accountant basic-composition,rdp-x0.9``.
 
-It registers two accountants through the public interface only (``bench.conformance.adapters``):
+It registers two accountants through the public interface only (``methods.privacy.registry``), where runs find
+them too (``bench --plugin FILE run ... --accountant basic-composition``, once the conformance suite admits it):
 
 * ``basic-composition``: sound but loose. Every pure epsilon-DP event adds its epsilon; every Gaussian adds the
   exact epsilon of one Gaussian at an equal share of delta (the basic composition theorem, Dwork & Roth 2014,
@@ -14,7 +15,7 @@ An accountant is a class with a ``description``, ``version()`` and ``epsilon(eve
 ``e.kind``, ``e.count`` and the kind's parameters (``e.noise_multiplier`` of a Gaussian, ...).
 """
 
-from bench.conformance.adapters import Unsupported, register_accountant
+from methods.privacy.registry import Unsupported, register_accountant
 from bench.conformance.limits import gaussian_epsilon  # exact mu-GDP epsilon at delta (mpmath)
 
 

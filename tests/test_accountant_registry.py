@@ -1,0 +1,148 @@
+"""One accountant registry: what the conformance suite tests is what a run can account with.
+
+A registered accountant (an adapter of another library, a plugin's) accounts a run (``--accountant NAME``) only once
+the conformance suite admits it on the ledgers of published runs: its epsilon is then the run's reported one and
+its calibration's, recorded with what the admission found. An unsound one is refused before any run opens.
+"""
+
+import json
+import math
+
+import pytest
+
+from bench.cli import load_plugin, main
+from bench.conformance.check import ADMISSION_CORPUS, admit
+from bench.plan import RunSpec, plan_run
+from bench.records import spent_epsilon
+from bench.run import run_one
+from bench.testing import parametrize_with_accountants
+from methods.errors import BenchError, ConfigError
+from methods.privacy.events import LedgerError
+from methods.privacy import PrivacyLedger
+from methods.privacy import accountant as A
+from methods.privacy.events import Gaussian, PoissonGaussian
+from methods.privacy.registry import get_accountant, register_accountant, unregister_accountant
+from tests.conftest import REPO
+
+PLUGIN = str(REPO / "tests" / "plugins" / "accountant_plugin.py")
+load_plugin(PLUGIN)
+DATASET = "csbm:nodes=200,classes=3,features=8,degree=6"
+
+
+@pytest.fixture(autouse=True)
+def _plugin_registered():
+    """The example plugin's accountants, registered again if another test removed them."""
+    import sys
+
+    from methods.privacy.registry import available_accountants
+
+    plugin = next(m for n, m in sys.modules.items() if n.startswith("bench_plugin_") and hasattr(m, "ShavedRdp"))
+    for name, cls in (("basic-composition", plugin.BasicComposition), ("rdp-x0.9", plugin.ShavedRdp)):
+        if name not in available_accountants():
+            register_accountant(name)(cls)
+
+
+def _run(accountant: str | None):
+    spec = RunSpec(methods=["dp-mlp"], dataset=DATASET, split="random-75-10-15", epsilon=2.0, delta=1e-4,
+                   overrides=["epochs=3", "hidden=8"], experiment="accountant-registry", progress=False,
+                   accountant=accountant)
+    p = plan_run(spec)
+    return p, run_one(p, p.methods[0], 0)
+
+
+def test_a_registered_accountant_calibrates_and_reports_a_run():
+    plan, r = _run("opacus-rdp")
+    assert plan.accountant_note.startswith("sound on the ") and ADMISSION_CORPUS in plan.accountant_note
+    from mlflow.tracking import MlflowClient
+
+    from bench import tracking
+
+    run = MlflowClient().get_run(r.run_id)
+    assert run.data.params["accountant"] == "opacus-rdp"
+    assert run.data.params["accountant_conformance"] == plan.accountant_note
+    ledger = PrivacyLedger.from_dict(json.loads(tracking.client_download_text(r.run_id, "ledger.json")))
+    theirs = get_accountant("opacus-rdp").epsilon(list(ledger.events), 1e-4)
+    assert r.epsilon == pytest.approx(theirs, rel=1e-12) and r.epsilon <= 2.0
+    # the calibration used it too: the suite's tight accountant finds the same noise spends less
+    _, ours = _run(None)
+    assert r.info["noise_multiplier"] > ours.info["noise_multiplier"]
+    assert ledger.epsilon(1e-4, "tight") < r.epsilon
+    # a record's published figure is recomputed with the accountant it names
+    record = {"params": {"accountant": "opacus-rdp", "delta": 1e-4}, "ledger": ledger.to_dict()}
+    assert spent_epsilon(record) == pytest.approx(r.epsilon, rel=1e-12)
+
+
+def test_an_unsound_accountant_is_refused_before_any_run_opens(capsys):
+    with pytest.raises(BenchError, match=r"rdp-x0.9 fails the conformance suite on \d+ of 150 ledgers"):
+        admit("rdp-x0.9")
+    code = main(["run", "-m", "dp-mlp", "-d", DATASET, "-e", "2", "--no-track", "--accountant", "rdp-x0.9"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: accountant rdp-x0.9 fails the conformance suite")
+    assert "test acc" not in err
+
+
+def test_unknown_and_reserved_names(capsys):
+    with pytest.raises(ConfigError, match="unknown accountant 'nope'; known: tight, rdp"):
+        admit("nope")
+    assert main(["account", "dpsgd", "--sampling", "poisson", "--sampling-rate", "0.01", "--steps", "10",
+                 "--noise-multiplier", "1", "--delta", "1e-5", "--accountant", "nope"]) == 2
+    with pytest.raises(LedgerError, match="unknown accountant 'nope'"):
+        A.parse_accountant("nope")
+    for name in ("tight", "rdp/standard", "pld"):
+        with pytest.raises(ConfigError, match="one of the suite's run accountants"):
+            register_accountant(name)(type("X", (), {"description": "x", "version": lambda s: "1",
+                                                     "epsilon": lambda s, e, d: 0.0}))
+        assert admit(name) == ""
+
+
+def test_bench_account_uses_the_registered_accountant(capsys):
+    argv = ["account", "dpsgd", "--sampling", "poisson", "--sampling-rate", "0.01", "--steps", "1000",
+            "--noise-multiplier", "1", "--delta", "1e-5", "--json"]
+    assert main(argv + ["--accountant", "opacus-rdp"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    theirs = get_accountant("opacus-rdp").epsilon([PoissonGaussian(rate=0.01, noise_multiplier=1.0, count=1000)],
+                                                  1e-5)
+    assert got["accountant"] == "opacus-rdp" and got["epsilon"] == pytest.approx(theirs, rel=1e-12)
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["epsilon"] < got["epsilon"]
+    # calibration searches the named accountant: the noise it returns meets the target under it
+    calibrate = ["account", "dpsgd", "--sampling", "poisson", "--sampling-rate", "0.01", "--steps", "1000",
+                 "--epsilon", "2", "--delta", "1e-5", "--json", "--accountant", "opacus-rdp"]
+    assert main(calibrate) == 0
+    z = json.loads(capsys.readouterr().out)["noise_multiplier"]
+    spent = get_accountant("opacus-rdp").epsilon([PoissonGaussian(rate=0.01, noise_multiplier=z, count=1000)], 1e-5)
+    assert 2 * (1 - 2e-3) < spent <= 2
+    # an accountant that cannot account a ledger says so
+    assert main(argv + ["--accountant", "basic-composition"]) == 2
+    assert "basic-composition cannot account this ledger" in capsys.readouterr().err
+
+
+def test_a_registered_accountant_returns_an_epsilon():
+    @register_accountant("test-nan-accountant")
+    class Broken:
+        description = "returns nan"
+
+        def version(self):
+            return "0"
+
+        def epsilon(self, events, delta):
+            return math.nan
+
+    try:
+        with pytest.raises(LedgerError, match="returned nan, not an epsilon"):
+            A.epsilon([Gaussian(sensitivity=1.0, sigma=1.0)], 1e-5, "test-nan-accountant")
+    finally:
+        unregister_accountant("test-nan-accountant")
+
+
+@parametrize_with_accountants(["opacus-rdp", "basic-composition"])
+def test_accountant_contract(accountant, check):
+    """The importable accountant contract (bench.testing), as a plugin author's own test runs it."""
+    check(accountant)
+
+
+def test_the_accountant_contract_fails_an_unsound_accountant():
+    from bench.testing import check_accountant
+
+    with pytest.raises(AssertionError, match="rdp-x0.9 fails the conformance suite"):
+        check_accountant("rdp-x0.9")
