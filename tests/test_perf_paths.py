@@ -1,4 +1,4 @@
-"""The fast paths of issue 19 give what the code they replace gave: sort-based unique, the compiled CSR build of the
+"""The fast paths give what the reference code they replace gives: sort-based unique, the compiled CSR build of the
 random-walk sampler, the batched KNN, the vectorised teacher batches, per-teacher GEMMs; and every ``bench perf``
 benchmark runs from the CLI with JSON output."""
 
@@ -6,6 +6,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -294,6 +295,11 @@ def test_perf_all_entries_parse_and_extract_their_ratios():
     rows = _dpsgd({"features": 16, "model": "gcn", "ratio": {"non-private": 1.0, "bookkeeping": 1.3},
                    "like_for_like": {"eager": 1.3}})
     assert rows == [("DP step / non-private, gcn model, 16 features, like for like (eager)", 1.3, "lower")]
+    rows = _dpsgd({"features": 16, "model": "gcn", "like_for_like": {"eager": 1.3},
+                   "ratio": {"non-private": 1.0, "bookkeeping": 1.3, "opacus hooks": 2.0},
+                   "vs_opacus": {"opacus-hooks": 0.65}})
+    assert rows[1:] == [("DP step / Opacus's (hooks), gcn model, 16 features", 0.65, "lower")]
+    assert all("--opacus" in e.argv for e in SUITE if e.name == "dpsgd")
     pick = _single("speedup_vs_pyg_loop", "teachers", "higher", reference="one-by-one (PyG)")
     assert [r[0] for r in pick({"speedup_vs_pyg_loop": {"one-by-one (PyG)": 1.0, "batched": 2.0}})] == \
         ["teachers: batched"]
@@ -318,6 +324,16 @@ def test_perf_whitebox_reports_the_ratio_and_identical_bounds(capsys):
     assert d["same_bounds"] and set(d["results"]) == {"in-process", "1 workers"}
     (ratio,) = d["ratio"].values()
     assert ratio > 0
+
+
+def test_perf_dpsgd_times_opacus_side_by_side(capsys):
+    """--opacus: Opacus's hooks and ghost clipping on the same model and batch, and the suite's step over each."""
+    d = _perf(capsys, "dpsgd", "--batch", "8", "--nodes", "4", "--features", "16", "--min-run-time", "0.05",
+              "--rounds", "2", "--threads", "1", "--no-vmap", "--opacus")
+    assert set(d["ratio"]) == {"non-private", "bookkeeping", "opacus hooks", "opacus ghost clipping"}
+    assert set(d["vs_opacus"]) == {"opacus-hooks", "opacus-ghost"} and all(v > 0 for v in d["vs_opacus"].values())
+    s = d["seconds"]
+    assert d["vs_opacus"]["opacus-hooks"] == pytest.approx(s["bookkeeping"] / s["opacus hooks"], rel=1.0)
 
 
 def test_perf_dpsgd_reports_the_like_for_like_ratio_and_the_gcn_preset(capsys):

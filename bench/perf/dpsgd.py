@@ -1,7 +1,7 @@
 """``bench perf dpsgd``: one DP-SGD step against the non-private step on the same batch and model.
 
     bench perf dpsgd [--model benchmark|gcn] [--batch B] [--nodes P] [--features 1433] [--hidden H] [--layers 2]
-                     [--density 0.05] [--input dense|sparse] [--device cpu] [--baseline-rev REV] [--json]
+                     [--density 0.05] [--input dense|sparse] [--opacus] [--device cpu] [--baseline-rev REV] [--json]
 
 The batch is ``--batch`` padded subgraphs of <= ``--nodes`` nodes (60-100% real), bag-of-words-like features with
 ``--density`` non-zeros, a ``--layers``-layer DenseGCN. ``--model`` picks the sizes (each overridable by its flag):
@@ -15,6 +15,9 @@ step (per-example gradients, clipping, noise, Adam) for each per-example-gradien
 reads the features as :class:`methods.models.SparseRows` (the sparse first layer; vmap densifies) carrying each
 subgraph's Gram matrix, computed once before timing as DP-GNN and DRW do for their fixed subgraphs;
 ``--input sparse-uncached`` makes every private step compute them.
+
+``--opacus`` adds Opacus's step on the same model and batch (its hooks and its ghost clipping, same clipping, noise
+and Adam step; dense input) and reports the suite's step over each (``vs_opacus``).
 
 Reported first, the like-for-like ratios (``like_for_like``): the eager book-keeping step / the eager non-private
 step and, on CUDA, the captured private step / the captured non-private step (the targets in docs/performance.md
@@ -57,12 +60,14 @@ MODELS = {"benchmark": (256, 10, 64, True), "gcn": (2000, 11, 256, False)}
 
 #: like-for-like pairs: (DP-SGD step, the non-private step it is compared with)
 LIKE_FOR_LIKE = {"eager": ("bookkeeping", "non-private"), "graph": ("bookkeeping (graph)", "non-private (graph)")}
+#: the side-by-side pairs with Opacus (``--opacus``): (the suite's DP-SGD step, Opacus's on the same model and batch)
+VS_OPACUS = {"opacus-hooks": ("bookkeeping", "opacus hooks"), "opacus-ghost": ("bookkeeping", "opacus ghost clipping")}
 
 
 def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: int = 64, layers: int = 2,
                classes: int = 7, device: str = "cpu", min_run_time: float = 2.0, rounds: int = 7,
                density: float = 0.05, sparse: bool = False, modes: tuple[str, ...] = ("bookkeeping", "vmap"),
-               cached_grams: bool = True, graphs: bool = True) -> dict:
+               cached_grams: bool = True, graphs: bool = True, opacus: bool = False) -> dict:
     import torch
     from torch.utils.benchmark import Timer
 
@@ -97,6 +102,8 @@ def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: 
         variants[mode] = (lambda d: (lambda: d.step((x, adj), y, noise_std=1.0, denominator=batch)))(dp)
     if dev.type == "cuda" and graphs and not sparse:
         variants.update(_graphed_variants(model, x, adj, y, batch, dev))
+    if opacus and not sparse:
+        variants.update(_opacus_variants(model, x, adj, y, batch))
     timers = {k: Timer(stmt="fn(); sync()", globals={"fn": fn, "sync": sync}) for k, fn in variants.items()}
     numbers = {}
     for k, fn in variants.items():
@@ -113,12 +120,53 @@ def perf_dpsgd(batch: int = 256, nodes: int = 10, features: int = 1433, hidden: 
     ratios = {k: statistics.median(t / b for t, b in zip(v, times["non-private"])) for k, v in times.items()}
     like = {name: statistics.median(t / b for t, b in zip(times[dp], times[plain]))
             for name, (dp, plain) in LIKE_FOR_LIKE.items() if dp in times and plain in times}
+    vs_opacus = {name: statistics.median(t / b for t, b in zip(times[ours], times[theirs]))
+                 for name, (ours, theirs) in VS_OPACUS.items() if ours in times and theirs in times}
     params = sum(p.numel() for p in model.parameters())
     return {"benchmark": "dpsgd-step", "device": str(dev), "threads": torch.get_num_threads(), "batch": batch,
             "nodes": nodes, "features": features, "density": density,
             "input": ("sparse" if cached_grams else "sparse-uncached") if sparse else "dense",
             "hidden": hidden, "layers": layers, "parameters": params, "rounds": rounds, "like_for_like": like,
+            **({"vs_opacus": vs_opacus} if vs_opacus else {}),
             "seconds": results, "ratio": ratios}
+
+
+def _opacus_variants(model, x, adj, y, batch: int) -> dict:
+    """Opacus's DP-SGD step on copies of the same model and batch, with the same clipping (1.0, flat), noise
+    (multiplier 1.0, mean over ``batch``) and Adam step: its hooks (``GradSampleModule``: per-example gradients
+    materialised) and its ghost clipping (``GradSampleModuleFastGradientClipping``: per-example norms, then a
+    second backward pass)."""
+    import copy
+    import warnings
+
+    import torch
+    from opacus import GradSampleModule
+    from opacus.grad_sample import GradSampleModuleFastGradientClipping
+    from opacus.optimizers import DPOptimizer as OpacusOptimizer, DPOptimizerFastGradientClipping
+    from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
+
+    # the inputs need no gradient, so torch says every full backward hook fires on the outputs: what both modes use
+    warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
+    hooks = GradSampleModule(copy.deepcopy(model))
+    hooks_opt = OpacusOptimizer(torch.optim.Adam(hooks.parameters(), lr=1e-3), noise_multiplier=1.0,
+                                max_grad_norm=1.0, expected_batch_size=batch, loss_reduction="mean")
+    ghost = GradSampleModuleFastGradientClipping(copy.deepcopy(model), max_grad_norm=1.0, use_ghost_clipping=True)
+    ghost_opt = DPOptimizerFastGradientClipping(torch.optim.Adam(ghost.parameters(), lr=1e-3), noise_multiplier=1.0,
+                                                max_grad_norm=1.0, expected_batch_size=batch, loss_reduction="mean")
+    criterion = DPLossFastGradientClipping(ghost, ghost_opt, torch.nn.CrossEntropyLoss(reduction="mean"),
+                                           loss_reduction="mean")
+
+    def hooks_step():
+        hooks_opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(hooks(x, adj), y).backward()
+        hooks_opt.step()
+
+    def ghost_step():
+        ghost_opt.zero_grad(set_to_none=True)
+        criterion(ghost(x, adj), y).backward()
+        ghost_opt.step()
+
+    return {"opacus hooks": hooks_step, "opacus ghost clipping": ghost_step}
 
 
 def _graphed_variants(model, x, adj, y, batch: int, dev) -> dict:
@@ -180,6 +228,9 @@ def _args(q: argparse.ArgumentParser) -> None:
                    help="feature tensor the steps read: dense, or sparse rows (methods.models.SparseRows) with the "
                         "subgraphs' Gram matrices precomputed (as DP-GNN and DRW do) or computed every step")
     q.add_argument("--no-vmap", action="store_true", help="skip the (slow) vmap route")
+    q.add_argument("--opacus", action="store_true",
+                   help="also time Opacus's DP-SGD step on the same model and batch (hooks and ghost clipping; "
+                        "dense input), side by side with the suite's")
     q.add_argument("--device", default="cpu")
     q.add_argument("--min-run-time", type=float, default=2.0, help="seconds of timing per variant")
     q.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
@@ -214,7 +265,8 @@ def _run(args: argparse.Namespace) -> int:
     modes = ("bookkeeping",) if args.no_vmap or not vmap else ("bookkeeping", "vmap")
     out = perf_dpsgd(args.batch, args.nodes, args.features, args.hidden, args.layers, device=args.device,
                      min_run_time=args.min_run_time, rounds=args.rounds, density=args.density,
-                     sparse=args.input != "dense", modes=modes, cached_grams=args.input == "sparse")
+                     sparse=args.input != "dense", modes=modes, cached_grams=args.input == "sparse",
+                     opacus=args.opacus)
     out["model"] = args.model
     out["machine"] = start
     if base is not None:
@@ -259,3 +311,7 @@ def _render(out: dict) -> None:
         rows += [[f"{k} @ {base['rev']}", f"{v * 1000:.2f}", f"{base['ratio'][k]:.2f}x"]
                  for k, v in base["seconds"].items()]
     print(format_table(["step", "ms (median)", "vs eager non-private (median of interleaved rounds)"], rows))
+    if out.get("vs_opacus"):
+        print()
+        print(format_table(["side by side (median of interleaved rounds)", "the suite's step / Opacus's"],
+                           [[f"book-keeping / {VS_OPACUS[k][1]}", f"{v:.2f}x"] for k, v in out["vs_opacus"].items()]))

@@ -27,13 +27,15 @@ Extract = Callable[[dict], list[tuple[str, float, str]]]  # (what is compared, r
 
 def _dpsgd(out: dict) -> list[tuple[str, float, str]]:
     """The like-for-like ratios first (eager / eager, captured / captured), then any other route (vmap) against the
-    eager non-private step."""
+    eager non-private step, then the suite's step against Opacus's on the same model (hooks, ghost clipping)."""
     like = out.get("like_for_like") or {}
     where = f"DP step / non-private, {out.get('model', 'benchmark')} model, {out['features']} features"
     rows = [(f"{where}, like for like ({k})", float(v), "lower") for k, v in like.items()]
     covered = {"bookkeeping", "bookkeeping (graph)"} if like else set()
     rows += [(f"{where}: {k}", float(v), "lower") for k, v in out.get("ratio", {}).items()
-             if not k.startswith("non-private") and k not in covered]
+             if not k.startswith("non-private") and k not in covered and not k.startswith("opacus")]
+    rows += [(f"DP step / Opacus's ({k[len('opacus-'):]}), {out.get('model', 'benchmark')} model, {out['features']} "
+              "features", float(v), "lower") for k, v in (out.get("vs_opacus") or {}).items()]
     return rows
 
 
@@ -59,8 +61,8 @@ CSBM = "csbm:nodes=300,classes=2,features=8,degree=4"
 
 #: the quick configuration of each benchmark (``{device}`` is replaced by ``--device``)
 SUITE: tuple[Entry, ...] = (
-    *(Entry("dpsgd", ("dpsgd", "--model", model, "--features", f, "--no-vmap", "--min-run-time", "1", "--rounds",
-                      "5", "--device", "{device}"), _dpsgd)
+    *(Entry("dpsgd", ("dpsgd", "--model", model, "--features", f, "--no-vmap", "--opacus", "--min-run-time", "1",
+                      "--rounds", "5", "--device", "{device}"), _dpsgd)
       for model in ("benchmark", "gcn") for f in ("128", "1433")),
     Entry("whitebox", ("whitebox", "--dataset", CSBM, "--split", "random-75-10-15", "--runs", "4", "--canaries",
                        "200", "--workers", "2", "--device", "{device}"),
