@@ -43,6 +43,7 @@ from attacks.membership import (NotApplicable, Reference, edgeless_task, rule_fo
                                 training_edges)
 from methods.base import (Budget, ConfigError, ContractViolation, Fitted, Method, NoConfig, Task,
                           fit_method, get_method, make_config)
+from methods.registry import Registry
 from methods.streams import RunStreams
 
 Level = Literal["node", "edge", "feature"]
@@ -448,7 +449,12 @@ class Attack(ABC):
         """Scores of every candidate (``view.candidates`` or ``view.pairs``) per variant; higher = member."""
 
 
-_REGISTRY: dict[str, type[Attack]] = {}
+def _load_builtin() -> None:
+    import attacks  # noqa: F401  (importing the package registers the built-in attacks)
+
+
+#: every registered attack class by name (:class:`methods.registry.Registry`)
+ATTACKS: Registry[type[Attack]] = Registry("attack", _load_builtin, sort=True)
 
 
 def register_attack(name: str):
@@ -462,35 +468,23 @@ def register_attack(name: str):
         if cls.feature_game not in FEATURE_GAMES:
             raise ConfigError(f"attack {name}: feature_game must be one of {', '.join(FEATURE_GAMES)} "
                               f"(got {cls.feature_game!r})")
-        prev = _REGISTRY.get(name)
-        if prev is not None and prev.__qualname__ != cls.__qualname__:
-            raise ConfigError(f"attack name {name!r} is already registered by {prev.__module__}.{prev.__qualname__}")
+        ATTACKS.add(name, cls, same=lambda prev, new: prev.__qualname__ == new.__qualname__)
         cls.name = name
-        _REGISTRY[name] = cls
         return cls
 
     return deco
 
 
 def unregister_attack(name: str) -> None:
-    _REGISTRY.pop(name, None)
+    ATTACKS.remove(name)
 
 
 def get_attack(name: str) -> type[Attack]:
-    _load_builtin()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"unknown attack {name!r}; available: {', '.join(sorted(_REGISTRY))}") from None
+    return ATTACKS.lookup(name)
 
 
 def available_attacks() -> dict[str, type[Attack]]:
-    _load_builtin()
-    return dict(sorted(_REGISTRY.items()))
-
-
-def _load_builtin() -> None:
-    import attacks  # noqa: F401  (importing the package registers the built-in attacks)
+    return ATTACKS.available()
 
 
 # --------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The contract every registered method and accountant is held to, importable (scikit-learn's
+"""The contract every registered method, attack and accountant is held to, importable (scikit-learn's
 ``parametrize_with_checks``): a plugin author's own pytest holds their classes to the checks the suite's tests run.
 
 .. code-block:: python
@@ -18,7 +18,8 @@
 Each check takes a registered name and raises AssertionError (or the contract's own
 :class:`~methods.errors.ContractViolation`) naming what failed. Method checks fit the method's ``smoke_config`` on
 two small seeded tasks (:func:`contract_tasks`: a transductive and a private-public contextual SBM); accountant
-checks run the conformance suite's admission (:func:`bench.conformance.check.admit`). The helpers live at the top
+checks run the conformance suite's admission (:func:`bench.conformance.check.admit`); attack checks play each
+attack's game against a GCN on both tasks. The helpers live at the top
 layer because the contract needs the harness's datasets and splits (``methods`` may not import them).
 """
 
@@ -223,6 +224,55 @@ ACCOUNTANT_CHECKS: tuple[Callable[[str], None], ...] = (check_accountant_interfa
 
 
 # --------------------------------------------------------------------------------------------------------------
+# attack checks
+# --------------------------------------------------------------------------------------------------------------
+
+
+def check_attack_declares(name: str) -> None:
+    """A registered attack states its level and description; its ``smoke_config`` is valid and an unknown option is
+    a ConfigError."""
+    from attacks import get_attack
+    from methods.base import ConfigError
+
+    cls = get_attack(name)
+    assert cls.level in ("node", "edge", "feature") and cls.description, name
+    cls(**cls.smoke_config)
+    try:
+        cls(not_an_option=1)
+    except ConfigError:
+        pass
+    else:
+        raise AssertionError(f"{name}: an unknown option was accepted")
+
+
+def check_attack_plays_its_game(name: str) -> None:
+    """Against a GCN on each contract task (transductive, private-public) the attack either says why it does not
+    apply there or plays its game: every variant's AUC in [0, 1], the same for the same seed."""
+    from attacks import get_attack, run_attack
+    from attacks.base import Target
+    from methods import Budget, get_method
+
+    cls = get_attack(name)
+    model = get_method("gcn")(**get_method("gcn").smoke_config)
+    for setting, task in contract_tasks().items():
+        def play(task=task):
+            fitted = model.fit(task, Budget(), 0)
+            return run_attack(cls(**cls.smoke_config), Target(task, model, Budget(), fitted, 0), n_bootstrap=0)
+
+        first = play()
+        if first.status != "ok":
+            assert first.reason, f"{name} on the {setting} task: 'not applicable' needs a reason"
+            continue
+        aucs = {v.name: v.metrics["auc"].value for v in first.variants}
+        assert aucs and all(0.0 <= a <= 1.0 for a in aucs.values()), f"{name} on the {setting} task: AUCs {aucs}"
+        again = {v.name: v.metrics["auc"].value for v in play().variants}
+        assert again == aucs, f"{name} on the {setting} task: two games with seed 0 differ ({aucs} vs {again})"
+
+
+ATTACK_CHECKS: tuple[Callable[[str], None], ...] = (check_attack_declares, check_attack_plays_its_game)
+
+
+# --------------------------------------------------------------------------------------------------------------
 # pytest helpers
 # --------------------------------------------------------------------------------------------------------------
 
@@ -244,12 +294,24 @@ def parametrize_with_methods(names: Iterable[str] | None = None):
 
 def parametrize_with_accountants(names: Iterable[str] | None = None):
     """The same over accountants: ``names`` (default: every registered one) x :data:`ACCOUNTANT_CHECKS`."""
-    from bench.conformance import adapters  # the suite's adapters register themselves
+    from bench.conformance import adapters  # noqa: F401 - the suite's adapters register themselves
     from methods.privacy.registry import available_accountants
 
-    del adapters
     return _parametrize("accountant", list(available_accountants()) if names is None else list(names),
                         ACCOUNTANT_CHECKS)
+
+
+def parametrize_with_attacks(names: Iterable[str] | None = None):
+    """The same over attacks: ``names`` (default: every registered one) x :data:`ATTACK_CHECKS`."""
+    from attacks import available_attacks
+
+    return _parametrize("attack", sorted(available_attacks()) if names is None else list(names), ATTACK_CHECKS)
+
+
+def check_attack(name: str) -> None:
+    """Every attack check on ``name``, outside pytest."""
+    for check in ATTACK_CHECKS:
+        check(name)
 
 
 def check_method(name: str) -> None:
@@ -264,5 +326,6 @@ def check_accountant(name: str) -> None:
         check(name)
 
 
-__all__ = ["ACCOUNTANT_CHECKS", "CONTRACT_DATASET", "METHOD_CHECKS", "budget_for", "check_accountant", "check_method",
-           "contract_tasks", "fit", "parametrize_with_accountants", "parametrize_with_methods", "task_for"]
+__all__ = ["ACCOUNTANT_CHECKS", "ATTACK_CHECKS", "CONTRACT_DATASET", "METHOD_CHECKS", "budget_for", "check_accountant",
+           "check_attack", "check_method", "contract_tasks", "fit", "parametrize_with_accountants",
+           "parametrize_with_attacks", "parametrize_with_methods", "task_for"]

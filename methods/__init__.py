@@ -2,24 +2,19 @@
 
 Importing this package is cheap: the interface (``from methods import Method, register``) loads on first
 use, and the built-in families register themselves when the registry is first asked
-(:func:`methods.base.get_method`, :func:`methods.base.available_methods`), which imports every module and
-subpackage of ``methods`` except the shared infrastructure in ``INFRASTRUCTURE``. So
-``import methods.privacy`` (the accountant) loads neither torch, PyG nor any family, and a family
-registers itself just by living here: ``methods/<family>.py`` or ``methods/<family>/__init__.py`` with
-``@register(...)`` classes. ``methods`` imports none of ``bench``, ``attacks`` or ``audits``.
+(:func:`methods.base.get_method`, :func:`methods.base.available_methods`), which imports exactly the modules and
+subpackages of ``methods`` whose source calls ``register(...)`` (:func:`methods.registry.discover`: the folder is
+the list; the shared infrastructure registers nothing, so it is not imported). So ``import methods.privacy`` (the
+accountant) loads neither torch, PyG nor any family, and a family registers itself just by living here:
+``methods/<family>.py`` or ``methods/<family>/`` with ``@register(...)`` classes. ``methods`` imports none of
+``bench``, ``attacks`` or ``audits``.
 """
 
 from __future__ import annotations
 
-import ast as _ast
 import importlib as _importlib
-import pkgutil as _pkgutil
 from functools import lru_cache as _lru_cache
-from pathlib import Path as _Path
 from typing import Any
-
-INFRASTRUCTURE = frozenset({"base", "budget", "config", "models", "training", "dpsgd", "subgraphs", "privacy",
-                            "samplers", "errors", "streams", "device", "progress", "mechanisms", "inference"})
 
 _LAZY = {
     "BenchError": "methods.errors", "BudgetError": "methods.errors", "ConfigError": "methods.errors",
@@ -47,9 +42,9 @@ def load_builtin_methods() -> None:
     global _loaded
     if _loaded:
         return
-    for mod in sorted(_pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if not mod.name.startswith("_") and mod.name not in INFRASTRUCTURE:
-            _importlib.import_module(f"{__name__}.{mod.name}")
+    from methods.registry import discover
+
+    discover(__name__, __path__, "register")
     _loaded = True
 
 
@@ -58,28 +53,6 @@ def builtin_method_names() -> frozenset[str]:
     """The names the built-in families register, read from their ``@register("name")`` decorators without
     importing them, so the CLI can reject an unknown name before torch loads. tests/test_fast_errors.py holds it
     equal to the registry the imports build."""
-    files: list[_Path] = []
-    for mod in _pkgutil.iter_modules(__path__):
-        if mod.name.startswith("_") or mod.name in INFRASTRUCTURE:
-            continue
-        root = _Path(__path__[0]) / mod.name
-        files += sorted(root.rglob("*.py")) if mod.ispkg else [root.with_suffix(".py")]
-    return declared_names(files, "register")
+    from methods.registry import declared_names, registering_files
 
-
-def declared_names(files, decorator: str) -> frozenset[str]:
-    """The string names ``files`` pass to ``@decorator("name")`` (a call by that name or attribute), read from
-    their source without importing them; a file that cannot be read or parsed declares none."""
-    names: set[str] = set()
-    for path in files:
-        try:
-            tree = _ast.parse(_Path(path).read_text())
-        except (OSError, SyntaxError, ValueError):
-            continue
-        for node in _ast.walk(tree):
-            for deco in getattr(node, "decorator_list", ()):
-                if (isinstance(deco, _ast.Call) and getattr(deco.func, "id", getattr(deco.func, "attr", None))
-                        == decorator and deco.args and isinstance(deco.args[0], _ast.Constant)
-                        and isinstance(deco.args[0].value, str)):
-                    names.add(deco.args[0].value)
-    return frozenset(names)
+    return declared_names(registering_files(__path__, "register"), "register")

@@ -20,6 +20,7 @@ from torch import Tensor
 from methods import inference
 from methods.budget import Budget, default_delta  # noqa: F401 (re-exported)
 from methods.config import NoConfig, _coerce, config_dict, make_config  # noqa: F401 (re-exported)
+from methods.registry import Registry
 from methods.errors import (BenchError, BudgetError, ConfigError, ContractViolation,
                             InterfaceError)
 from methods.streams import RunStreams
@@ -553,7 +554,14 @@ def _check_reported_sampling(name: str, fitted: Any) -> None:
                                     f"{have[field_] or 'none'}")
 
 
-_REGISTRY: dict[str, type[Method]] = {}
+def _load_builtin() -> None:
+    from methods import load_builtin_methods
+
+    load_builtin_methods()
+
+
+#: every registered method class by name (:class:`methods.registry.Registry`; the built-ins load on first use)
+METHODS: Registry[type[Method]] = Registry("method", _load_builtin, sort=True)
 
 
 def register(name: str):
@@ -568,34 +576,20 @@ def register(name: str):
             cls.inference_reads = inference.check_reads(cls.inference_reads, f"method {name}")
         except ValueError as e:
             raise ConfigError(str(e)) from None
-        prev = _REGISTRY.get(name)
-        if prev is not None and prev.__qualname__ != cls.__qualname__:
-            raise ConfigError(f"method name {name!r} is already registered by {prev.__module__}.{prev.__qualname__}")
+        METHODS.add(name, cls, same=lambda prev, new: prev.__qualname__ == new.__qualname__)
         cls.name = name
-        _REGISTRY[name] = cls
         return cls
 
     return deco
 
 
 def unregister(name: str) -> None:
-    _REGISTRY.pop(name, None)
+    METHODS.remove(name)
 
 
 def get_method(name: str) -> type[Method]:
-    _load_builtin()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"unknown method {name!r}; available: {', '.join(sorted(_REGISTRY))}") from None
+    return METHODS.lookup(name)
 
 
 def available_methods() -> dict[str, type[Method]]:
-    _load_builtin()
-    return dict(sorted(_REGISTRY.items()))
-
-
-def _load_builtin() -> None:
-    from methods import load_builtin_methods
-
-    load_builtin_methods()
+    return METHODS.available()

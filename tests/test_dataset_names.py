@@ -95,3 +95,24 @@ def test_a_sweep_config_reads_names_as_a_run_does():
         api.cells({"methods": ["mlp"], "datasets": ["nosuch"]})
     with pytest.raises(SweepError, match="unknown dataset 'coraa'"):
         api.cells({"methods": [{"name": "mlp", "datasets": ["coraa"]}], "datasets": ["cora"]})
+
+
+def test_a_plugin_registers_a_dataset_every_command_can_name():
+    """A dataset is one registration (``register_dataset``), a built-in's or a plugin's: the name then resolves and
+    loads like any other, after the built-ins in listings; a second spec under a taken name is refused."""
+    from bench.datasets import load_dataset
+    from bench.datasets.base import Spec
+    from bench.datasets.csbm import DEFAULTS, _build
+    from bench.datasets.registry import register_dataset
+    from methods.errors import ConfigError
+
+    spec = Spec("tiny-plugin-graph", "a plugin's graph", lambda o: [], _build, {**DEFAULTS, "nodes": 60},
+                synthetic=True)
+    register_dataset(spec)
+    try:
+        assert list(SPECS)[-1] == "tiny-plugin-graph" and resolve_dataset("Tiny-Plugin-Graph").name == spec.key
+        assert load_dataset("tiny-plugin-graph").num_nodes == 60
+        with pytest.raises(ConfigError, match="a dataset named 'cora' is already registered"):
+            register_dataset(Spec("cora", "another Cora", lambda o: [], _build))
+    finally:
+        SPECS.remove("tiny-plugin-graph")

@@ -8,7 +8,7 @@ from audits.checks.base import PASS, VIOLATION, Check
 from audits.checks.registry import ANY, UNITS, register
 
 
-@register("determinism", units=UNITS, kinds=ANY, statistical=False, group="structural")
+@register("determinism", order=2, units=UNITS, kinds=ANY, statistical=False, group="structural")
 def determinism(b, alpha: float) -> Check:
     import torch
 

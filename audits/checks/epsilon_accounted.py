@@ -9,7 +9,7 @@ from audits.checks.base import PASS, VIOLATION, Check
 from audits.checks.registry import ANY, UNITS, register
 
 
-@register("epsilon-accounted", units=UNITS, kinds=ANY, statistical=False, group="structural", required=True)
+@register("epsilon-accounted", order=1, units=UNITS, kinds=ANY, statistical=False, group="structural", required=True)
 def epsilon_accounted(b, alpha: float) -> Check:
     from methods.privacy import PrivacyLedger
     from methods.privacy import presets as P

@@ -9,7 +9,7 @@ from audits.checks._canary_fit import NO_DPSGD, CanaryFit, canary_fit, no_canary
 from audits.checks.base import DPSGD_KINDS, PASS, VIOLATION, Check, inclusion_rate
 from audits.checks.registry import register
 
-@register("gradient-canaries", units={"node", "feature"}, kinds=DPSGD_KINDS, statistical=True, group="white-box",
+@register("gradient-canaries", order=9, units={"node", "feature"}, kinds=DPSGD_KINDS, statistical=True, group="white-box",
           no_kind=NO_DPSGD)
 def gradient_canaries(b, alpha: float) -> Check:
     from audits.bounds import one_run_audit

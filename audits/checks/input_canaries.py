@@ -8,6 +8,6 @@ from audits.checks._one_run import one_run_canaries
 from audits.checks.registry import ANY, register
 
 
-@register("input-canaries", units={"node", "feature"}, kinds=ANY, statistical=True, group="black-box")
+@register("input-canaries", order=10, units={"node", "feature"}, kinds=ANY, statistical=True, group="black-box")
 def input_canaries(b, alpha: float):
     return one_run_canaries(b, alpha, "input-canaries")

@@ -8,7 +8,7 @@ from audits.checks.base import PASS, VIOLATION, Check, skipped, timed
 from audits.checks.registry import ANY, register
 
 
-@register("label-use", units={"node"}, kinds=ANY, statistical=False, group="structural",
+@register("label-use", order=5, units={"node"}, kinds=ANY, statistical=False, group="structural",
           other_units="labels are public at the {unit} level")
 def label_use(b, alpha: float) -> Check:
     import dataclasses

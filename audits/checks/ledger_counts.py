@@ -28,7 +28,7 @@ def unaccounted_releases(b) -> list[str]:
     return out
 
 
-@register("ledger-counts", units=UNITS, kinds=ANY, statistical=True, group="white-box")
+@register("ledger-counts", order=6, units=UNITS, kinds=ANY, statistical=True, group="white-box")
 def ledger_counts(b, alpha: float) -> Check:
     if not b.dpsgd():
         if not b.other_releases():

@@ -33,7 +33,7 @@ def audited(ledger) -> list[str]:
     return [n for n in MECHANISMS if n in found]
 
 
-@register("mechanism", units=UNITS, kinds=AUDITED_KINDS, statistical=True, group="mechanism",
+@register("mechanism", order=13, units=UNITS, kinds=AUDITED_KINDS, statistical=True, group="mechanism",
           no_kind="no ledger event that a mechanism-level audit covers")
 def mechanism(b, alpha: float) -> Check:
     from audits.mechanism import MECHANISMS, audit_mechanism

@@ -7,7 +7,7 @@ from audits.checks.base import PASS, VIOLATION, Check, timed
 from audits.checks.registry import ANY, UNITS, register
 
 
-@register("multi-run", units=UNITS, kinds=ANY, statistical=True, group="black-box",
+@register("multi-run", order=12, units=UNITS, kinds=ANY, statistical=True, group="black-box",
           enabled=lambda cfg: bool(cfg.trials))
 def multi_run(b, alpha: float) -> Check:
     from audits.canaries import CanaryConfig

@@ -20,7 +20,7 @@ from audits.checks.base import (PASS, TOLERANCE, VIOLATION, Check, dpsgd_events,
 from audits.checks.registry import ANY, UNITS, register
 
 
-@register("noise-calibration", units=UNITS, kinds=ANY, statistical=True, group="white-box")
+@register("noise-calibration", order=7, units=UNITS, kinds=ANY, statistical=True, group="white-box")
 def noise_calibration(b, alpha: float) -> Check:
     if not b.dpsgd():
         if not b.other_releases():

@@ -9,7 +9,7 @@ from audits.checks.base import DPSGD_KINDS, PASS, VIOLATION, Check
 from audits.checks.registry import ANY, UNITS, register
 
 
-@register("noise-independence", units=UNITS, kinds=ANY, statistical=False, group="structural")
+@register("noise-independence", order=3, units=UNITS, kinds=ANY, statistical=False, group="structural")
 def noise_independence(b, alpha: float) -> Check:
     from audits.structural import CORRELATION_THRESHOLD, NoiseIndependence, init_correlation, poisson_replay
 

@@ -12,7 +12,7 @@ from audits.checks._canary_fit import NO_DPSGD, CanaryFit, canary_fit, no_canary
 from audits.checks.registry import register
 
 
-@register("occurrences", units={"node", "feature"}, kinds=DPSGD_KINDS, statistical=True, group="white-box",
+@register("occurrences", order=8, units={"node", "feature"}, kinds=DPSGD_KINDS, statistical=True, group="white-box",
           no_kind=NO_DPSGD)
 def occurrences(b, alpha: float) -> Check:
     f = canary_fit(b)

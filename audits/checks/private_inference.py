@@ -16,7 +16,7 @@ REMEDY = ("Fitted.with_state(release, serving) on the fitted model, so the check
           "state's rows bit-identical counts (more units tried: --inference-tries N)")
 
 
-@register("private-inference", units=UNITS, kinds=ANY, statistical=False, group="structural")
+@register("private-inference", order=4, units=UNITS, kinds=ANY, statistical=False, group="structural")
 def private_inference(b, alpha: float) -> Check:
     from audits.structural import check_private_inference
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from methods.base import ConfigError
+from methods.registry import Registry
 from methods.privacy.events import EVENT_TYPES
 
 UNITS = frozenset({"edge", "node", "feature"})
@@ -39,13 +40,16 @@ class CheckSpec:
     enabled: Callable[[object], bool] = lambda cfg: True
 
 
-REGISTRY: dict[str, CheckSpec] = {}
+#: every registered check by name, in battery order (:class:`methods.registry.Registry`)
+REGISTRY: Registry[CheckSpec] = Registry("check")
 
 
 def register(name: str, *, units, kinds, statistical: bool, group: str, no_kind: str = "", other_units: str = "",
-             required: bool = False, enabled: Callable[[object], bool] | None = None):
+             required: bool = False, enabled: Callable[[object], bool] | None = None, order: float | None = None):
     """Decorator: register ``fn(battery, alpha) -> Check`` as check ``name``. ``units`` (a subset of edge, node,
-    feature) and ``kinds`` (ledger event kinds, or ``"any"``) are required: a check states where it applies."""
+    feature) and ``kinds`` (ledger event kinds, or ``"any"``) are required: a check states where it applies.
+    ``order``: its place in the battery (the built-ins declare theirs; a plugin's check without one runs after
+    them, in registration order)."""
     units = frozenset(units)
     if not units or not units <= UNITS:
         raise ConfigError(f"check {name}: units must be a non-empty subset of {sorted(UNITS)} (got {sorted(units)})")
@@ -58,17 +62,17 @@ def register(name: str, *, units, kinds, statistical: bool, group: str, no_kind:
         raise ConfigError(f"check {name}: group must be one of {', '.join(GROUPS)} (got {group!r})")
 
     def deco(fn):
-        if name in REGISTRY and REGISTRY[name].run is not fn:
-            raise ConfigError(f"a check named {name!r} is already registered")
-        REGISTRY[name] = CheckSpec(name, fn, units, kinds, statistical, group, no_kind, other_units, required,
-                                   enabled or (lambda cfg: True))
+        REGISTRY.add(name, CheckSpec(name, fn, units, kinds, statistical, group, no_kind, other_units, required,
+                                     enabled or (lambda cfg: True)),
+                     same=lambda prev, new: prev.run is new.run, order=order,
+                     what=f"a check named {name!r} is already registered")
         return fn
 
     return deco
 
 
 def unregister(name: str) -> None:
-    REGISTRY.pop(name, None)
+    REGISTRY.remove(name)
 
 
 def names() -> tuple[str, ...]:

@@ -115,4 +115,4 @@ MECHANISM = register(Mechanism(
     claims="the exact epsilon at delta of Theorem 1's k-revealed pair (the ledger event's PLD without its outward "
            "rounding), a proven upper bound",
     mutants=(Mutation(noise=2.0), Mutation(sensitivity=2.0),
-             Mutation(rate=2.0))))  # every subgraph in every batch
+             Mutation(rate=2.0))), order=60)  # every subgraph in every batch

@@ -95,4 +95,4 @@ MECHANISM = register(Mechanism(
            "dp-accounting's PLD)",
     mutants=(Mutation(noise=2.0),
              Mutation(sensitivity=2.0),  # clipping at 2 C, noise for C
-             Mutation(rate=2.0))))  # every example in every batch, accounted at rate 0.5
+             Mutation(rate=2.0))), order=40)  # every example in every batch, accounted at rate 0.5

@@ -39,4 +39,4 @@ MECHANISM = register(Mechanism(
     reference="the Laplace mechanism (Dwork, McSherry, Nissim & Smith 2006): a count moved by exactly its "
               "sensitivity 1 has privacy loss epsilon on a half-line, the event's pure epsilon",
     claims="the Laplace event's pure epsilon (scale 1 / epsilon, sensitivity 1)",
-    mutants=(Mutation(noise=2.0),)))
+    mutants=(Mutation(noise=2.0),)), order=90)

@@ -56,4 +56,4 @@ MECHANISM = register(Mechanism(
     reference="epsilon-RR on one bit has exactly the epsilon-RR trade-off between the bit 1 and 0 (Kairouz, Oh & "
               "Viswanath 2015), the event's claim; with q = 1 EdgeRand releases each pair's bit by plain RR",
     claims="the randomized-response event's pure epsilon",
-    mutants=(Mutation(noise=2.0),)))
+    mutants=(Mutation(noise=2.0),)), order=110)

@@ -50,4 +50,4 @@ MECHANISM = register(Mechanism(
               "Delta attains the event's curve; the edge moves each of its two nodes' unit-norm aggregates by 1, "
               "sqrt 2 in all: the event's sensitivity",
     claims="the Gaussian's exact epsilon at delta for sigma = sqrt 2 / mu",
-    mutants=(Mutation(noise=2.0),)))
+    mutants=(Mutation(noise=2.0),)), order=10)

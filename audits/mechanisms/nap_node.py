@@ -75,4 +75,4 @@ MECHANISM = register(Mechanism(
               "only for graphs compared after the cut-off (GAP Lemma 3); on input graphs the cut-off reallocates "
               "slots and no bound in D holds (nap-node-cutoff-input)",
     claims="the Gaussian's exact epsilon at delta for sigma = sqrt D / mu",
-    mutants=(Mutation(noise=2.0), Mutation(sensitivity=2.0))))  # sensitivity 2: the cut-off at 4 D
+    mutants=(Mutation(noise=2.0), Mutation(sensitivity=2.0))), order=20)  # sensitivity 2: the cut-off at 4 D

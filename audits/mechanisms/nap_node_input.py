@@ -205,7 +205,7 @@ INPUT = register(Mechanism(
               "in all (methods.gap.nap's proof), and the star of B leaves moves exactly that, so by Balle & Wang "
               "2018, Theorem 8 its release attains the event's curve; no candidate can exceed it",
     claims="the Gaussian's exact epsilon at delta for sigma = sqrt B / mu (the declared bound B)",
-    mutants=(Mutation(noise=2.0), Mutation(sensitivity=2.0))))  # sensitivity 2: a star of 4 B within a bound 4 B
+    mutants=(Mutation(noise=2.0), Mutation(sensitivity=2.0))), order=30)  # sensitivity 2: a star of 4 B within a bound 4 B
 
 CUTOFF = register(Mechanism(
     "nap-node-cutoff-input", GaussianFamily(), _event(CUTOFF_DEGREE), CUTOFF_SEARCH, PAPERS_MUTATIONS,
@@ -225,4 +225,4 @@ CUTOFF = register(Mechanism(
     known_violation="the papers' cut-off relation is node-level DP only for graphs compared after the cut-off; on "
                     "input graphs the swap gadget's witnesses move by about sqrt(D) S / (D + 1) against the "
                     "ledger's sqrt(D)",
-    mutants=(Mutation(noise=2.0),)))
+    mutants=(Mutation(noise=2.0),)), order=31)

@@ -64,4 +64,4 @@ MECHANISM = register(Mechanism(
               "the two events' epsilon; every pure epsilon-DP mechanism's trade-off lies above epsilon-RR's "
               "(Kairouz, Oh & Viswanath 2015), the verdict's curve",
     claims="the two Laplace events' pure epsilon (scale 2 / epsilon each, sensitivity 1)",
-    mutants=(Mutation(noise=2.0),)))
+    mutants=(Mutation(noise=2.0),)), order=80)

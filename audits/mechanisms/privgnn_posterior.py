@@ -115,4 +115,4 @@ def privgnn_posterior(rate: float) -> Mechanism:
         mutants=(Mutation(noise=4.0),))  # at noise 1/2 the argmax still releases less than the claim
 
 
-MECHANISM = register(privgnn_posterior(PRIVGNN_RATE))
+MECHANISM = register(privgnn_posterior(PRIVGNN_RATE), order=100)

@@ -1,45 +1,78 @@
 """The registry of mechanism kinds: each kind's module registers its :class:`~audits.mechanisms.base.Mechanism`
 (:func:`register`), which refuses a declaration that lacks its pair's status, reference, claim or mutants, so a
-mechanism added later (or by a plugin) obeys the same rule as the built-in ones. Registration order is the order
-``bench audit --level mechanism`` runs them in, and the first mechanism of an event kind and unit that is not a
+mechanism added later (or by a plugin) obeys the same rule as the built-in ones. Their declared ``order`` is the
+order ``bench audit --level mechanism`` runs them in, and the first mechanism of an event kind and unit that is not a
 variant of another (``variant_of``) is the one :func:`mechanism_for` gives a ledger event."""
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 from audits.mechanisms.base import Mechanism
 from methods.base import ConfigError
 from methods.privacy.events import Event
+from methods.registry import Registry
 
-MECHANISMS: dict[str, Mechanism] = {}
+#: every registered mechanism kind by name, in the order the audits run (:class:`methods.registry.Registry`)
+MECHANISMS: Registry[Mechanism] = Registry("mechanism")
 _by_event: dict[tuple[str, str], str] | None = None
+#: variants registered before the kind they are a variant of, while the built-ins load (a folder's modules import in
+#: name order): checked once they have (:func:`built_ins`)
+_pending: list[Mechanism] | None = None
 
 
-def register(mechanism: Mechanism) -> Mechanism:
+def register(mechanism: Mechanism, order: float | None = None) -> Mechanism:
     """Add ``mechanism`` under its name (a :class:`ConfigError` for an incomplete declaration or a name taken by
-    another); returns it, so a kind's module can write ``MECHANISM = register(Mechanism(...))``."""
+    another); returns it, so a kind's module can write ``MECHANISM = register(Mechanism(...))``. ``order``: its
+    place in the audits' order (the built-ins declare theirs; one without follows them in registration order). A
+    variant of a kind not (yet) registered is a ConfigError, but among the built-ins (:func:`built_ins`)."""
     global _by_event
     problems = mechanism.problems()
     if problems:
         raise ConfigError(f"mechanism {mechanism.name or '(unnamed)'}: " + "; ".join(problems))
-    if mechanism.name in MECHANISMS and MECHANISMS[mechanism.name] is not mechanism:
-        raise ConfigError(f"a mechanism named {mechanism.name!r} is already registered")
-    if mechanism.variant_of:
-        base = MECHANISMS.get(mechanism.variant_of)
-        if base is None or base.variant_of:
-            raise ConfigError(f"mechanism {mechanism.name}: variant_of {mechanism.variant_of!r} is not a registered "
-                              "kind that ledger events map to")
-        ours, theirs = mechanism.event(1.0), base.event(1.0)
-        if (ours.kind, ours.unit) != (theirs.kind, theirs.unit):
-            raise ConfigError(f"mechanism {mechanism.name}: its event ({ours.kind}, {ours.unit}) is not that of "
-                              f"{base.name} ({theirs.kind}, {theirs.unit}), the kind it is declared a variant of")
-    MECHANISMS[mechanism.name] = mechanism
+    MECHANISMS.add(mechanism.name, mechanism, order=order,
+                   what=f"a mechanism named {mechanism.name!r} is already registered")
     _by_event = None
+    if _pending is not None and mechanism.variant_of and mechanism.variant_of not in MECHANISMS:
+        _pending.append(mechanism)
+    else:
+        _check_variant(mechanism)
     return mechanism
+
+
+@contextlib.contextmanager
+def built_ins() -> Iterator[None]:
+    """Register the built-in kinds inside the block: a variant may come before its base kind; every variant is
+    checked at the end (a ConfigError naming the first whose base is missing)."""
+    global _pending
+    _pending = []
+    try:
+        yield
+    finally:
+        waiting, _pending = _pending, None
+    for mechanism in waiting:
+        _check_variant(mechanism)
+
+
+def _check_variant(mechanism: Mechanism) -> None:
+    if not mechanism.variant_of:
+        return
+    base = MECHANISMS.get(mechanism.variant_of)
+    if base is None or base.variant_of:
+        MECHANISMS.remove(mechanism.name)
+        raise ConfigError(f"mechanism {mechanism.name}: variant_of {mechanism.variant_of!r} is not a registered "
+                          "kind that ledger events map to")
+    ours, theirs = mechanism.event(1.0), base.event(1.0)
+    if (ours.kind, ours.unit) != (theirs.kind, theirs.unit):
+        MECHANISMS.remove(mechanism.name)
+        raise ConfigError(f"mechanism {mechanism.name}: its event ({ours.kind}, {ours.unit}) is not that of "
+                          f"{base.name} ({theirs.kind}, {theirs.unit}), the kind it is declared a variant of")
 
 
 def unregister(name: str) -> None:
     global _by_event
-    MECHANISMS.pop(name, None)
+    MECHANISMS.remove(name)
     _by_event = None
 
 

@@ -26,13 +26,12 @@ def builtin_attack_names() -> frozenset[str]:
     """The attacks the suite registers (``@register_attack("name")``), read from the sources of the ``attacks``
     package without importing it (it loads torch)."""
     import importlib.util
-    from pathlib import Path
 
-    from methods import declared_names
+    from methods.registry import declared_names, registering_files
 
     spec = importlib.util.find_spec("attacks")
-    roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-    return declared_names([f for r in roots for f in sorted(r.rglob("*.py"))], "register_attack")
+    path = list(spec.submodule_search_locations or []) if spec else []
+    return declared_names(registering_files(path, "register_attack"), "register_attack")
 
 
 def check_name(what: str) -> None:

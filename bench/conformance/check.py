@@ -446,13 +446,12 @@ def admit(name: str) -> str:
     and needs nothing; any other registered one must give a sound value on every case of :data:`ADMISSION_CORPUS`
     it supports (a BenchError naming its first failure otherwise, before any run opens). Returns what the run
     records of the check ("" for a run accountant). Once per registered class and process."""
-    from bench.conformance import adapters  # the suite's adapters register themselves
+    from bench.conformance import adapters  # noqa: F401 - the suite's adapters register themselves
     from methods.privacy.accountant import builtin_accountant
     from methods.privacy.registry import available_accountants
 
     if builtin_accountant(name):
         return ""
-    del adapters
     if name not in available_accountants():
         raise ConfigError(f"unknown accountant {name!r}; known: tight, rdp, rdp/standard, pld, "
                           f"{', '.join(available_accountants())} (a plugin's: bench --plugin FILE ...)")

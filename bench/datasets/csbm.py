@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.datasets.base import DatasetError, Spec
+from bench.datasets.registry import register_dataset
 from bench.memory import FLOAT, check_fits, host_memory
 from methods.errors import ConfigError
 
@@ -71,5 +72,5 @@ def _build(work: Path | None, opts: dict) -> dict:
 
 
 DEFAULTS = {"nodes": 1000, "classes": 4, "degree": 10.0, "homophily": 0.8, "features": 32, "signal": 1.0, "seed": 0}
-SPEC = Spec("csbm", "seeded contextual stochastic block model (options: " + ", ".join(
-    f"{k}={v}" for k, v in DEFAULTS.items()) + ")", lambda o: [], _build, dict(DEFAULTS), synthetic=True)
+SPEC = register_dataset(Spec("csbm", "seeded contextual stochastic block model (options: " + ", ".join(
+    f"{k}={v}" for k, v in DEFAULTS.items()) + ")", lambda o: [], _build, dict(DEFAULTS), synthetic=True), order=40)

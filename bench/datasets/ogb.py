@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bench.datasets.base import DatasetError, Fetch, Spec
 from bench.datasets.download import download_only
+from bench.datasets.registry import register_dataset
 
 LAYOUT = {
     "ogbn-arxiv": {"dir": "ogbn_arxiv", "split": "time", "extra": ["node_year.csv.gz"]},
@@ -89,3 +90,7 @@ def fetch(name: str) -> Fetch:
         download_only(PygNodePropPredDataset, (name, str(folder)), attrs)
 
     return Fetch(url, run)
+
+
+register_dataset(spec("ogbn-arxiv", "OGB arXiv citation graph (official time split)"), order=30)
+register_dataset(spec("ogbn-products", "OGB Amazon products graph (official sales-rank split)"), order=31)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bench.datasets.base import Fetch, Spec
 from bench.datasets.download import download_only
+from bench.datasets.registry import register_dataset
 
 PARTS = ["x", "tx", "allx", "y", "ty", "ally", "graph", "test.index"]
 
@@ -40,3 +41,8 @@ def fetch(name: str) -> Fetch:
         download_only(Planetoid, (str(folder), name), {"url": base} if base else None)
 
     return Fetch(url, run)
+
+
+register_dataset(spec("cora", "Cora", "Cora citation graph (Planetoid)"), order=10)
+register_dataset(spec("citeseer", "CiteSeer", "CiteSeer citation graph (Planetoid)"), order=11)
+register_dataset(spec("pubmed", "PubMed", "PubMed citation graph (Planetoid)"), order=12)

@@ -9,6 +9,7 @@ from typing import Any
 
 from bench.datasets.base import Fetch, Spec
 from bench.datasets.download import download_only
+from bench.datasets.registry import register_dataset
 
 #: Flickr downloads from Google Drive by file id (the class has no ``url``)
 GOOGLE_DRIVE = "https://drive.usercontent.google.com"
@@ -56,3 +57,18 @@ def mirror(cls: type, base: str | None) -> dict[str, Any] | None:
 
         return {"download": download}
     return {"url": f"{base}/"} if stock.endswith("/") else {"url": f"{base}/{stock.rsplit('/', 1)[1]}"}
+
+
+register_dataset(spec("computers", "Amazon Computers co-purchase graph",
+                      ["Computers/raw/amazon_electronics_computers.npz"], "Amazon", "Computers"), order=20)
+register_dataset(spec("photo", "Amazon Photo co-purchase graph", ["Photo/raw/amazon_electronics_photo.npz"],
+                      "Amazon", "Photo"), order=21)
+register_dataset(spec("cs", "Coauthor CS graph", ["CS/raw/ms_academic_cs.npz"], "Coauthor", "CS"), order=22)
+register_dataset(spec("physics", "Coauthor Physics graph", ["Physics/raw/ms_academic_phy.npz"], "Coauthor",
+                      "Physics"), order=23)
+register_dataset(spec("reddit", "Reddit posts graph (GraphSAGE)",
+                      ["Reddit/raw/reddit_data.npz", "Reddit/raw/reddit_graph.npz"], "Reddit", folder="Reddit"),
+                 order=24)
+register_dataset(spec("flickr", "Flickr images graph (GraphSAINT)",
+                      [f"Flickr/raw/{f}" for f in ("adj_full.npz", "feats.npy", "class_map.json", "role.json")],
+                      "Flickr", folder="Flickr"), order=25)

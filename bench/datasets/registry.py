@@ -9,29 +9,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.datasets import csbm, facebook, ogb, planetoid, pyg
+from bench.datasets import facebook
 from bench.datasets.base import DatasetError, Spec
+from methods.registry import Registry, discover
 
-SPECS: dict[str, Spec] = {
-    "cora": planetoid.spec("cora", "Cora", "Cora citation graph (Planetoid)"),
-    "citeseer": planetoid.spec("citeseer", "CiteSeer", "CiteSeer citation graph (Planetoid)"),
-    "pubmed": planetoid.spec("pubmed", "PubMed", "PubMed citation graph (Planetoid)"),
-    "computers": pyg.spec("computers", "Amazon Computers co-purchase graph",
-                          ["Computers/raw/amazon_electronics_computers.npz"], "Amazon", "Computers"),
-    "photo": pyg.spec("photo", "Amazon Photo co-purchase graph", ["Photo/raw/amazon_electronics_photo.npz"],
-                      "Amazon", "Photo"),
-    "cs": pyg.spec("cs", "Coauthor CS graph", ["CS/raw/ms_academic_cs.npz"], "Coauthor", "CS"),
-    "physics": pyg.spec("physics", "Coauthor Physics graph", ["Physics/raw/ms_academic_phy.npz"], "Coauthor",
-                        "Physics"),
-    "reddit": pyg.spec("reddit", "Reddit posts graph (GraphSAGE)",
-                       ["Reddit/raw/reddit_data.npz", "Reddit/raw/reddit_graph.npz"], "Reddit", folder="Reddit"),
-    "flickr": pyg.spec("flickr", "Flickr images graph (GraphSAINT)",
-                       [f"Flickr/raw/{f}" for f in ("adj_full.npz", "feats.npy", "class_map.json", "role.json")],
-                       "Flickr", folder="Flickr"),
-    "ogbn-arxiv": ogb.spec("ogbn-arxiv", "OGB arXiv citation graph (official time split)"),
-    "ogbn-products": ogb.spec("ogbn-products", "OGB Amazon products graph (official sales-rank split)"),
-    "csbm": csbm.SPEC,
-}
+#: every dataset by name, in the order listings give them (:class:`methods.registry.Registry`): the built-ins are
+#: the modules of this folder that register theirs, each with its place (:func:`register_dataset`); Facebook100's
+#: schools are named on the fly (``facebook-<school>``)
+SPECS: Registry[Spec] = Registry("dataset")
+
+
+def register_dataset(spec: Spec, order: float | None = None) -> Spec:
+    """Make ``spec`` a dataset every command can name (``spec.key``); a plugin file registers its own the same way.
+    ``order``: its place in listings (one without follows the built-ins)."""
+    return SPECS.add(spec.key, spec, same=lambda prev, new: prev == new, order=order,
+                     what=f"a dataset named {spec.key!r} is already registered")
 
 
 @dataclass(frozen=True)
@@ -104,3 +96,6 @@ def canonical_dataset(name: str) -> str:
 def expected_files(name: str, root: Path | None = None) -> list[str]:
     _, spec, opts = parse_dataset_name(name, root)
     return spec.files(opts)
+
+
+discover(__package__, [str(Path(__file__).parent)], "register_dataset")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from methods.errors import ConfigError
+from methods.registry import Registry
 
 
 class Unsupported(Exception):
@@ -28,7 +29,8 @@ class Unsupported(Exception):
 #: the suite's own run accountants (:mod:`methods.privacy.accountant`), named ``tight``, ``rdp[/conversion]``, ``pld``
 RUN_ACCOUNTANTS = ("rdp", "pld", "tight")
 
-_REGISTRY: dict[str, type] = {}
+#: every registered accountant class by name, in registration order (:class:`methods.registry.Registry`)
+ACCOUNTANT_REGISTRY: Registry[type] = Registry("accountant")
 
 
 def register_accountant(name: str) -> Callable[[type], type]:
@@ -49,34 +51,26 @@ def register_accountant(name: str) -> Callable[[type], type]:
         if missing or not isinstance(getattr(cls, "description", None), str):
             raise ConfigError(f"accountant {name}: the class needs a description string and version() and "
                               f"epsilon(events, delta) methods (missing: {', '.join(missing) or 'description'})")
-        prev = _REGISTRY.get(name)
-        if prev is not None and (prev.__module__, prev.__qualname__) != (cls.__module__, cls.__qualname__):
-            raise ConfigError(f"accountant name {name!r} is already registered by "
-                              f"{prev.__module__}.{prev.__qualname__}")
+        ACCOUNTANT_REGISTRY.add(name, cls, same=lambda prev, new: (prev.__module__, prev.__qualname__)
+                                == (new.__module__, new.__qualname__))
         cls.name = name
-        _REGISTRY[name] = cls
         return cls
 
     return deco
 
 
 def unregister_accountant(name: str) -> None:
-    _REGISTRY.pop(name, None)
+    ACCOUNTANT_REGISTRY.remove(name)
 
 
 def available_accountants() -> dict[str, type]:
     """Every registered accountant class by name (built-ins first, then plugins, each in registration order)."""
-    return dict(_REGISTRY)
+    return ACCOUNTANT_REGISTRY.available()
 
 
 def get_accountant(name: str) -> Any:
     """A fresh instance of the accountant registered as ``name`` (a ConfigError naming the known ones if none)."""
-    try:
-        cls = _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(f"unknown accountant {name!r}; available: {', '.join(_REGISTRY)} "
-                          "(a plugin's: bench --plugin FILE accountants ...)") from None
-    return cls()
+    return ACCOUNTANT_REGISTRY.lookup(name, " (a plugin's: bench --plugin FILE accountants ...)")()
 
 
-__all__ = ["Unsupported", "available_accountants", "get_accountant", "register_accountant", "unregister_accountant"]
+__all__ = ["ACCOUNTANT_REGISTRY", "Unsupported", "available_accountants", "get_accountant", "register_accountant", "unregister_accountant"]
