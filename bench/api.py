@@ -321,6 +321,14 @@ def check_accountants(accountants: str | Iterable[str] | None = None, *, cases: 
                      rtol=float(rtol), record_path=record, junit_path=junit, progress=progress)
 
 
+def study(name: str, *argv: str) -> int:
+    """Run a study behind the published pages (:mod:`bench.studies`: ``"tune"``, ``"regenerate"``, ...) with its own
+    command-line arguments; returns its exit status. ``bench.studies.study_names()`` lists them."""
+    from bench.studies import run_study
+
+    return run_study(name, [str(a) for a in argv])
+
+
 def leaderboard(experiment: str = DEFAULT_EXPERIMENT, fmt: str = "md", track: bool = False):
     """The experiment's leaderboard: ``(text, rows)``, ``text`` in ``fmt`` (md, html or csv) and one
     :class:`bench.leaderboard.Row` per (dataset, unit, method, split, target epsilon, hyperparameter variant).

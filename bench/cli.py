@@ -32,7 +32,7 @@ from methods.errors import BenchError
 #: module (a command another checkout does not have yet) is left out
 COMMAND_MODULES = ("bench.commands.run", "bench.commands.list", "bench.account", "bench.commands.accountants",
                    "bench.perf", "bench.commands.audit", "bench.commands.verify", "bench.commands.sweep",
-                   "bench.commands.leaderboard", "bench.commands.reproduce")
+                   "bench.commands.leaderboard", "bench.commands.reproduce", "bench.commands.study")
 
 
 # --------------------------------------------------------------------------------------

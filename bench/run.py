@@ -119,10 +119,6 @@ def diagnostic_history(history: list[dict[str, float]]) -> list[dict[str, float]
     return [{(k if k in RELEASED_HISTORY else DIAGNOSTIC + k): v for k, v in row.items()} for row in history]
 
 
-#: the former name of :func:`bench.plan.plan_run`
-prepare = plan_run
-
-
 def run_name(method: str, dataset: str, split: str, epsilon: float, seed: int) -> str:
     """A run's MLflow name: ``method/dataset/split/eps=E/sSEED`` (``eps=inf`` without noise)."""
     eps_name = "inf" if math.isinf(epsilon) else f"{epsilon:g}"

@@ -1,4 +1,4 @@
-"""Accuracy regressions of the non-private baselines on real data (issue 2's acceptance figures)."""
+"""Accuracy regressions of the non-private baselines on real data (the figures the baselines must reach)."""
 
 import statistics
 

@@ -181,7 +181,7 @@ def test_dp_mlp_mutant_multi_run(task, mutants):
 @pytest.mark.parametrize("mutant", [
     "mutant-gap-edge-nonorm", "mutant-drw-overlap", "mutant-privgnn-laplace", "mutant-dpgnn-nobound"])
 def test_other_mutants(mutant, mutants):
-    from scripts.audit_table import MUTANT_CONFIGS, run_audit
+    from bench.studies.audit_table import MUTANT_CONFIGS, run_audit
 
     cfg = MUTANT_CONFIGS[mutant]
     split = cfg.get("split", "random-75-10-15")

@@ -5,7 +5,7 @@ from pathlib import Path
 import yaml
 
 from bench import api
-from scripts.build_leaderboard import CONFIG, dataset_config, main
+from bench.studies.build_leaderboard import CONFIG, dataset_config, main
 
 
 def test_dataset_slices_partition_the_leaderboard_cells():
@@ -39,7 +39,7 @@ def _rec(cid, method="gcn", eps=1.0, dataset="cora", status="FINISHED"):
 def test_superseded_records_move_out_once_their_row_is_rerun_and_nothing_is_lost(tmp_path):
     import json
 
-    from scripts.build_leaderboard import prune_superseded
+    from bench.studies.build_leaderboard import prune_superseded
 
     export, old = tmp_path / "runs.jsonl", tmp_path / "superseded.jsonl"  # a file export
     cells = [_cell("a"), _cell("c", eps=2.0), _cell("c-verify", eps=2.0, kind="verify")]
@@ -64,7 +64,7 @@ def test_superseded_records_move_out_once_their_row_is_rerun_and_nothing_is_lost
 def test_superseded_records_move_out_of_every_file_of_a_sharded_export(tmp_path):
     import json
 
-    from scripts.build_leaderboard import prune_superseded
+    from bench.studies.build_leaderboard import prune_superseded
 
     d = tmp_path / "runs"
     d.mkdir()
@@ -78,7 +78,7 @@ def test_superseded_records_move_out_of_every_file_of_a_sharded_export(tmp_path)
 
 
 def test_method_selection_keeps_the_other_cells_identity():
-    from scripts.build_leaderboard import select_methods
+    from bench.studies.build_leaderboard import select_methods
 
     raw = yaml.safe_load(Path(CONFIG).read_text())
     family = ["privgnn", "pate-m", "pate-g"]
@@ -99,7 +99,7 @@ def test_unknown_or_empty_method_selection_is_an_error(capsys):
 
 
 def test_seed_selection_keeps_the_cells_identity_and_drops_attacked_seeds():
-    from scripts.build_leaderboard import select_methods, select_seeds
+    from bench.studies.build_leaderboard import select_methods, select_seeds
 
     raw = select_methods(yaml.safe_load(Path(CONFIG).read_text()), ["privgnn"], None)
     full = {c.cell_id: c for c in api.cells(dataset_config(raw, "photo"))}
@@ -111,7 +111,7 @@ def test_seed_selection_keeps_the_cells_identity_and_drops_attacked_seeds():
 
 
 def test_no_verify_keeps_exactly_the_run_cells_with_their_identity():
-    from scripts.build_leaderboard import select_methods, without_verify
+    from bench.studies.build_leaderboard import select_methods, without_verify
 
     raw = select_methods(yaml.safe_load(Path(CONFIG).read_text()), ["privgnn"], None)
     full = {c.cell_id: c.kind for c in api.cells(dataset_config(raw, "photo"))}

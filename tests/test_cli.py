@@ -174,7 +174,7 @@ def test_interrupt_leaves_no_run_running(tmp_path, sig, code):
 
 
 # --------------------------------------------------------------------------------------
-# Where a failure happens decides the exit status (issue 17, item 4)
+# Where a failure happens decides the exit status
 # --------------------------------------------------------------------------------------
 
 IN_FIT = '''

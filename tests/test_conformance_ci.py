@@ -86,7 +86,7 @@ def test_our_accountants_clear_the_exact_epsilon_on_every_extreme_case():
 def test_our_accountants_are_sound_on_the_whole_corpus_and_tight_on_nine_cases_in_ten():
     from bench import api
     from bench.conformance.check import corpus_cases
-    from scripts.accountant_conformance import _best_of_ours
+    from bench.studies.accountant_conformance import _best_of_ours
 
     outcome = api.check_accountants(OURS)
     assert_sound_with_room(outcome.report, corpus_cases())

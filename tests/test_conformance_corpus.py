@@ -1,4 +1,4 @@
-"""The accountant conformance corpus (issue 32): its files load, cover every event kind and regime, are consistent
+"""The accountant conformance corpus: its files load, cover every event kind and regime, are consistent
 (a sound lower limit below every sound reference), and the lower limits are what the closed forms and
 dp-accounting say; Hypothesis checks that the limit functions move the way the true epsilon does."""
 

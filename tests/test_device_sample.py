@@ -6,7 +6,7 @@ import statistics
 import pytest
 
 from bench import api, records
-from scripts import device_sample as D
+from bench.studies import device_sample as D
 from tests.conftest import REPO
 
 RUNS = REPO / "docs" / "leaderboard" / "runs"

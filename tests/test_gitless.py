@@ -156,7 +156,7 @@ def test_release_check_compares_the_tree_with_the_commits(repo, tmp_path: Path) 
 
 
 def test_regenerate_checks_a_copy_by_its_manifest(repo, tmp_path: Path) -> None:
-    from scripts import regenerate
+    from bench.studies import regenerate
 
     root, commit = repo
     git(root, "tag", "v9")

@@ -124,11 +124,11 @@ def test_the_checker_sees_function_level_cycles():
     assert "bench.run" in g["bench.api"] and "bench.api" in g["bench.commands.run"]  # imports inside functions
 
 
-def test_the_paper_scripts_reach_every_job_through_bench_api():
+def test_the_studies_reach_every_job_through_bench_api():
     g = import_graph()
-    scripts = [m for m in g if m.startswith("scripts.")]
-    assert scripts
-    for m in scripts:
+    studies = [m for m in g if m.startswith("bench.studies.")]
+    assert studies
+    for m in studies:
         jobs = {t for t in g[m] if t in ("bench.run", "bench.attack", "bench.audit", "bench.sweep", "bench.leaderboard")
                 or t.startswith("bench.sweep.")}
         assert not jobs, f"{m} calls {sorted(jobs)} directly instead of through bench.api"
@@ -172,3 +172,16 @@ def test_import_methods_privacy_loads_neither_torch_nor_pyg():
 
 def test_import_bench_api_and_datasets_is_cheap():
     assert _loaded("import bench.api, bench.datasets, bench.sweep, bench.options, bench.io") == []
+
+
+def test_scripts_are_entry_points_and_no_test_imports_one():
+    """``scripts/`` holds entry points only: each imports its study (``bench.studies.NAME``) and nothing else of the
+    project, so what produces a published page is library code; and no test imports a script."""
+    g = import_graph()
+    for m in (m for m in g if m.startswith("scripts.") and m != "scripts.readme_commands"):
+        assert g[m] == {f"bench.studies.{m.split('.', 1)[1]}"}, f"{m} imports {sorted(g[m])}"
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not any(n == "scripts" or n.startswith("scripts.") for n in names), f"{path.name} imports a script"

@@ -264,7 +264,7 @@ def test_a_unit_attack_record_must_say_which_model_it_attacked(tmp_path, good, m
 
 def test_a_legacy_attack_record_fails_until_relabelled_as_a_refit(tmp_path, good):
     from bench.leaderboard import rows as leaderboard
-    from scripts.relabel_legacy_attacks import relabel_file
+    from bench.studies.relabel_legacy_attacks import relabel_file
 
     rec = _edge_record(good[0]["git_commit"])
     rec.pop("attacked_model")

@@ -9,7 +9,7 @@ import pytest
 
 from bench.leaderboard.cost import HEADING, cost_md, load, site_cost_md
 from bench.leaderboard.page import _md_table_html, anchor, to_html, to_markdown
-from scripts import regenerate as R
+from bench.studies import regenerate as R
 
 
 def _progress(site):

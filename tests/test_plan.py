@@ -159,7 +159,7 @@ def test_an_audits_journey_resolves_its_request_once():
     guard); and the journey stays within the modules and climbs it took when runs were first planned, plus the
     pre-check's (its module, the leaf modules it reads: the built-in names, the budget, the split names and the
     typed options, and three climbs into them; and the plan's memory check, :mod:`bench.memory`)."""
-    from scripts.trace_journey import trace
+    from bench.studies.trace_journey import trace
 
     j = trace(["audit", "-m", "dp-mlp", "-d", "csbm:nodes=300,features=15", "-e", "4", "--no-track",
                "--no-progress"])

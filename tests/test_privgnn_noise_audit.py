@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from scripts import privgnn_noise_audit as audit
+from bench.studies import privgnn_noise_audit as audit
 
 
 def test_log_probability_noise_is_refuted_and_probability_noise_is_not(tmp_path, capsys):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from scripts import regenerate as R
+from bench.studies import regenerate as R
 
 
 def _git(repo, *args):
@@ -19,7 +19,7 @@ def _git(repo, *args):
 
 def test_dry_run_prints_the_plan_with_the_cells_of_each_stage_and_writes_nothing(tmp_path, capsys):
     from bench import api
-    from scripts.build_leaderboard import dataset_config
+    from bench.studies.build_leaderboard import dataset_config
 
     progress = tmp_path / "regeneration.json"
     assert R.main(["--ref", "HEAD", "--datasets", "cora", "--dry-run", "--progress", str(progress)]) == 0
@@ -72,7 +72,7 @@ def test_code_changes_are_refused_results_under_docs_are_not(tmp_path):
 
 def test_the_record_scripts_accept_results_under_docs_but_not_changed_code(tmp_path, monkeypatch):
     """A stage's records land under docs/ before the next stage's script checks the tree (scripts._common)."""
-    from scripts import _common
+    from bench.studies import _common
 
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)
@@ -205,7 +205,7 @@ def test_the_plans_steps_name_the_cells_without_a_record_of_the_ref(tmp_path):
     """``Step.missing`` reads the site's records when called: a cell whose record names another commit, or that
     failed, is missing; one finished at the ref's commit is not."""
     from bench import api
-    from scripts.build_leaderboard import dataset_config
+    from bench.studies.build_leaderboard import dataset_config
 
     raw = R.yaml.safe_load(R.CONFIG.read_text())
     ctx = R.Context("HEAD", "c" * 40, R.CONFIG, tmp_path, tmp_path / "store", 1, 1, ["cora"], raw=raw)

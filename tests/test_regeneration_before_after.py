@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from scripts import regeneration_before_after as BA
+from bench.studies import regeneration_before_after as BA
 
 
 def _rec(cell, method, eps, seed, acc, spent, accountant=None, start=1, **info):

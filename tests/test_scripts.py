@@ -35,7 +35,7 @@ def _cells(cfg: dict):
 
 
 def test_drw_table_grid():
-    from scripts.drw_table import config
+    from bench.studies.drw_table import config
 
     cells = _cells(config(["cora", "computers"], ["drw", "gcn"], [0, 1], 8.0, 1e-5, "x"))
     drw = {(x.dataset, x.split, x.overrides) for x in cells if x.method == "drw"}
@@ -48,7 +48,7 @@ def test_drw_table_grid():
 
 
 def test_dpgnn_grid_fdp_part():
-    from scripts.dpgnn_grid import configs
+    from bench.studies.dpgnn_grid import configs
 
     (cfg,) = configs(["fdp"], [0], [], "x")
     cells = _cells(cfg)
@@ -58,7 +58,7 @@ def test_dpgnn_grid_fdp_part():
 
 
 def test_gap_curves_grid():
-    from scripts.gap_curves import EDGE_EPS, NODE_EPS, config
+    from bench.studies.gap_curves import EDGE_EPS, NODE_EPS, config
 
     cells = _cells(config(["facebook-wisconsin87"], [0], ["edge", "node"], "x"))
     assert {x.epsilon for x in cells if x.method == "progap-edge"} == set(EDGE_EPS)
@@ -67,7 +67,7 @@ def test_gap_curves_grid():
 
 
 def test_privgnn_grid():
-    from scripts.privgnn_grid import config
+    from bench.studies.privgnn_grid import config
 
     cells = _cells(config([0, 1], [1000, 500], [0.2, 0.4], 0.3, 750, 32, "x"))
     priv = [x for x in cells if x.method == "privgnn"]
@@ -76,7 +76,7 @@ def test_privgnn_grid():
 
 
 def test_attack_table_grids_group_attacks_by_unit():
-    from scripts.attack_table import configs
+    from bench.studies.attack_table import configs
 
     args = argparse.Namespace(methods=["gcn", "gap-edge"], attacks=None, references=4, shadows=1, pairs=100,
                               experiment="x", datasets=["cora"], split=None, epsilons=[8.0], seeds=[0], overrides=[],
@@ -89,7 +89,7 @@ def test_attack_table_grids_group_attacks_by_unit():
 @pytest.mark.data
 def test_a_script_runs_end_to_end_and_resumes(data_root, tmp_path, capsys):
     from bench import api
-    from scripts.drw_table import main
+    from bench.studies.drw_table import main
 
     out = tmp_path / "drw.md"
     argv = ["--datasets", "cora", "--methods", "gcn", "--seeds", "0", "--experiment", "script-drw", "--out", str(out)]
@@ -107,7 +107,7 @@ def test_edge_attacks_pick_the_edge_rows_runs_and_write_records_the_check_accept
     import torch
 
     from bench.check import check_record
-    from scripts.unit_attacks import attack_run, targets
+    from bench.studies.unit_attacks import attack_run, targets
 
     runs = targets("configs/leaderboard.yaml", cora_export, ["cora"])
     got = {(r["params"]["method"], r["params"]["target_epsilon"], r["params"]["seed"]) for r in runs}
@@ -141,7 +141,7 @@ def test_feature_attacks_pick_the_feature_rows_runs_and_write_records_the_check_
     import torch
 
     from bench.check import check_record
-    from scripts.unit_attacks import attack_run, targets
+    from bench.studies.unit_attacks import attack_run, targets
 
     runs = targets("configs/leaderboard.yaml", cora_export, ["cora"], "feature")
     got = {(r["params"]["method"], r["params"]["split"], r["params"]["target_epsilon"], r["params"]["seed"])
@@ -175,7 +175,7 @@ def test_unit_attacks_hit_the_recorded_runs_artefact(monkeypatch, tmp_path):
 
     from bench import api, records
     from methods.base import Method
-    from scripts.unit_attacks import attack_run, rerun_missing
+    from bench.studies.unit_attacks import attack_run, rerun_missing
 
     [r] = api.run("gcn", "csbm:nodes=300,classes=3,features=8,degree=6", split="random-75-10-15", seeds=[0],
                   overrides={"epochs": 5}, experiment="script-unit-attacks")
@@ -201,7 +201,7 @@ def test_whitebox_audits_pick_the_private_cells_and_write_records_the_check_acce
     """scripts.whitebox_audits: the seed-0 run of every private cell it covers (composed everywhere, pooled on the
     pooled datasets only), and one composed and one pooled record end to end that --check accepts."""
     from bench.check import check_record
-    from scripts.whitebox_audits import COMPOSED, POOLED, audit_run, record_id, targets
+    from bench.studies.whitebox_audits import COMPOSED, POOLED, audit_run, record_id, targets
 
     runs = targets("configs/leaderboard.yaml", cora_export, ["cora"], ["cora"])
     methods = {r["params"]["method"] for r in runs}
@@ -221,7 +221,7 @@ def test_whitebox_audits_pick_the_private_cells_and_write_records_the_check_acce
            "params": {"method": "dp-mlp", "dataset": csbm, "split": "random-75-10-15", "seed": "0",
                       "privacy_unit": "node", "target_epsilon": "4.0", "delta": "0.001", "config_hash": "h",
                       "hp.epochs": "3"}}
-    import scripts.whitebox_audits as W
+    import bench.studies.whitebox_audits as W
 
     W.POOLED_SIZE["dp-mlp"] = (1, 100)
     try:
@@ -241,7 +241,7 @@ def test_the_accountant_conformance_page_counts_verdicts_and_names_every_unsound
     from bench.conformance.adapters import unregister_accountant
     from bench.conformance.check import corpus_cases
     from bench.cli import load_plugin
-    from scripts.accountant_conformance import page
+    from bench.studies.accountant_conformance import page
 
     corpus = ["tests/data/conformance_mini.json"]
     load_plugin("tests/plugins/accountant_plugin.py")
@@ -264,7 +264,7 @@ def test_the_accountant_conformance_page_counts_verdicts_and_names_every_unsound
 def test_retire_moves_only_the_records_of_the_datasets_done_that_no_current_run_names(tmp_path):
     import json
 
-    from scripts._common import retire
+    from bench.studies._common import retire
 
     out, old = tmp_path / "edge.jsonl", tmp_path / "superseded.jsonl"
     recs = [{"cell_id": "new", "params": {"dataset": "cora"}}, {"cell_id": "old", "params": {"dataset": "cora"}},

@@ -203,7 +203,7 @@ def test_tuned_entries_override_the_hand_written_ones(tmp_path, monkeypatch):
 
 
 def test_the_tuner_picks_the_best_mean_and_waits_for_every_fit():
-    from scripts.tune import choose, fit_key, points
+    from bench.studies.tune import choose, fit_key, points
 
     spec = {"epsilon": 8, "grid": {"lr": [0.01, 0.05], "hops": [1, 2]}}
     assert len(points(spec["grid"])) == 4
@@ -224,7 +224,7 @@ def test_the_tuner_picks_the_best_mean_and_waits_for_every_fit():
 def test_a_budget_coupled_grid_is_tuned_per_epsilon_and_looked_up_per_epsilon(tmp_path, monkeypatch):
     """DRW's noise multiplier: the winner at epsilon 8 may not allow one step at epsilon 1, so ``by_epsilon``
     epsilons get their own choice, and a run at epsilon 1 reads it (a run at 8, or at an untuned 4, does not)."""
-    import scripts.tune as T
+    import bench.studies.tune as T
 
     spec = {"epsilon": 8, "by_epsilon": [1], "grid": {"noise_multiplier": [2, 8]}}
     cfg = {"seeds": [0, 1], "results": "r", "output": "o", "leaderboard": "l", "methods": {"drw": spec}}
@@ -259,7 +259,7 @@ def test_every_leaderboard_epsilon_of_a_budget_coupled_method_is_tuned_on_its_ow
     """A method whose grid holds the noise multiplier (how many steps a budget buys) is tuned at every finite target
     epsilon the leaderboard runs it at, and the checked-in tuned file has that choice: an epsilon that borrowed the
     epsilon-8 winner could allow no step (DRW-R on Cora at 0.5: lambda 2) or a single one (at 2)."""
-    import scripts.tune as T
+    import bench.studies.tune as T
 
     cfg = T.load_tuning(T.REPO / "configs" / "tuning.yaml")
     tuned = yaml.safe_load((T.REPO / cfg["output"]).read_text())
@@ -319,7 +319,7 @@ def test_the_tuner_refuses_seeds_the_leaderboard_reports(tmp_path):
     import pytest
     import yaml
 
-    import scripts.tune as T
+    import bench.studies.tune as T
 
     real = yaml.safe_load((T.REPO / "configs" / "tuning.yaml").read_text())
     board = yaml.safe_load((T.REPO / real["leaderboard"]).read_text())

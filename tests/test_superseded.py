@@ -40,7 +40,7 @@ def test_lines_go_to_their_datasets_file_unchanged_and_the_single_file_still_wor
 def test_the_scripts_write_into_the_directory_by_default():
     import argparse
 
-    from scripts._common import record_args
+    from bench.studies._common import record_args
 
     p = argparse.ArgumentParser()
     record_args(p, "", "", "")

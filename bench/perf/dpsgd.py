@@ -238,10 +238,6 @@ def _args(q: argparse.ArgumentParser) -> None:
     q.set_defaults(func=_run)
 
 
-def cmd_perf(args: argparse.Namespace) -> int:  # the name bench.perf's former module exported
-    return _run(args)
-
-
 def _run(args: argparse.Namespace) -> int:
     from methods.base import ConfigError
 

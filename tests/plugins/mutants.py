@@ -728,7 +728,7 @@ class MutantPATEMHalfCount(PATEM):
 
 
 # ======================================================================================
-# Subtle mutants: the right mechanism, a little off (the power requirement, issue 31 section 2)
+# Subtle mutants: the right mechanism, a little off (what the checks' power must reach)
 # ======================================================================================
 
 #: noise 1 / SUBTLE_NOISE of what the ledger states; sensitivity SUBTLE_SENSITIVITY x; sampling rate SUBTLE_RATE x

@@ -36,7 +36,7 @@ def clean_commit() -> str:
     commit (scripts.regenerate) names that commit throughout."""
     from bench.gitless import NOT_CODE, commit_of
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():  # a copy without git names its commit by its manifest (bench.gitless)
         commit = commit_of(root)
         if commit == "unknown" or commit.endswith("-dirty"):
