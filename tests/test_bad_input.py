@@ -208,6 +208,8 @@ CASES = [
     case("reproduce nope/cora", "no finished run record named 'nope/cora'"),
     case("reproduce x --export {tmp}/missing", "--export {tmp}/missing not found"),
     case("reproduce x --export {tmp}/blocker -o {tmp}/missing/r.json", "cannot write in {tmp}/missing"),
+    # --- bench study -----------------------------------------------------------------------------------------
+    case("study nope", "unknown study 'nope'; available: accountant-conformance"),
     case("list methods --data-root {tmp}/missing", "--data-root {tmp}/missing does not exist"),
     case("list datasets --data-root {tmp}/blocker", "--data-root {tmp}/blocker does not exist or is not a folder"),
     # --- bench account: every form ---------------------------------------------------------------------------

@@ -71,21 +71,22 @@ def test_code_changes_are_refused_results_under_docs_are_not(tmp_path):
 
 
 def test_the_record_scripts_accept_results_under_docs_but_not_changed_code(tmp_path, monkeypatch):
-    """A stage's records land under docs/ before the next stage's script checks the tree (scripts._common)."""
+    """A stage's records land under docs/ before the next stage's script checks the tree (bench.studies._common)."""
     from bench.studies import _common
 
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)
-    (repo / "scripts").mkdir()
-    (repo / "scripts" / "_common.py").write_text("")
+    code = repo / "bench" / "studies" / "_common.py"
+    code.parent.mkdir(parents=True)
+    code.write_text("")
     (repo / "docs" / "r.jsonl").write_text("")
     _git(repo, "init", "-q")
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "0")
-    monkeypatch.setattr(_common, "__file__", str(repo / "scripts" / "_common.py"))
+    monkeypatch.setattr(_common, "__file__", str(code))
     (repo / "docs" / "r.jsonl").write_text("{}\n")
     assert _common.clean_commit() == _git(repo, "rev-parse", "HEAD")
-    (repo / "scripts" / "_common.py").write_text("x = 1\n")
+    code.write_text("x = 1\n")
     with pytest.raises(SystemExit, match="uncommitted changes"):
         _common.clean_commit()
 

@@ -81,7 +81,7 @@ def top(module: str) -> str:
 
 def module_of(filename: str, cache: dict[str, str | None]) -> str | None:
     """``.../bench/datasets/registry.py`` -> ``bench.datasets.registry``; None outside the four packages (of the
-    checkout ``bench`` is imported from)."""
+    checkout ``bench`` is imported from) and for this module."""
     if filename in cache:
         return cache[filename]
     import bench
@@ -96,6 +96,8 @@ def module_of(filename: str, cache: dict[str, str | None]) -> str | None:
         if parts[-1] == "__init__":
             parts = parts[:-1]
         name = ".".join(parts)
+        if name == __name__:  # the tracer's own frames are not the journey
+            name = None
     cache[filename] = name
     return name
 
