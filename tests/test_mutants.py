@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from audits.checks.base import DPSGD_KINDS
 from methods.base import Budget, get_method
 
 PLUGINS = Path(__file__).resolve().parent / "plugins"
 SMOKE_BUDGET = Budget(4.0, 1e-4)
-DPSGD_KINDS = ("poisson_gaussian", "fixed_size_gaussian", "hypergeometric_gaussian")
 FAMILIES = ("dp-mlp", "drw", "dpgnn", "gap", "progap", "edgerand", "privgnn", "pate")
 
 

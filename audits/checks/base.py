@@ -12,9 +12,11 @@ import numpy as np
 
 from audits.verdicts import INCONCLUSIVE, NOT_APPLICABLE, PASS, SKIPPED, VIOLATION  # noqa: F401 (re-exported)
 from methods.base import Budget, Method, Task, fit_method
+from methods.privacy.events import EVENT_TYPES
 from methods.streams import RunStreams
 
-DPSGD_KINDS = ("poisson_gaussian", "fixed_size_gaussian", "hypergeometric_gaussian")
+#: the ledger kinds of DP-SGD steps (``Event.dpsgd_step``), for the checks that declare where they apply
+DPSGD_KINDS = tuple(kind for kind, cls in EVENT_TYPES.items() if cls.dpsgd_step)
 #: what makes the white-box checks see a mechanism the ledger accounts: DP-SGD steps through the suite's optimiser,
 #: every other noise draw reported to methods.mechanisms
 DPSGD_REMEDY = ("take the DP-SGD steps with the suite's DP optimiser, methods.dpsgd.DPOptimizer, or Opacus's "
@@ -81,40 +83,23 @@ def torch_bool(x):
 
 
 def dpsgd_events(ledger) -> list:
-    return [e for e in ledger.events if e.kind in DPSGD_KINDS]
+    return [e for e in ledger.events if e.dpsgd_step]
 
 
 def sensitivity_factor(event) -> float:
     """Per-example sensitivity of the noisy sum in units of the clipping threshold C, under the event's
     relation: C (add/remove, Poisson), 2C (replace-one, fixed size), 2C N(K, r) (DP-GNN Theorem 1)."""
-    if event.kind == "poisson_gaussian":
-        return 1.0
-    if event.kind == "fixed_size_gaussian":
-        return 2.0
-    return 2.0 * event.occurrence_bound
+    return event.step_sensitivity
 
 
 def allowance(events) -> tuple[float, int]:
     """(per-step inclusion probability of one example, examples one unit may occupy) under the ledger's sampling
     model; the largest over the DP-SGD events (the most the ledger allows)."""
-    out = []
-    for e in events:
-        if e.kind == "poisson_gaussian":
-            out.append((float(e.rate), 1))
-        elif e.kind == "fixed_size_gaussian":
-            out.append((e.sample_size / e.population, 1))
-        else:
-            out.append((e.batch_size / e.num_train, int(e.occurrence_bound)))
-    return max(p for p, _ in out), max(k for _, k in out)
+    return max(e.example_rate for e in events), max(e.unit_occupancy for e in events)
 
 
 def inclusion_rate(events) -> float:
-    e = events[0]
-    if e.kind == "poisson_gaussian":
-        return float(e.rate)
-    if e.kind == "fixed_size_gaussian":
-        return e.sample_size / e.population
-    return min(1.0, e.batch_size * e.occurrence_bound / e.num_train)
+    return events[0].unit_rate
 
 
 def chernoff_sf(s: float, n: float, p: float) -> float:

@@ -12,6 +12,7 @@ import numpy as np
 
 from audits.checks.base import PASS, TOLERANCE, VIOLATION, Check, chernoff_sf, dpsgd_events, skipped
 from audits.checks.registry import ANY, UNITS, register
+from methods.privacy.events import FixedSizeGaussian, PoissonGaussian
 
 #: a release of this kind (methods.mechanisms) is accounted by a ledger event of one of these kinds
 ACCOUNTED_BY = {"gaussian": {"gaussian"}, "laplace": {"laplace", "poisson_laplace"},
@@ -90,13 +91,13 @@ def _dpsgd_counts(b, alpha: float) -> Check:
     problems, p_value = unaccounted_releases(b), 1.0
     if ran > accounted:
         problems.append(f"{ran} noisy DP-SGD steps ran, the ledger composes {accounted}")
-    fixed = {e.sample_size for e in events if e.kind == "fixed_size_gaussian"}
+    fixed = {e.sample_size for e in events if isinstance(e, FixedSizeGaussian)}
     sizes = [r.batch_size for r in probe.records]
-    if fixed and events and all(e.kind == "fixed_size_gaussian" for e in events):
+    if fixed and events and all(isinstance(e, FixedSizeGaussian) for e in events):
         off = sorted({s for s in sizes if s not in fixed})
         if off:
             problems.append(f"fixed-size batches of {off[:5]} where the ledger accounts {sorted(fixed)}")
-    poisson = [e for e in events if e.kind == "poisson_gaussian"]
+    poisson = [e for e in events if isinstance(e, PoissonGaussian)]
     if poisson and len(poisson) == len(events):
         rate = max(e.rate for e in poisson)
         n_train = int(b.task.train_mask.sum()) if b.task.setting != "private-public" else None

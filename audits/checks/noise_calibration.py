@@ -18,6 +18,7 @@ import numpy as np
 from audits.checks.base import (PASS, TOLERANCE, VIOLATION, Check, dpsgd_events, sensitivity_factor, skipped,
                                 statistics_mean)
 from audits.checks.registry import ANY, UNITS, register
+from methods.privacy.events import HypergeometricGaussian
 
 
 @register("noise-calibration", order=7, units=UNITS, kinds=ANY, statistical=True, group="white-box")
@@ -98,7 +99,7 @@ def release_calibration(b, alpha: float) -> tuple[list[str], str]:
     if counts:
         c_std = min(r.declared.get("std", 0.0) for r in counts)
         stats_txt.append(f"clipping-count noise std {c_std:.3g}")
-        hyper = [e for e in dpsgd_events(led) if e.kind == "hypergeometric_gaussian"]
+        hyper = [e for e in dpsgd_events(led) if isinstance(e, HypergeometricGaussian)]
         grad = b.measured_multiplier()
         if hyper and grad is not None:
             occ = hyper[0].occurrence_bound

@@ -54,6 +54,9 @@ class Event:
     #: below this noise multiplier a Gaussian step's privacy loss spans thousands of nats: its PLD on the 1e-4 grid
     #: has 10^7-10^8 buckets (minutes to build), for an epsilon of no practical use; ``tight`` leaves it to RDP
     MIN_PLD_NOISE: ClassVar[float] = 0.1
+    #: a DP-SGD step (a noisy sum of clipped per-example gradients): then :attr:`step_sensitivity`,
+    #: :attr:`example_rate`, :attr:`unit_occupancy` and :attr:`unit_rate` say what the ledger allows one step
+    dpsgd_step: ClassVar[bool] = False
 
     def pld_practical(self) -> bool:
         """Whether :meth:`pld` is cheap enough for the ``tight`` accountant to try (a Gaussian-type step with a noise
@@ -244,6 +247,21 @@ class PoissonGaussian(Event):
     fixed_relation: ClassVar[str] = "add_remove"
     #: dp-accounting's remove and add pairs of the Poisson-subsampled Gaussian (Zhu, Dong & Wang 2022, Prop. 30)
     pld_dominates: ClassVar[bool] = True
+    dpsgd_step: ClassVar[bool] = True
+    #: the noisy sum's per-example sensitivity in units of the clipping threshold C (add/remove: C)
+    step_sensitivity: ClassVar[float] = 1.0
+    #: the examples one unit may occupy
+    unit_occupancy: ClassVar[int] = 1
+
+    @property
+    def example_rate(self) -> float:
+        """The per-step inclusion probability of one example."""
+        return float(self.rate)
+
+    @property
+    def unit_rate(self) -> float:
+        """The per-step inclusion probability of one unit."""
+        return float(self.rate)
 
     def validate(self) -> None:
         if not 0.0 <= self.rate <= 1.0:
@@ -277,6 +295,18 @@ class FixedSizeGaussian(Event):
     kind: ClassVar[str] = "fixed_size_gaussian"
     fixed_relation: ClassVar[str] = "replace_one"
     pld_dominates: ClassVar[bool] = True  # the unamplified Gaussian (:meth:`pld`)
+    dpsgd_step: ClassVar[bool] = True
+    #: replace-one: one example's gradient swapped for another's moves the sum by up to 2 C
+    step_sensitivity: ClassVar[float] = 2.0
+    unit_occupancy: ClassVar[int] = 1
+
+    @property
+    def example_rate(self) -> float:
+        return self.sample_size / self.population
+
+    @property
+    def unit_rate(self) -> float:
+        return self.sample_size / self.population
 
     def validate(self) -> None:
         if not (isinstance(self.population, int) and isinstance(self.sample_size, int)):
@@ -326,6 +356,24 @@ class HypergeometricGaussian(Event):
     kind: ClassVar[str] = "hypergeometric_gaussian"
     fixed_relation: ClassVar[str] = "add_remove"
     pld_dominates: ClassVar[bool] = True  # the occurrence count revealed (:meth:`pld`)
+    dpsgd_step: ClassVar[bool] = True
+
+    @property
+    def step_sensitivity(self) -> float:
+        """2 C N(K, r): a node's data reaches up to N(K, r) subgraphs of a batch (Theorem 1)."""
+        return 2.0 * self.occurrence_bound
+
+    @property
+    def example_rate(self) -> float:
+        return self.batch_size / self.num_train
+
+    @property
+    def unit_occupancy(self) -> int:
+        return int(self.occurrence_bound)
+
+    @property
+    def unit_rate(self) -> float:
+        return min(1.0, self.batch_size * self.occurrence_bound / self.num_train)
 
     def validate(self) -> None:
         for name in ("num_train", "occurrence_bound", "batch_size"):
