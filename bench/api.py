@@ -49,6 +49,19 @@ def _names(x: str | Iterable[str]) -> list[str]:
     return [n.strip() for item in items for n in str(item).split(",") if n.strip()]
 
 
+def _target(method: str, dataset: str, split: str | None, epsilon: float | None, delta: float | None,
+            seeds: list[int], overrides: Overrides, device: str, data_root: str | os.PathLike | None, download: bool,
+            experiment: str, track: bool, progress: bool, tags: Mapping[str, str] | None):
+    """The run request an audit or a verification trains (:class:`bench.plan.RunSpec`): one method."""
+    from bench.plan import RunSpec
+
+    return RunSpec(methods=[method], dataset=dataset, split=split, seeds=seeds,
+                   epsilon=None if epsilon is None else float(epsilon), delta=None if delta is None else float(delta),
+                   overrides=as_items(overrides), device=device,
+                   data_root=None if data_root is None else str(data_root), download=download, experiment=experiment,
+                   track=track, progress=progress, tags=dict(tags or {}))
+
+
 def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None, seeds: Iterable[int] = (0,),
         epsilon: float | None = None, delta: float | None = None, overrides: Overrides = None, device: str = "auto",
         data_root: str | os.PathLike | None = None, download: bool = False, experiment: str = DEFAULT_EXPERIMENT,
@@ -154,15 +167,13 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
     from bench.audit import AuditSpec, audit_one
     from bench.run import using_threads
 
-    spec = AuditSpec(method=method, dataset=dataset, split=split, epsilon=None if epsilon is None else float(epsilon),
-                     delta=None if delta is None else float(delta), mode=mode, trials=int(trials),
-                     canaries=int(canaries), confidence=float(confidence), hops=None if hops is None else int(hops),
+    target = _target(method, dataset, split, epsilon, delta, [int(seed)], overrides, device, data_root, download,
+                     experiment, track, progress, tags)
+    spec = AuditSpec(run=target, mode=mode, trials=int(trials), canaries=int(canaries), confidence=float(confidence),
+                     hops=None if hops is None else int(hops),
                      canary_degree=None if canary_degree is None else int(canary_degree), canary_scale=float(canary_scale),
                      canary_pattern=canary_pattern, canary_type=canary_type, fresh_anchors=bool(fresh_anchors),
-                     seed=int(seed),
-                     overrides=as_items(overrides), device=device,
-                     data_root=None if data_root is None else str(data_root), download=download,
-                     experiment=experiment, track=track, progress=progress, tags=dict(tags or {}), workers=workers)
+                     workers=workers)
     with using_threads(threads):
         return audit_one(spec, log)
 
@@ -223,13 +234,10 @@ def verify(method: str, dataset: str, *, split: str | None = None, epsilon: floa
     from bench.run import using_threads
     from bench.verify import VerifySpec, verify_one
 
-    spec = VerifySpec(method=method, dataset=dataset, split=split, epsilon=None if epsilon is None else float(epsilon),
-                      delta=None if delta is None else float(delta), seeds=[int(s) for s in seeds], quick=quick,
-                      canaries=canaries, trials=int(trials), confidence=float(confidence),
-                      checks=None if checks is None else list(checks), overrides=as_items(overrides), device=device,
-                      data_root=None if data_root is None else str(data_root), download=download,
-                      experiment=experiment, track=track, progress=progress, tags=dict(tags or {}),
-                      inference_tries=inference_tries)
+    target = _target(method, dataset, split, epsilon, delta, [int(s) for s in seeds], overrides, device, data_root,
+                     download, experiment, track, progress, tags)
+    spec = VerifySpec(run=target, quick=quick, canaries=canaries, trials=int(trials), confidence=float(confidence),
+                      checks=None if checks is None else list(checks), inference_tries=inference_tries)
     with using_threads(threads):
         return verify_one(spec, log)
 

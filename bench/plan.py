@@ -77,11 +77,9 @@ class RunSpec:
 
 @dataclass
 class AuditSpec:
-    method: str
-    dataset: str
-    split: str | None = None
-    epsilon: float | None = None
-    delta: float | None = None
+    #: the target the audit trains: one method (``run.methods``), its data, budget, overrides, device and tracking,
+    #: at the audit's seed (``run.seeds``: one; the split, canaries, inclusion bits and training seeds)
+    run: RunSpec
     mode: str = "one-run"  # one-run (Steinke et al. 2023) or multi-run (Clopper-Pearson over T models per world)
     trials: int = 50  # multi-run: models per world
     canaries: int = 200  # one-run: canaries m
@@ -94,20 +92,18 @@ class AuditSpec:
     canary_pattern: str = "dedicated"  # dedicated | random
     canary_type: str = "input"  # input (black box) | gradient (white box, DP-SGD methods)
     fresh_anchors: bool = False  # new zero-row anchor nodes per canary instead of existing training nodes
-    seed: int = 0  # split, canaries, inclusion bits, training seeds
-    overrides: list[str] = field(default_factory=list)
-    device: str = "auto"
-    data_root: str | None = None
-    download: bool = False
-    experiment: str = DEFAULT_EXPERIMENT
-    track: bool = True
-    progress: bool = False
-    tags: dict[str, str] = field(default_factory=dict)
     #: pooled: runs fitted in this many processes at once, one torch thread each (the same results); None: one
     #: per core up to the runs (:func:`pooled_workers`); other modes fit in this process
     workers: int | None = None
 
+    @property
+    def seed(self) -> int:
+        """The audit's seed: its run's one seed."""
+        return self.run.seeds[0]
+
     def validate(self) -> None:
+        if len(self.run.methods) != 1 or len(self.run.seeds) != 1:
+            raise ConfigError("an audit trains one method at one seed")
         if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
                                          or self.workers < 1):
             raise ConfigError(f"--workers must be a positive integer (got {self.workers!r})")
@@ -145,50 +141,36 @@ class AuditSpec:
             raise ConfigError(f"--seed must be >= 0 (got {self.seed})")
 
     def run_spec(self) -> RunSpec:
-        """The run this audit trains: its one method at its seed."""
-        return RunSpec(methods=[self.method.strip()], dataset=self.dataset, split=self.split, seeds=[self.seed],
-                       epsilon=self.epsilon, delta=self.delta, overrides=list(self.overrides), device=self.device,
-                       data_root=self.data_root, download=self.download, experiment=self.experiment,
-                       track=self.track, progress=self.progress, tags=dict(self.tags))
+        """The run this audit trains: its one method (name stripped) at its seed."""
+        return dataclasses.replace(self.run, methods=[self.run.methods[0].strip()])
 
 
 @dataclass
 class VerifySpec:
-    method: str
-    dataset: str
-    split: str | None = None
-    epsilon: float | None = None
-    delta: float | None = None
-    seeds: list[int] = field(default_factory=lambda: [0])
+    #: the target the battery fits: one method (``run.methods``), its data, budget, seeds (each a base fit and its
+    #: checks), overrides, device and tracking
+    run: RunSpec
     quick: bool = False
     canaries: int | None = None
     trials: int = 0
     confidence: float = 0.95
     checks: list[str] | None = None
-    overrides: list[str] = field(default_factory=list)
-    device: str = "auto"
-    data_root: str | None = None
-    download: bool = False
-    experiment: str = DEFAULT_EXPERIMENT
-    track: bool = True
-    progress: bool = False
-    tags: dict[str, str] = field(default_factory=dict)
     inference_tries: int | None = None  # units the private-inference check changes (default 6; quick 3)
 
     def config(self, device: Any):
         from audits.verify import CHECKS, VerifyConfig
 
-        cfg = VerifyConfig(seeds=tuple(int(s) for s in self.seeds), quick=self.quick, confidence=self.confidence,
+        cfg = VerifyConfig(seeds=tuple(int(s) for s in self.run.seeds), quick=self.quick, confidence=self.confidence,
                            canaries=self.canaries, trials=self.trials, checks=tuple(self.checks or CHECKS),
-                           device=device, progress=self.progress, inference_tries=self.inference_tries)
+                           device=device, progress=self.run.progress, inference_tries=self.inference_tries)
         cfg.validate()
         return cfg
 
     def run_spec(self) -> RunSpec:
-        return RunSpec(methods=[self.method.strip()], dataset=self.dataset, split=self.split, seeds=list(self.seeds),
-                       epsilon=self.epsilon, delta=self.delta, overrides=list(self.overrides), device=self.device,
-                       data_root=self.data_root, download=self.download, experiment=self.experiment,
-                       track=self.track, progress=self.progress, tags=dict(self.tags))
+        """The run the battery fits: its one method (name stripped) at its seeds."""
+        if len(self.run.methods) != 1:
+            raise ConfigError("a verification checks one method")
+        return dataclasses.replace(self.run, methods=[self.run.methods[0].strip()])
 
 
 # --------------------------------------------------------------------------------------
@@ -527,8 +509,9 @@ class VerifyPlan:
 
 def plan_verify(spec: VerifySpec) -> VerifyPlan:
     """Validate a verification request like a run's, plus the battery's options."""
-    named = available_methods().get(spec.method.strip())
-    if named is not None and named.privacy_unit != "none" and (spec.epsilon is None or not math.isfinite(spec.epsilon)):
+    named = available_methods().get(spec.run.methods[0].strip()) if len(spec.run.methods) == 1 else None
+    epsilon = spec.run.epsilon
+    if named is not None and named.privacy_unit != "none" and (epsilon is None or not math.isfinite(epsilon)):
         raise ConfigError(f"bench verify checks a privacy claim: give a finite --epsilon/-e ({named.name} is "
                           f"{named.privacy_unit}-level private)")
     run = plan_run(spec.run_spec())
@@ -536,7 +519,7 @@ def plan_verify(spec: VerifySpec) -> VerifyPlan:
     task = run.task(int(run.seeds[0]))
     method = run.methods[0].build()
     # "-e inf" for a non-private method is what it claims: the same as no --epsilon
-    if not method.is_private and spec.epsilon is not None and math.isinf(spec.epsilon):
+    if not method.is_private and epsilon is not None and math.isinf(epsilon):
         run = dataclasses.replace(run, epsilon=None)
     method.check_task(task)
     budget = run.budget(method, task)

@@ -18,9 +18,18 @@ GRAPH = "csbm:nodes=300,features=16"
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _audit_kwargs(**kw) -> dict:
+    """bench.api.audit's keyword arguments for the test audit."""
+    return {"method": "dp-mlp", "dataset": GRAPH, "epsilon": 4.0, "canaries": 20, "overrides": ["epochs=1"],
+            "track": False, **kw}
+
+
 def _audit_spec(**kw) -> AuditSpec:
-    return AuditSpec(**{"method": "dp-mlp", "dataset": GRAPH, "epsilon": 4.0, "canaries": 20,
-                        "overrides": ["epochs=1"], "track": False, **kw})
+    """The same request as an AuditSpec: a run request (one method, one seed) and the audit's options."""
+    kw = _audit_kwargs(**kw)
+    run = RunSpec(methods=[kw.pop("method")], dataset=kw.pop("dataset"), epsilon=kw.pop("epsilon"),
+                  overrides=kw.pop("overrides"), track=kw.pop("track"), seeds=[kw.pop("seed", 0)], progress=False)
+    return AuditSpec(run=run, **kw)
 
 
 def test_plans_are_frozen():
@@ -80,12 +89,12 @@ def test_bad_audit_input_is_refused_while_planning(kw, no_run_may_open):
     with pytest.raises(BenchError):
         plan_audit(_audit_spec(**kw))
     with pytest.raises(BenchError):
-        api.audit(**{**dataclasses.asdict(_audit_spec(**kw)), "track": True})
+        api.audit(**{**_audit_kwargs(**kw), "track": True})
 
 
 def test_bad_verify_input_is_refused_while_planning(no_run_may_open):
     with pytest.raises(BenchError, match="finite --epsilon"):
-        plan_verify(VerifySpec(method="dp-mlp", dataset=GRAPH))
+        plan_verify(VerifySpec(run=RunSpec(methods=["dp-mlp"], dataset=GRAPH)))
     with pytest.raises(BenchError):
         api.verify("dp-mlp", GRAPH, epsilon=4.0, checks=["nope"], track=True)
 

@@ -141,13 +141,13 @@ def test_every_white_box_option_acts_or_is_refused(extra, message, capsys):
     """``--canary-degree 3 --fresh-anchors`` was accepted and ignored by the pooled audit (identical numbers); now a
     degree is the design's anchors (the plan's canary shows it), and what the design cannot do is an input error."""
     from bench.cli import main
-    from bench.plan import AuditSpec, plan_audit
+    from bench.plan import AuditSpec, RunSpec, plan_audit
 
     args = ["audit", "-m", "dp-mlp", "-d", GRAPH, "-e", "4", "--level", "whitebox", "--no-track", "--no-progress"]
     assert main(args + extra) == 2
     assert message in capsys.readouterr().err
-    spec = dict(method="dp-mlp", dataset=GRAPH, epsilon=4.0, mode="pooled", canary_type="gradient", canaries=50,
-                trials=1, track=False)
+    spec = dict(run=RunSpec(methods=["dp-mlp"], dataset=GRAPH, epsilon=4.0, track=False, progress=False),
+                mode="pooled", canary_type="gradient", canaries=50, trials=1)
     assert plan_audit(AuditSpec(**spec)).canary.degree == 3
     assert plan_audit(AuditSpec(**spec, canary_degree=5, fresh_anchors=True)).canary.degree == 5
     assert plan_audit(AuditSpec(**spec, canary_degree=5)).canary.degree == 5
