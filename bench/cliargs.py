@@ -174,7 +174,7 @@ def target_args(p: argparse.ArgumentParser, output_help: str = "also write the r
     p.add_argument("--accountant", metavar="NAME",
                    help="the accountant that calibrates the noise and reports epsilon: tight (default), rdp, "
                         "rdp/standard, pld, or a registered one (`bench accountants list`, a plugin's) once it passes "
-                        "the conformance suite on the ledgers of published runs")
+                        "the conformance suite on its whole corpus")
     noise_args(p)
     threads_arg(p)
 

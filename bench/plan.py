@@ -440,6 +440,7 @@ def plan_audit(spec: AuditSpec) -> AuditPlan:
     from audits.runner import MIN_CANARIES, check_canary_type
 
     spec.validate()
+    seed = spec.seed
     run = plan_run(spec.run_spec())
     mp = run.methods[0]
     if spec.mode == "pooled":  # fresh anchors only; a given degree is an explicit request (worst_case_design)
@@ -450,7 +451,7 @@ def plan_audit(spec: AuditSpec) -> AuditPlan:
                               degree=1 if spec.canary_degree is None else spec.canary_degree,
                               scale=spec.canary_scale, pattern=spec.canary_pattern, fresh_anchors=spec.fresh_anchors)
     canary.validate()
-    task = run.task(spec.seed)
+    task = run.task(seed)
     method = mp.build()
     method.check_task(task)
     budget = run.budget(method, task)
@@ -466,10 +467,10 @@ def plan_audit(spec: AuditSpec) -> AuditPlan:
                                   f"{method.privacy_unit}-level {mp.name}")
             canary = worst_case_design(method, canary)
         make_canaries(task, method.privacy_unit, 1 if spec.mode == "multi-run" else spec.canaries, canary,
-                      seed=spec.seed, allow_fewer=None if spec.mode == "pooled" else min(spec.canaries, MIN_CANARIES))
+                      seed=seed, allow_fewer=None if spec.mode == "pooled" else min(spec.canaries, MIN_CANARIES))
     workers = (spec.workers or pooled_workers(spec.trials)) if spec.mode == "pooled" else 1
     return AuditPlan(run, task, budget, spec.mode, spec.trials, spec.canaries, spec.confidence, canary,
-                     spec.canary_type, spec.seed, workers)
+                     spec.canary_type, seed, workers)
 
 
 def pooled_workers(runs: int) -> int:
