@@ -2,7 +2,7 @@
 mechanism kinds, accountants and datasets.
 
 A :class:`Registry` maps names to what registered them, in registration order (or by each entry's declared
-``order``, where the kind has one: the battery's checks, the audited mechanisms). A built-in of any kind is one
+``order``, where the kind has one: the battery's checks, the audited mechanisms, dataset listings). A built-in of any kind is one
 module in its kind's folder that registers itself; :func:`discover` imports exactly the modules of a folder whose
 source calls the kind's register function (read from the source, so nothing else is imported and no list of
 modules is kept anywhere), and :func:`declared_names` reads the names they register without importing them (the
