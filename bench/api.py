@@ -51,7 +51,7 @@ def _names(x: str | Iterable[str]) -> list[str]:
 
 def _target(method: str, dataset: str, split: str | None, epsilon: float | None, delta: float | None,
             seeds: list[int], overrides: Overrides, device: str, data_root: str | os.PathLike | None, download: bool,
-            experiment: str, track: bool, progress: bool, tags: Mapping[str, str] | None):
+            experiment: str, track: bool, progress: bool, tags: Mapping[str, str] | None, accountant: str | None):
     """The run request an audit or a verification trains (:class:`bench.plan.RunSpec`): one method."""
     from bench.plan import RunSpec
 
@@ -59,7 +59,7 @@ def _target(method: str, dataset: str, split: str | None, epsilon: float | None,
                    epsilon=None if epsilon is None else float(epsilon), delta=None if delta is None else float(delta),
                    overrides=as_items(overrides), device=device,
                    data_root=None if data_root is None else str(data_root), download=download, experiment=experiment,
-                   track=track, progress=progress, tags=dict(tags or {}))
+                   track=track, progress=progress, tags=dict(tags or {}), accountant=accountant)
 
 
 def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None, seeds: Iterable[int] = (0,),
@@ -153,7 +153,7 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
           device: str = "auto", data_root: str | os.PathLike | None = None, download: bool = False,
           experiment: str = DEFAULT_EXPERIMENT, track: bool = True, progress: bool = False,
           tags: Mapping[str, str] | None = None, threads: int | None = None,
-          log: Callable[[str], None] | None = None, workers: int | None = None):
+          log: Callable[[str], None] | None = None, workers: int | None = None, accountant: str | None = None):
     """Audit ``method``: train on neighbouring datasets with canaries, turn membership guesses into an epsilon
     lower bound at ``confidence`` and compare it with the ledger's claim. ``mode``: ``one-run`` (``canaries``
     canaries in one training run), ``multi-run`` (``trials`` models per world) or ``pooled`` (white box:
@@ -163,12 +163,13 @@ def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float
     for DP-SGD methods), ``fresh_anchors`` (new anchor nodes of the canary's own). Returns a
     :class:`bench.audit.AuditOutcome` (``verdict`` PASS, VIOLATION or NOT APPLICABLE, ``result.reason``,
     ``result.epsilon_lb``, ``result.claimed_epsilon``, ``run_id``). ``workers`` (pooled): fit that many runs at
-    once in processes of one torch thread each, the same results (default: one per core, at most one per run)."""
+    once in processes of one torch thread each, the same results (default: one per core, at most one per run).
+    ``accountant``: what calibrates the target and states its claim (as :func:`run`'s)."""
     from bench.audit import AuditSpec, audit_one
     from bench.run import using_threads
 
     target = _target(method, dataset, split, epsilon, delta, [int(seed)], overrides, device, data_root, download,
-                     experiment, track, progress, tags)
+                     experiment, track, progress, tags, accountant)
     spec = AuditSpec(run=target, mode=mode, trials=int(trials), canaries=int(canaries), confidence=float(confidence),
                      hops=None if hops is None else int(hops),
                      canary_degree=None if canary_degree is None else int(canary_degree), canary_scale=float(canary_scale),
@@ -225,17 +226,19 @@ def verify(method: str, dataset: str, *, split: str | None = None, epsilon: floa
            device: str = "auto", data_root: str | os.PathLike | None = None, download: bool = False,
            experiment: str = DEFAULT_EXPERIMENT, track: bool = True, progress: bool = False,
            tags: Mapping[str, str] | None = None, threads: int | None = None,
-           log: Callable[[str], None] | None = None, inference_tries: int | None = None):
+           log: Callable[[str], None] | None = None, inference_tries: int | None = None,
+           accountant: str | None = None):
     """Run every check that applies to ``method``'s privacy unit (:mod:`audits.verify`): structural checks,
     white-box DP-SGD checks and black-box one-run audits (a multi-run audit too with ``trials`` > 0), the
     statistical ones sharing the error budget ``1 - confidence`` (Bonferroni), once per seed. Returns a
     :class:`bench.verify.VerifyOutcome` (``verdict``: PASS, VIOLATION, INCONCLUSIVE or NOT APPLICABLE;
-    ``report.checks``, ``report.not_run``, ``run_id``)."""
+    ``report.checks``, ``report.not_run``, ``run_id``). ``accountant``: what calibrates the fits and states the
+    claim (as :func:`run`'s)."""
     from bench.run import using_threads
     from bench.verify import VerifySpec, verify_one
 
     target = _target(method, dataset, split, epsilon, delta, [int(s) for s in seeds], overrides, device, data_root,
-                     download, experiment, track, progress, tags)
+                     download, experiment, track, progress, tags, accountant)
     spec = VerifySpec(run=target, quick=quick, canaries=canaries, trials=int(trials), confidence=float(confidence),
                       checks=None if checks is None else list(checks), inference_tries=inference_tries)
     with using_threads(threads):

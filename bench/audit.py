@@ -48,6 +48,17 @@ def audit_one(spec: AuditSpec, log: Callable[[str], None] | None = None) -> Audi
 
 
 def run_audit(plan: AuditPlan, log: Callable[[str], None] | None = None) -> AuditOutcome:
+    """Audit one method (see the module docstring), calibrated and accounted with its run's accountant; an
+    error while auditing is a :class:`~bench.tracking.RunFailed` (the run FAILED)."""
+    if plan.run.accountant is None:
+        return _run_audit(plan, log)
+    from methods.privacy.accountant import using_accountant
+
+    with using_accountant(plan.run.accountant):
+        return _run_audit(plan, log)
+
+
+def _run_audit(plan: AuditPlan, log: Callable[[str], None] | None = None) -> AuditOutcome:
     """Audit one method (see the module docstring); an error while auditing is a
     :class:`~bench.tracking.RunFailed` (the run FAILED)."""
     from audits.runner import audit
@@ -67,7 +78,7 @@ def run_audit(plan: AuditPlan, log: Callable[[str], None] | None = None) -> Audi
               "canary.pattern": canary.pattern, "canary.type": plan.canary_type,
               **({"canary.fresh_anchors": True} if canary.fresh_anchors else {}),
               **({"canary.signed": True} if canary.signed else {}),
-              **{f"hp.{k}": v for k, v in mp.hparams.items()}}
+              **plan.run.accountant_params(), **{f"hp.{k}": v for k, v in mp.hparams.items()}}
     if log:
         log(f"# auditing {cls.name} (unit: {cls.privacy_unit}) on {dataset}/{split}, {plan.mode}, target {budget}")
     name = f"audit {cls.name}/{dataset}/{split}/{plan.mode}"
@@ -84,6 +95,7 @@ def run_audit(plan: AuditPlan, log: Callable[[str], None] | None = None) -> Audi
                       **({"reason": result.reason[:5000]} if result.reason else {})})
         run.log_dict({**result.to_dict(), "params": params}, "audit.json")
     return AuditOutcome(result, run.run_id, cls.name, cls.privacy_unit, dataset, split, budget)
+
 
 
 __all__ = ["AuditOutcome", "AuditSpec", "audit_one", "run_audit"]

@@ -144,6 +144,13 @@ def threads_arg(p: argparse.ArgumentParser, help_text: str = "torch and numba th
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N", help=help_text)
 
 
+def accountant_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--accountant", metavar="NAME",
+                   help="the accountant that calibrates the noise and reports epsilon: tight (default), rdp, "
+                        "rdp/standard, pld, or a registered one (`bench accountants list`, a plugin's) once it passes "
+                        "the conformance suite on its whole corpus")
+
+
 def noise_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--secure-noise", action="store_true",
                    help="draw the DP noise from OS entropy, never logged, so the run's record cannot regenerate "
@@ -171,10 +178,7 @@ def target_args(p: argparse.ArgumentParser, output_help: str = "also write the r
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
     p.add_argument("--output", "-o", metavar="FILE", help=f"{output_help} (atomically; {FILE_RULE})")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p.add_argument("--accountant", metavar="NAME",
-                   help="the accountant that calibrates the noise and reports epsilon: tight (default), rdp, "
-                        "rdp/standard, pld, or a registered one (`bench accountants list`, a plugin's) once it passes "
-                        "the conformance suite on its whole corpus")
+    accountant_arg(p)
     noise_args(p)
     threads_arg(p)
 

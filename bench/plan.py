@@ -352,6 +352,14 @@ class RunPlan:
     def budget(self, method: Method, task: Task) -> Budget:
         return resolve_budget(self.epsilon, self.delta, method, task)
 
+    def accountant_params(self) -> dict[str, str]:
+        """What a job records of the accountant it was asked to use (nothing for the default): its name and, for a
+        registered one, what the conformance suite's admission found."""
+        if self.accountant is None:
+            return {}
+        return {"accountant": self.accountant, **({"accountant_conformance": self.accountant_note}
+                                                    if self.accountant_note else {})}
+
     def conventions(self, method: Method, task: Task, budget: Budget) -> dict[str, str]:
         """The params a run states its conventions in (:func:`convention_params`)."""
         return convention_params(method, task, budget, self.delta, self.secure_noise)

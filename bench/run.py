@@ -152,7 +152,7 @@ def _run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun 
               "dataset_source": p.dataset.source, "secure_noise": p.secure_noise,
               "random_streams": streams.describe()["streams"], "hp_source": mp.hp_source,
               "accountant": active_accountant(), "privacy_units": privacy_units(task, cls.privacy_unit),
-              **({"accountant_conformance": p.accountant_note} if p.accountant_note else {}),
+              **p.accountant_params(),
               **p.conventions(method, task, budget),
               "host": host_description(p.device), "threads": torch.get_num_threads(),
               **{f"hp.{k}": v for k, v in hparams.items()}}

@@ -40,6 +40,17 @@ def verify_one(spec: VerifySpec, log: Callable[[str], None] | None = None) -> Ve
 
 
 def run_verify(plan: VerifyPlan, log: Callable[[str], None] | None = None) -> VerifyOutcome:
+    """Run the battery on one method (see the module docstring), calibrated and accounted with its run's accountant; an
+    error while verifying is a :class:`~bench.tracking.RunFailed` (the run FAILED)."""
+    if plan.run.accountant is None:
+        return _run_verify(plan, log)
+    from methods.privacy.accountant import using_accountant
+
+    with using_accountant(plan.run.accountant):
+        return _run_verify(plan, log)
+
+
+def _run_verify(plan: VerifyPlan, log: Callable[[str], None] | None = None) -> VerifyOutcome:
     """Run the battery on one method (see the module docstring); an error while verifying is a
     :class:`~bench.tracking.RunFailed` (the run FAILED)."""
     from audits.verify import preflight, verify
@@ -55,7 +66,7 @@ def run_verify(plan: VerifyPlan, log: Callable[[str], None] | None = None) -> Ve
               "target_epsilon": str(budget.epsilon), "delta": budget.delta, "confidence": cfg.confidence,
               "quick": cfg.quick, "canaries": cfg.m, "trials": cfg.trials, "privacy_unit": cls.privacy_unit,
               "unit_label": label, "config_hash": config_hash, "split_hash": task.split_hash(),
-              **{f"hp.{k}": v for k, v in mp.hparams.items()}}
+              **plan.run.accountant_params(), **{f"hp.{k}": v for k, v in mp.hparams.items()}}
     if log:
         log(f"# verifying {cls.name} ({label}) on {dataset}/{split} at {budget}, seeds "
             f"{seeds}{' (quick)' if plan.quick else ''}")
@@ -86,6 +97,7 @@ def run_verify(plan: VerifyPlan, log: Callable[[str], None] | None = None) -> Ve
         run.set_tags({"verdict": report.verdict, **({"note": report.note} if report.note else {})})
         run.log_dict({**report.to_dict(), "params": params}, "verify.json")
     return VerifyOutcome(report, run.run_id, budget)
+
 
 
 __all__ = ["VerifyOutcome", "VerifySpec", "run_verify", "verify_one"]

@@ -146,3 +146,51 @@ def test_the_accountant_contract_fails_an_unsound_accountant():
 
     with pytest.raises(AssertionError, match="rdp-x0.9 fails the conformance suite"):
         check_accountant("rdp-x0.9")
+
+
+def test_a_sweep_audits_and_verifications_account_with_the_named_accountant():
+    """A sweep config's ``accountant`` reaches every cell (and its identity); an audit or a verification with one
+    calibrates its target and states its claim with it, and records it; an unsound one is refused on reading."""
+    from bench import api, tracking
+    from bench.sweep import SweepError, build_config
+
+    raw = {"experiment": "registry-sweep", "datasets": [DATASET], "splits": ["random-75-10-15"], "seeds": [0],
+           "epsilons": [2.0], "delta": 1e-4, "set": {"epochs": 3, "hidden": 8}, "methods": ["dp-mlp"]}
+    plain, named = build_config(raw), build_config({**raw, "accountant": "opacus-rdp"})
+    assert plain.cells[0].cell_id != named.cells[0].cell_id and named.cells[0].accountant == "opacus-rdp"
+    assert plain.cells[0].cell_id == build_config(raw).cells[0].cell_id  # no accountant: the identity as before
+    with pytest.raises(SweepError, match="rdp-x0.9 fails the conformance suite"):
+        build_config({**raw, "accountant": "rdp-x0.9"})
+    summary = api.sweep(named, progress=False)
+    assert [r["status"] for r in summary["results"]] == ["finished"], summary
+    (run,) = [r for r in tracking.search_runs("registry-sweep") if not r.data.tags.get("mlflow.parentRunId")]
+    assert run.data.params["accountant"] == "opacus-rdp" and "accountant_conformance" in run.data.params
+    # an audit's and a verification's fits calibrate with it: it is asked while they run (admitted beforehand)
+    from bench.conformance.adapters import OpacusRdp
+
+    calls = []
+
+    @register_accountant("test-counting-opacus-rdp")
+    class Counting(OpacusRdp):
+        def epsilon(self, events, delta):
+            calls.append(1)
+            return super().epsilon(events, delta)
+
+    try:
+        admit("test-counting-opacus-rdp")
+        before = len(calls)
+        out = api.audit("dp-mlp", DATASET, split="random-75-10-15", epsilon=2.0, delta=1e-4, canaries=20,
+                        overrides=["epochs=2", "hidden=8"], experiment="registry-audit",
+                        accountant="test-counting-opacus-rdp")
+        params = tracking.client().get_run(out.run_id).data.params
+        assert params["accountant"] == "test-counting-opacus-rdp" and "accountant_conformance" in params
+        assert 0 < out.result.claimed_epsilon <= 2.0 and len(calls) > before
+        before = len(calls)
+        out = api.verify("dp-mlp", DATASET, split="random-75-10-15", epsilon=2.0, delta=1e-4, quick=True,
+                         checks=["epsilon-accounted"], overrides=["epochs=2", "hidden=8"],
+                         experiment="registry-verify", accountant="test-counting-opacus-rdp")
+        verdicts = {c.name: c.verdict for c in out.report.checks}
+        assert verdicts["epsilon-accounted"] == "PASS", verdicts  # the reported epsilon is the ledger's under it
+        assert len(calls) > before
+    finally:
+        unregister_accountant("test-counting-opacus-rdp")

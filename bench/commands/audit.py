@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.cliargs import (COMMANDS, FILE_RULE, _float, check_common, command, fmt_eps, job_args, list_arg, stderr,
-                           threads_arg)
+from bench.cliargs import (COMMANDS, FILE_RULE, _float, accountant_arg, check_common, command, fmt_eps, job_args,
+                           list_arg, stderr, threads_arg)
 
 VIOLATION_EXIT = 3
 
@@ -84,6 +84,7 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
     p.add_argument("--output", "-o", metavar="FILE", help=f"also write the result as JSON (atomically; {FILE_RULE})")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    accountant_arg(p)
     threads_arg(p)
     return job_args(p, cmd_audit)
 
@@ -114,7 +115,7 @@ def cmd_mechanism_audit(args: argparse.Namespace) -> int:
     from bench.io import check_output_file, write_json_atomic
     from methods.errors import ConfigError
 
-    for flag in ("method", "dataset", "split"):
+    for flag in ("method", "dataset", "split", "accountant"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--level mechanism audits mechanisms, not a method's run: drop --{flag}")
     check_output_file(args.output)
@@ -197,7 +198,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                     fresh_anchors=args.fresh_anchors, seed=args.seed,
                     overrides=args.overrides, device=args.device, data_root=args.data_root, download=args.download,
                     experiment=args.experiment, track=not args.no_track, progress=not args.no_progress,
-                    threads=args.threads, log=stderr, workers=args.workers)
+                    threads=args.threads, log=stderr, workers=args.workers, accountant=args.accountant)
     r, budget = out.result, out.budget
     print(f"method          {out.method} ({out.privacy_unit}-level)")
     print(f"mode            {args.mode} ({r.trials} model(s), {r.canaries} canary(ies)"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cliargs import (COMMANDS, FILE_RULE, _float, check_common, command, job_args, list_arg, stderr,
-                           threads_arg)
+from bench.cliargs import (COMMANDS, FILE_RULE, _float, accountant_arg, check_common, command, job_args, list_arg,
+                           stderr, threads_arg)
 
 VIOLATION_EXIT, INCONCLUSIVE_EXIT = 3, 4
 
@@ -47,6 +47,7 @@ def _verify_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
     p.add_argument("--output", "-o", metavar="FILE", help=f"also write the report as JSON (atomically; {FILE_RULE})")
     p.add_argument("--no-progress", action="store_true", help="hide progress lines and bars")
+    accountant_arg(p)
     threads_arg(p)
     return job_args(p, cmd_verify)
 
@@ -67,7 +68,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                      confidence=args.confidence, checks=checks, overrides=args.overrides, device=args.device,
                      data_root=args.data_root, download=args.download, experiment=args.experiment,
                      track=not args.no_track, progress=not args.no_progress, threads=args.threads,
-                     log=None if args.no_progress else stderr, inference_tries=args.inference_tries)
+                     log=None if args.no_progress else stderr, inference_tries=args.inference_tries,
+                     accountant=args.accountant)
     rep = out.report
     multi = len(rep.seeds) > 1
     header = ["check"] + (["seed"] if multi else []) + ["statistic", "threshold", "verdict"]

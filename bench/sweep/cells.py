@@ -1,7 +1,7 @@
 """The cells of a sweep: one :class:`Cell` per run of the grid, each with a stable identity.
 
 A cell's identity is a hash of its resolved configuration (method hyperparameters after overrides, dataset,
-split, target epsilon and delta, seed, attacks); its run carries it in the tag ``sweep_cell``, which is how a
+split, target epsilon and delta, seed, attacks, and the accountant when the config names one); its run carries it in the tag ``sweep_cell``, which is how a
 rerun knows what is done. The experiment is not part of the identity. Cells that cannot run (a split the method
 does not support, a split the dataset does not have) carry the reason in ``skip``.
 """
@@ -38,6 +38,11 @@ class Cell:
     device: str = "auto"
     cell_id: str = ""
     skip: str | None = None  # reason this cell cannot run
+    accountant: str | None = None  # what calibrates and reports (None: the default)
+
+    def job_options(self) -> dict[str, Any]:
+        """The options every job of the cell passes beside its own: the accountant, when the config names one."""
+        return {} if self.accountant is None else {"accountant": self.accountant}
 
     @property
     def row(self) -> tuple[str, str, str, float]:
@@ -108,11 +113,12 @@ def expand(grid: Any) -> SweepConfig:
                         base = dict(kind="run", method=m.name, dataset=ds, split=split, epsilon=eps, seed=int(seed),
                                     overrides=overrides, delta=grid.delta, attacks=tuple(attacks),
                                     attack_overrides=tuple(grid.attack_set if attacks else ()),
-                                    bootstrap=grid.bootstrap, device=grid.device, skip=skip)
+                                    bootstrap=grid.bootstrap, device=grid.device, skip=skip, accountant=grid.accountant)
                         ident = {"kind": "run", "method": m.name, "dataset": ds, "split": split, "seed": int(seed),
                                  "epsilon": str(eps), "delta": grid.delta, "hparams": hparams,
                                  "attacks": attacks, "attack_set": grid.attack_set if attacks else [],
-                                 "bootstrap": grid.bootstrap if attacks else None}
+                                 "bootstrap": grid.bootstrap if attacks else None,
+                                 **({} if grid.accountant is None else {"accountant": grid.accountant})}
                         cid = stable_hash(ident)
                         if cid in seen:
                             continue

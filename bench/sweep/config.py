@@ -4,8 +4,9 @@ Top-level keys: ``experiment``, ``description``, ``datasets``, ``splits`` (``def
 split), ``epsilons``, ``seeds``, ``delta``, ``set`` (hyperparameters: a mapping or ``key=value`` strings;
 ``method.key`` scopes one), ``attacks``, ``attack_set``, ``bootstrap``, ``audits`` (``modes``, ``trials``,
 ``canaries``, ``methods``, ``epsilons``, ``seeds``), ``device``, ``order`` (the keys cells run by, e.g.
-``[dataset, seed]``: every method's seed 0 on the first dataset first; default: config order, method by method)
-and ``methods``: names, or mappings with ``name`` and their own ``set``, ``splits``, ``epsilons``, ``datasets``,
+``[dataset, seed]``: every method's seed 0 on the first dataset first; default: config order, method by method),
+``accountant`` (what calibrates and reports every cell; a registered one admitted here,
+:func:`bench.conformance.check.admit`) and ``methods``: names, or mappings with ``name`` and their own ``set``, ``splits``, ``epsilons``, ``datasets``,
 ``seeds``. Everything is checked here (names,
 hyperparameters, attacks, budgets); no data is loaded. :func:`build_config` also expands the grid into cells.
 """
@@ -25,7 +26,7 @@ from methods.errors import BenchError
 
 TOP_KEYS = {"experiment", "methods", "datasets", "splits", "epsilons", "seeds", "delta", "set", "attacks",
             "attack_set", "attack_seeds", "bootstrap", "audits", "verify", "hparams", "device", "description",
-            "order"}
+            "order", "accountant"}
 ORDER_KEYS = ("dataset", "seed", "method", "epsilon")
 METHOD_KEYS = {"name", "set", "splits", "epsilons", "datasets", "seeds"}
 AUDIT_KEYS = {"modes", "trials", "canaries", "methods", "epsilons", "seeds", "set"}
@@ -65,6 +66,8 @@ class Grid:
     attack_seeds: list[int] | None = None  # attacks only on these seeds' runs (None: every run)
     hparams: bool = True  # the checked-in hyperparameters of configs/hparams.yaml (bench.hparams)
     order: list[str] = field(default_factory=list)  # keys the cells run by (stable; config order within)
+    #: what calibrates and reports every cell (runs, audits, verifications); None: the default, tight
+    accountant: str | None = None
 
 
 def load_config(path: str | os.PathLike) -> SweepConfig:
@@ -183,9 +186,18 @@ def read_grid(raw: Any, where: str = "config") -> Grid:
     order = as_list(raw.get("order"))
     if any(k not in ORDER_KEYS for k in order) or len(set(order)) != len(order):
         raise SweepError(f"{where}: order must list distinct keys among {', '.join(ORDER_KEYS)} (got {order!r})")
+    accountant = raw.get("accountant")
+    if accountant is not None:
+        from bench.conformance.check import admit
+        from methods.errors import BenchError
+
+        try:
+            admit(str(accountant))  # a registered accountant passes the conformance suite before any cell runs
+        except BenchError as e:
+            raise SweepError(f"{where}: {e}") from None
     grid = Grid(str(raw.get("experiment") or DEFAULT_EXPERIMENT), where, delta, attacks, attack_set, bootstrap,
                 str(raw.get("device", "auto")), dict(audits), verify=dict(verify), attack_seeds=attack_seeds,
-                hparams=hp, order=[str(k) for k in order])
+                hparams=hp, order=[str(k) for k in order], accountant=None if accountant is None else str(accountant))
 
     entries = []
     for entry in as_list(raw.get("methods")):

@@ -110,14 +110,14 @@ def _run_job(c: Cell, experiment: str, tags: dict[str, str], run: Callable) -> s
     (r,) = run(methods=[c.method], dataset=c.dataset, split=c.split, seeds=[c.seed], epsilon=c.epsilon,
                delta=c.delta, overrides=list(c.overrides), device=c.device, experiment=experiment,
                attacks=list(c.attacks), attack_overrides=list(c.attack_overrides), bootstrap=c.bootstrap, tags=tags,
-               progress=False)
+               progress=False, **c.job_options())
     return r.run_id
 
 
 def _audit_cell(c: Cell, experiment: str, tags: dict[str, str], audit: Callable) -> str | None:
     outcome = audit(method=c.method, dataset=c.dataset, split=c.split, epsilon=c.epsilon, delta=c.delta,
                     mode=c.audit_mode, seed=c.seed, overrides=list(c.overrides), device=c.device,
-                    experiment=experiment, tags=tags, progress=False, **dict(c.audit_options))
+                    experiment=experiment, tags=tags, progress=False, **dict(c.audit_options), **c.job_options())
     return outcome.run_id
 
 
@@ -130,7 +130,7 @@ def _verify_job(c: Cell, experiment: str, tags: dict[str, str], verify: Callable
     opts = dict(c.audit_options)
     outcome = verify(method=c.method, dataset=c.dataset, split=c.split, epsilon=c.epsilon, delta=c.delta,
                      seeds=[c.seed], overrides=list(c.overrides), device=c.device, experiment=experiment, tags=tags,
-                     progress=False, **opts)
+                     progress=False, **opts, **c.job_options())
     return outcome.run_id
 
 
