@@ -189,7 +189,6 @@ def read_grid(raw: Any, where: str = "config") -> Grid:
     accountant = raw.get("accountant")
     if accountant is not None:
         from bench.conformance.check import admit
-        from methods.errors import BenchError
 
         try:
             admit(str(accountant))  # a registered accountant passes the conformance suite before any cell runs
