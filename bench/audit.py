@@ -50,11 +50,7 @@ def audit_one(spec: AuditSpec, log: Callable[[str], None] | None = None) -> Audi
 def run_audit(plan: AuditPlan, log: Callable[[str], None] | None = None) -> AuditOutcome:
     """Audit one method (see the module docstring), calibrated and accounted with its run's accountant; an
     error while auditing is a :class:`~bench.tracking.RunFailed` (the run FAILED)."""
-    if plan.run.accountant is None:
-        return _run_audit(plan, log)
-    from methods.privacy.accountant import using_accountant
-
-    with using_accountant(plan.run.accountant):
+    with plan.run.accounting():
         return _run_audit(plan, log)
 
 

@@ -12,6 +12,7 @@ an option again.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -351,6 +352,14 @@ class RunPlan:
 
     def budget(self, method: Method, task: Task) -> Budget:
         return resolve_budget(self.epsilon, self.delta, method, task)
+
+    def accounting(self) -> contextlib.AbstractContextManager:
+        """The block a job of this plan calibrates and reports in: under its accountant when it names one."""
+        if self.accountant is None:
+            return contextlib.nullcontext()
+        from methods.privacy.accountant import using_accountant
+
+        return using_accountant(self.accountant)
 
     def accountant_params(self) -> dict[str, str]:
         """What a job records of the accountant it was asked to use (nothing for the default): its name and, for a

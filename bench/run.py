@@ -26,7 +26,7 @@ from bench.plan import MethodPlan, RunPlan, RunSpec, plan_run, privacy_units, re
 from bench.provenance import host_description, predictions_hash
 from bench.splits import make_task  # noqa: F401  (re-exported)
 from methods.base import ConfigError, ContractViolation, Task, check_fitted, fit_method, get_method, stable_hash
-from methods.privacy.accountant import active_accountant, using_accountant
+from methods.privacy.accountant import active_accountant
 from methods.streams import RunStreams
 
 DEFAULT_EXPERIMENT = "dp-gnn-bench"
@@ -128,9 +128,7 @@ def run_name(method: str, dataset: str, split: str, epsilon: float, seed: int) -
 def run_one(p: RunPlan, mp: MethodPlan, seed: int, parent: tracking.TrackedRun | None = None) -> RunResult:
     """Train, evaluate (and attack, when planned) one method of a plan at one seed as one tracked run, calibrated
     and reported with the plan's accountant."""
-    if p.accountant is None:
-        return _run_one(p, mp, seed, parent)
-    with using_accountant(p.accountant):
+    with p.accounting():
         return _run_one(p, mp, seed, parent)
 
 

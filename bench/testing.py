@@ -186,7 +186,8 @@ def check_served_predictions_read_only_what_is_declared(name: str) -> None:
 #: every method check, in the order they run
 METHOD_CHECKS: tuple[Callable[[str], None], ...] = (
     check_hyperparameters_are_typed, check_fits_and_returns_valid_probabilities, check_deterministic_for_a_fixed_seed,
-    check_reported_epsilon_is_the_ledgers, check_refuses_bad_budgets, check_served_predictions_read_only_what_is_declared)
+    check_reported_epsilon_is_the_ledgers, check_refuses_bad_budgets,
+    check_served_predictions_read_only_what_is_declared)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -40,13 +40,9 @@ def verify_one(spec: VerifySpec, log: Callable[[str], None] | None = None) -> Ve
 
 
 def run_verify(plan: VerifyPlan, log: Callable[[str], None] | None = None) -> VerifyOutcome:
-    """Run the battery on one method (see the module docstring), calibrated and accounted with its run's accountant; an
-    error while verifying is a :class:`~bench.tracking.RunFailed` (the run FAILED)."""
-    if plan.run.accountant is None:
-        return _run_verify(plan, log)
-    from methods.privacy.accountant import using_accountant
-
-    with using_accountant(plan.run.accountant):
+    """Run the battery on one method (see the module docstring), calibrated and accounted with its run's
+    accountant; an error while verifying is a :class:`~bench.tracking.RunFailed` (the run FAILED)."""
+    with plan.run.accounting():
         return _run_verify(plan, log)
 
 

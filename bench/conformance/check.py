@@ -590,5 +590,6 @@ def _first_line(e: BaseException) -> str:
 
 
 __all__ = ["ADMISSION_CORPUS", "CheckOutcome", "Comparison", "DEFAULT_ACCOUNTANTS", "DEFAULT_RTOL", "Difference",
-           "Report", "Result", "SOUNDNESS_SLACK", "admit", "TIGHT_FACTOR", "VERDICTS", "accountant_names", "against", "check", "check_job",
+           "Report", "Result", "SOUNDNESS_SLACK", "TIGHT_FACTOR", "VERDICTS", "accountant_names", "admit", "against",
+           "check", "check_job",
            "corpus_cases", "evaluate", "junit_xml", "load_golden", "record", "select", "verdict", "write_junit"]

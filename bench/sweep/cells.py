@@ -1,9 +1,10 @@
 """The cells of a sweep: one :class:`Cell` per run of the grid, each with a stable identity.
 
 A cell's identity is a hash of its resolved configuration (method hyperparameters after overrides, dataset,
-split, target epsilon and delta, seed, attacks, and the accountant when the config names one); its run carries it in the tag ``sweep_cell``, which is how a
-rerun knows what is done. The experiment is not part of the identity. Cells that cannot run (a split the method
-does not support, a split the dataset does not have) carry the reason in ``skip``.
+split, target epsilon and delta, seed, attacks, and the accountant when the config names one); its run carries
+it in the tag ``sweep_cell``, which is how a rerun knows what is done. The experiment is not part of the
+identity. Cells that cannot run (a split the method does not support, a split the dataset does not have) carry the
+reason in ``skip``.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ split), ``epsilons``, ``seeds``, ``delta``, ``set`` (hyperparameters: a mapping 
 ``canaries``, ``methods``, ``epsilons``, ``seeds``), ``device``, ``order`` (the keys cells run by, e.g.
 ``[dataset, seed]``: every method's seed 0 on the first dataset first; default: config order, method by method),
 ``accountant`` (what calibrates and reports every cell; a registered one admitted here,
-:func:`bench.conformance.check.admit`) and ``methods``: names, or mappings with ``name`` and their own ``set``, ``splits``, ``epsilons``, ``datasets``,
-``seeds``. Everything is checked here (names,
+:func:`bench.conformance.check.admit`) and ``methods``: names, or mappings with ``name`` and their own ``set``,
+``splits``, ``epsilons``, ``datasets``, ``seeds``. Everything is checked here (names,
 hyperparameters, attacks, budgets); no data is loaded. :func:`build_config` also expands the grid into cells.
 """
 
