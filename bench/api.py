@@ -39,40 +39,16 @@ from typing import Any, Callable, Iterable, Mapping
 from bench import DEFAULT_EXPERIMENT
 from bench.cliargs import check_threads
 from bench.options import as_items
+from bench.request import AuditSpec, RunSpec, VerifySpec, api_job, names
 
 Overrides = Iterable[str] | Mapping[str, Any] | None
 
 
-def _names(x: str | Iterable[str]) -> list[str]:
-    """``"gcn,sage"`` or ``["gcn", "sage"]`` -> ``["gcn", "sage"]``."""
-    items = [x] if isinstance(x, str) else list(x)
-    return [n.strip() for item in items for n in str(item).split(",") if n.strip()]
-
-
-def _target(method: str, dataset: str, split: str | None, epsilon: float | None, delta: float | None,
-            seeds: list[int], overrides: Overrides, device: str, data_root: str | os.PathLike | None, download: bool,
-            experiment: str, track: bool, progress: bool, tags: Mapping[str, str] | None, accountant: str | None):
-    """The run request an audit or a verification trains (:class:`bench.plan.RunSpec`): one method."""
-    from bench.plan import RunSpec
-
-    return RunSpec(methods=[method], dataset=dataset, split=split, seeds=seeds,
-                   epsilon=None if epsilon is None else float(epsilon), delta=None if delta is None else float(delta),
-                   overrides=as_items(overrides), device=device,
-                   data_root=None if data_root is None else str(data_root), download=download, experiment=experiment,
-                   track=track, progress=progress, tags=dict(tags or {}), accountant=accountant)
-
-
-def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None, seeds: Iterable[int] = (0,),
-        epsilon: float | None = None, delta: float | None = None, overrides: Overrides = None, device: str = "auto",
-        data_root: str | os.PathLike | None = None, download: bool = False, experiment: str = DEFAULT_EXPERIMENT,
-        track: bool = True, progress: bool = False, secure_noise: bool = False, diagnostics: bool = False,
-        attacks: str | Iterable[str] = (), attack_overrides: Overrides = None, bootstrap: int = 1000,
-        plot_dir: str | os.PathLike | None = None, tags: Mapping[str, str] | None = None,
-        threads: int | None = None, log: Callable[[str], None] | None = None, hparams: bool = True,
-        log_release: bool = True, accountant: str | None = None) -> list:
+@api_job(RunSpec)
+def run(spec: RunSpec, *, threads: int | None = None, log: Callable[[str], None] | None = None) -> list:
     """Train and evaluate every method x seed; returns one :class:`bench.run.RunResult` per run (``run_id``,
     ``metrics``, the spent ``epsilon`` from the ledger, ``info``; ``diagnostics``/``history`` with
-    ``diagnostics=True``).
+    ``diagnostics=True``). The arguments are the fields of :class:`bench.request.RunSpec`, where each is explained.
 
     ``overrides``: hyperparameters, ``{"hidden": 16, "gcn.lr": 0.02}`` or ``["hidden=16", "gcn.lr=0.02"]``
     (``method.key`` scopes one method). Private methods need ``epsilon`` (``math.inf``: no noise); ``delta``
@@ -81,16 +57,8 @@ def run(methods: str | Iterable[str], dataset: str, *, split: str | None = None,
     ``log_release=False``: do not log the released model (:mod:`bench.release`), which :func:`attack_recorded` reads.
     ``accountant``: what calibrates and reports (default ``tight``; a registered one once the conformance suite
     admits it, :func:`bench.conformance.check.admit`)."""
-    from bench.run import RunSpec, run_targets, using_threads
+    from bench.run import run_targets, using_threads
 
-    spec = RunSpec(methods=_names(methods), dataset=dataset, split=split, seeds=[int(s) for s in seeds],
-                   epsilon=None if epsilon is None else float(epsilon), delta=None if delta is None else float(delta),
-                   overrides=as_items(overrides), device=device, data_root=None if data_root is None else str(data_root),
-                   download=download, experiment=experiment, track=track, progress=progress,
-                   attacks=_names(attacks), attack_overrides=as_items(attack_overrides), bootstrap=int(bootstrap),
-                   plot_dir=None if plot_dir is None else str(plot_dir), tags=dict(tags or {}),
-                   secure_noise=secure_noise, diagnostics=diagnostics, hparams=bool(hparams),
-                   log_release=bool(log_release), accountant=accountant)
     with using_threads(threads):
         return run_targets(spec, log)
 
@@ -118,7 +86,7 @@ def attack(methods: str | Iterable[str], dataset: str, attacks: str | Iterable[s
     ``attacks`` (names, ``"a,b"`` or ``"all"``; options in ``attack_overrides``, e.g. ``{"lira.references": 4}``;
     ``bootstrap`` resamples for the 95% intervals). Every attack is an MLflow child run of its target; each
     result's ``attacks`` holds one report per attack with its ``run_id``."""
-    if not _names(attacks):
+    if not names(attacks):
         from methods.errors import ConfigError
 
         raise ConfigError("no attack given")
@@ -136,45 +104,32 @@ def attack_recorded(run_ids: str | Iterable[str], attacks: str | Iterable[str], 
     from bench.recorded import attack_recorded as _attack_recorded
     from methods.errors import ConfigError
 
-    if not _names(attacks):
+    if not names(attacks):
         raise ConfigError("no attack given")
-    plan = plan_attacks(_names(attacks), as_items(attack_overrides), int(bootstrap),
+    plan = plan_attacks(names(attacks), as_items(attack_overrides), int(bootstrap),
                         None if plot_dir is None else str(plot_dir))
-    return _attack_recorded(plan, _names(run_ids), experiment=experiment, device=device,
+    return _attack_recorded(plan, names(run_ids), experiment=experiment, device=device,
                             data_root=None if data_root is None else str(data_root), progress=progress)
 
 
-def audit(method: str, dataset: str, *, split: str | None = None, epsilon: float | None = None,
-          delta: float | None = None, mode: str = "one-run", trials: int = 50, canaries: int = 200,
-          confidence: float = 0.95, hops: int | None = None, canary_degree: int | None = None,
-          canary_scale: float = 3.0,
-          canary_pattern: str = "dedicated", canary_type: str = "input", fresh_anchors: bool = False, seed: int = 0,
-          overrides: Overrides = None,
-          device: str = "auto", data_root: str | os.PathLike | None = None, download: bool = False,
-          experiment: str = DEFAULT_EXPERIMENT, track: bool = True, progress: bool = False,
-          tags: Mapping[str, str] | None = None, threads: int | None = None,
-          log: Callable[[str], None] | None = None, workers: int | None = None, accountant: str | None = None):
+@api_job(AuditSpec)
+def audit(spec: AuditSpec, *, threads: int | None = None, log: Callable[[str], None] | None = None):
     """Audit ``method``: train on neighbouring datasets with canaries, turn membership guesses into an epsilon
-    lower bound at ``confidence`` and compare it with the ledger's claim. ``mode``: ``one-run`` (``canaries``
-    canaries in one training run), ``multi-run`` (``trials`` models per world) or ``pooled`` (white box:
-    ``trials`` runs of ``canaries`` worst-case gradient canaries, each an independent trial,
-    :mod:`audits.pooled`); the canary design: ``hops``,
-    ``canary_degree``, ``canary_scale``, ``canary_pattern``, ``canary_type`` (input: black box; gradient: white box
-    for DP-SGD methods), ``fresh_anchors`` (new anchor nodes of the canary's own). Returns a
+    lower bound at ``confidence`` and compare it with the ledger's claim. The arguments are the fields of
+    :class:`bench.request.AuditSpec` (the audit's) and of its target :class:`bench.request.RunSpec` (``method``,
+    ``dataset``, ``seed``, ...). ``level``: ``blackbox`` (input canaries, the default) or ``whitebox`` (gradient
+    canaries, mode ``pooled``); ``mode``: ``one-run`` (``canaries`` canaries in one training run), ``multi-run``
+    (``trials`` models per world) or ``pooled`` (white box: ``trials`` runs of ``canaries`` worst-case gradient
+    canaries, each an independent trial, :mod:`audits.pooled`), each with its own defaults; the canary design:
+    ``hops``, ``canary_degree``, ``canary_scale``, ``canary_pattern``, ``canary_type`` (input: black box; gradient:
+    white box for DP-SGD methods), ``fresh_anchors`` (new anchor nodes of the canary's own). Returns a
     :class:`bench.audit.AuditOutcome` (``verdict`` PASS, VIOLATION or NOT APPLICABLE, ``result.reason``,
     ``result.epsilon_lb``, ``result.claimed_epsilon``, ``run_id``). ``workers`` (pooled): fit that many runs at
     once in processes of one torch thread each, the same results (default: one per core, at most one per run).
     ``accountant``: what calibrates the target and states its claim (as :func:`run`'s)."""
-    from bench.audit import AuditSpec, audit_one
+    from bench.audit import audit_one
     from bench.run import using_threads
 
-    target = _target(method, dataset, split, epsilon, delta, [int(seed)], overrides, device, data_root, download,
-                     experiment, track, progress, tags, accountant)
-    spec = AuditSpec(run=target, mode=mode, trials=int(trials), canaries=int(canaries), confidence=float(confidence),
-                     hops=None if hops is None else int(hops),
-                     canary_degree=None if canary_degree is None else int(canary_degree), canary_scale=float(canary_scale),
-                     canary_pattern=canary_pattern, canary_type=canary_type, fresh_anchors=bool(fresh_anchors),
-                     workers=workers)
     with using_threads(threads):
         return audit_one(spec, log)
 
@@ -195,9 +150,9 @@ def audit_mechanisms(mechanisms: str | Iterable[str] | None = None, epsilons: It
     from methods.base import ConfigError
     from methods.progress import progress_bar
 
-    names = list(MECHANISMS) if mechanisms is None else _names(mechanisms)
-    unknown = [n for n in names if n not in MECHANISMS]
-    if unknown or not names:
+    wanted = list(MECHANISMS) if mechanisms is None else names(mechanisms)
+    unknown = [n for n in wanted if n not in MECHANISMS]
+    if unknown or not wanted:
         raise ConfigError(f"unknown mechanism {', '.join(unknown) or '(none given)'} (known: {', '.join(MECHANISMS)})")
     epsilons = [float(e) for e in epsilons]
     if not epsilons:
@@ -206,7 +161,7 @@ def audit_mechanisms(mechanisms: str | Iterable[str] | None = None, epsilons: It
         mut = Mutation(**dict(mutation or {}))
     except TypeError:
         raise ConfigError(f"a mutation names noise, sensitivity or rate (got {sorted(dict(mutation or {}))})") from None
-    jobs = [(n, e) for n in names for e in epsilons]
+    jobs = [(n, e) for n in wanted for e in epsilons]
     for n, e in jobs:  # every bad input fails before the first audit runs
         if not (e > 0 and e < float("inf")):
             raise ConfigError(f"epsilon must be a positive finite number (got {e})")
@@ -220,27 +175,18 @@ def audit_mechanisms(mechanisms: str | Iterable[str] | None = None, epsilons: It
                           confidence=confidence)
 
 
-def verify(method: str, dataset: str, *, split: str | None = None, epsilon: float | None = None,
-           delta: float | None = None, seeds: Iterable[int] = (0,), quick: bool = False, canaries: int | None = None,
-           trials: int = 0, confidence: float = 0.95, checks: Iterable[str] | None = None, overrides: Overrides = None,
-           device: str = "auto", data_root: str | os.PathLike | None = None, download: bool = False,
-           experiment: str = DEFAULT_EXPERIMENT, track: bool = True, progress: bool = False,
-           tags: Mapping[str, str] | None = None, threads: int | None = None,
-           log: Callable[[str], None] | None = None, inference_tries: int | None = None,
-           accountant: str | None = None):
+@api_job(VerifySpec)
+def verify(spec: VerifySpec, *, threads: int | None = None, log: Callable[[str], None] | None = None):
     """Run every check that applies to ``method``'s privacy unit (:mod:`audits.verify`): structural checks,
     white-box DP-SGD checks and black-box one-run audits (a multi-run audit too with ``trials`` > 0), the
-    statistical ones sharing the error budget ``1 - confidence`` (Bonferroni), once per seed. Returns a
+    statistical ones sharing the error budget ``1 - confidence`` (Bonferroni), once per seed. The arguments are the
+    fields of :class:`bench.request.VerifySpec` and of its target :class:`bench.request.RunSpec`. Returns a
     :class:`bench.verify.VerifyOutcome` (``verdict``: PASS, VIOLATION, INCONCLUSIVE or NOT APPLICABLE;
     ``report.checks``, ``report.not_run``, ``run_id``). ``accountant``: what calibrates the fits and states the
     claim (as :func:`run`'s)."""
     from bench.run import using_threads
-    from bench.verify import VerifySpec, verify_one
+    from bench.verify import verify_one
 
-    target = _target(method, dataset, split, epsilon, delta, [int(s) for s in seeds], overrides, device, data_root,
-                     download, experiment, track, progress, tags, accountant)
-    spec = VerifySpec(run=target, quick=quick, canaries=canaries, trials=int(trials), confidence=float(confidence),
-                      checks=None if checks is None else list(checks), inference_tries=inference_tries)
     with using_threads(threads):
         return verify_one(spec, log)
 
@@ -328,13 +274,13 @@ def check_accountants(accountants: str | Iterable[str] | None = None, *, cases: 
     from bench.conformance.check import check_job
 
     corpus = [corpus] if isinstance(corpus, (str, os.PathLike)) else corpus
-    return check_job(accountants, pattern=cases, tags=_names(tags), corpus=corpus, against_path=against,
+    return check_job(accountants, pattern=cases, tags=names(tags), corpus=corpus, against_path=against,
                      rtol=float(rtol), record_path=record, junit_path=junit, progress=progress)
 
 
 def study(name: str, *argv: str) -> int:
     """Run a study behind the published pages (:mod:`bench.studies`: ``"tune"``, ``"regenerate"``, ...) with its own
-    command-line arguments; returns its exit status. ``bench.studies.study_names()`` lists them."""
+    command-line arguments; returns its exit status. ``bench.studies.studynames()`` lists them."""
     from bench.studies import run_study
 
     return run_study(name, [str(a) for a in argv])

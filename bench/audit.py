@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from bench.plan import AUDIT_MODES as MODES  # noqa: F401  (re-exported)
-from bench.plan import AuditPlan, AuditSpec, plan_audit
+from bench.plan import AuditPlan, plan_audit
+from bench.request import AuditSpec
 
 
 @dataclass

@@ -1,34 +1,30 @@
-"""The command-line building blocks every ``bench`` command shares: the command registry and argument groups.
+"""The command-line building blocks every ``bench`` command shares: the command registry, the flags generated from
+a request type's fields (:func:`request_args`) and the list syntax.
 
-A leaf module (argparse only): command modules import it, it imports none of them, so the CLI's import graph
-has no cycle and building a parser loads no torch.
+Near a leaf (argparse and :mod:`bench.request`): command modules import it, it imports none of them, so the CLI's
+import graph has no cycle and building a parser loads no torch.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import re
 import sys
 from typing import Any, Callable
 
-from bench import DEFAULT_EXPERIMENT
+from bench.request import DIR_RULE, FILE_RULE  # noqa: F401  (re-exported: the output options' rules)
 
 COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction], argparse.ArgumentParser], str]] = {}
 #: the most bootstrap resamples an interval takes (each resamples every score; 10^5 already gives 3 stable digits)
 MAX_BOOTSTRAP = 100_000
-#: ``bench attack --bootstrap``'s default (attacks.metrics.DEFAULT_BOOTSTRAP; not imported: it loads torch)
-DEFAULT_BOOTSTRAP = 1000
 
 #: a number argparse would otherwise take for an option (``-1e-5``, ``-inf``)
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
 
 
-#: the rule of every output option, as its ``--help`` ends (checked by :mod:`bench.io` before any work):
-#: a file's folder must already exist (a typo never becomes a new folder tree); a folder may be new, not its parent
-FILE_RULE = "its folder must exist"
-DIR_RULE = "created if missing; its parent folder must exist"
 
 
 def command(name: str, help_text: str):
@@ -121,12 +117,80 @@ class _Offline(argparse.Action):
 
 
 def data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-root", metavar="DIR", help="the only folder searched for raw dataset files (default: "
-                   "$BENCH_DATA_ROOT, else the user cache, then the bundled copies, then the stock download)")
-    net = p.add_mutually_exclusive_group()
-    net.add_argument("--download", action="store_true", help="download missing raw files into the user cache even "
-                     "with --data-root, $BENCH_DATA_ROOT or $BENCH_OFFLINE set (needs network)")
-    net.add_argument("--offline", action=_Offline, help="never download a dataset (the same as BENCH_OFFLINE=1)")
+    """``--data-root`` and ``--download`` (the run request's fields), and ``--offline`` beside ``--download``."""
+    from bench.request import RunSpec
+
+    request_args(p, RunSpec, only=("data_root", "download"))
+
+
+def request_args(p: argparse.ArgumentParser, cls: type, *, only: tuple[str, ...] | None = None,
+                 skip: tuple[str, ...] = (), flags: dict[str, tuple[str, ...]] | None = None,
+                 helps: dict[str, str] | None = None, required: dict[str, bool] | None = None) -> None:
+    """Add the flags of a request type's fields (:func:`bench.request.flat_fields`: a field's type, default, help,
+    choices and list syntax are declared once, where the field is): every field the command line sets, or those in
+    ``only``, less ``skip``; ``flags``, ``helps`` and ``required`` change one command's variant of a field (``bench
+    attack``'s ``--attack/-a``). ``--offline`` joins ``--download``'s group."""
+    import typing
+
+    from bench.request import flat_fields
+
+    groups: dict[str, Any] = {}
+    hints = _hints(cls)
+    for f in flat_fields(cls):
+        if not f.meta("cli") or f.name in skip or (only is not None and f.name not in only):
+            continue
+        strings = (flags or {}).get(f.name) or (f.meta("flags") if not f.single or f.name == "method" else None) \
+            or ("--" + f.name.replace("_", "-"),)
+        text = (helps or {}).get(f.name, f.help)
+        group = f.meta("group")
+        target = p
+        if group:
+            target = groups.get(group) or groups.setdefault(group, p.add_mutually_exclusive_group())
+        kw: dict[str, Any] = {"dest": f.name, "help": text}
+        if f.meta("negate"):
+            target.add_argument(f.meta("negate"), action="store_false", default=True, **kw)
+            continue
+        default = f.default
+        if default is False and not f.meta("many"):
+            target.add_argument(*strings, action="store_true", **kw)
+            if group == "network":
+                target.add_argument("--offline", action=_Offline, help="never download a dataset (the same as "
+                                                                        "BENCH_OFFLINE=1)")
+            continue
+        if f.meta("metavar"):
+            kw["metavar"] = f.meta("metavar")
+        if f.meta("choices"):
+            kw["choices"] = list(f.meta("choices"))
+        kw["required"] = (required or {}).get(f.name, f.required)
+        tp = hints.get(f.field.name)
+        args = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
+        base = args[0]
+        if f.meta("many") and not f.single:
+            item = f.meta("parse") or (int if typing.get_args(base) == (int,) else str)
+            list_arg(target, *strings, item=item, commas=f.meta("commas"),
+                     default=None if default is dataclasses.MISSING else default, **kw)
+            continue
+        if f.single:
+            base = typing.get_args(base)[0] if typing.get_args(base) else str
+        parse = f.meta("parse") or {float: _float, int: int}.get(base)
+        if parse is not None:
+            kw["type"] = parse
+        target.add_argument(*strings, default=None if default is dataclasses.MISSING else default, **kw)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    import typing
+
+    from bench.request import RunSpec
+
+    return {**typing.get_type_hints(RunSpec), **typing.get_type_hints(cls)}
+
+
+def request_kwargs(cls: type, args: argparse.Namespace) -> dict[str, Any]:
+    """The flat arguments of ``cls`` that a command line parsed (:func:`bench.request.build` takes them)."""
+    from bench.request import flat_fields
+
+    return {f.name: getattr(args, f.name) for f in flat_fields(cls) if hasattr(args, f.name)}
 
 
 #: the thread count a job runs with unless told: one. The suite's models are small (a full-batch GCN on Cora, a
@@ -144,82 +208,11 @@ def threads_arg(p: argparse.ArgumentParser, help_text: str = "torch and numba th
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N", help=help_text)
 
 
-def accountant_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--accountant", metavar="NAME",
-                   help="the accountant that calibrates the noise and reports epsilon: tight (default), rdp, "
-                        "rdp/standard, pld, or a registered one (`bench accountants list`, a plugin's) once it passes "
-                        "the conformance suite on its whole corpus")
-
-
-def noise_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--secure-noise", action="store_true",
-                   help="draw the DP noise from OS entropy, never logged, so the run's record cannot regenerate "
-                        "its noise (default: reproducible from the seed; the run logs which mode it used)")
-
-
-def target_args(p: argparse.ArgumentParser, output_help: str = "also write the results as JSON",
-                recorded: bool = False) -> None:
-    """What picks the trained targets: methods, dataset, split, budget, seeds, overrides, device, output.
-    ``recorded``: ``--run RUN_ID`` may name recorded runs instead of ``--method``/``--dataset`` (``bench attack``)."""
-    list_arg(p, "--method", "-m", required=not recorded, metavar="M",
-             help="method name(s), space- or comma-separated or repeated (see `bench list methods`)")
-    p.add_argument("--dataset", "-d", required=not recorded,
-                   help="dataset name, e.g. cora, computers, csbm:nodes=5000")
-    if recorded:
-        list_arg(p, "--run", dest="runs", default=[], metavar="RUN_ID",
-                       help="attack the released model a tracked run logged (its MLflow artefact release/, checked "
-                            "against the run's recorded posteriors) instead of training: no --method/--dataset")
-    p.add_argument("--split", "-s", help="split name (default: public for Planetoid, ogb for ogbn-*, else random-75-10-15)")
-    p.add_argument("--epsilon", "-e", type=_float, help="target epsilon for private methods ('inf' = no noise)")
-    p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
-    list_arg(p, "--seeds", item=int, default=[0], metavar="SEED", help="seeds, e.g. 0 1 2 or 0,1,2 (default: 0)")
-    list_arg(p, "--set", dest="overrides", commas=False, default=[], metavar="KEY=VALUE",
-             help="hyperparameter override(s); 'method.key=value' targets one method (space-separated or repeated)")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
-    p.add_argument("--output", "-o", metavar="FILE", help=f"{output_help} (atomically; {FILE_RULE})")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    accountant_arg(p)
-    noise_args(p)
-    threads_arg(p)
-
-
-def attack_args(p: argparse.ArgumentParser, required: bool) -> None:
-    """``--attack``/``--attacks`` and the attack options (``bench attack``, ``bench run --attacks``)."""
-    names = "threshold, shadow, lira, privgnn-attack1, privgnn-attack2, link-stealing, linkteller, or all"
-    if required:
-        list_arg(p, "--attack", "-a", dest="attacks", required=True, metavar="A",
-                 help=f"attack name(s), space- or comma-separated or repeated ({names}; see `bench list attacks`)")
-    else:
-        list_arg(p, "--attacks", dest="attacks", default=[], metavar="A",
-                 help=f"also run these membership-inference attacks on every trained model ({names})")
-    list_arg(p, "--attack-set", dest="attack_overrides", commas=False, default=[], metavar="KEY=VALUE",
-             help="attack option(s), e.g. references=4 or lira.references=4 (space-separated or repeated); "
-                  "see `bench list ATTACK`")
-    p.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP,
-                   help="bootstrap resamples for the 95%% intervals (default: %(default)s; 0 = none)")
-    p.add_argument("--plot-dir", metavar="DIR", help=f"also save every ROC plot as a PNG in DIR ({DIR_RULE})")
-
-
-def tracking_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--experiment", default=DEFAULT_EXPERIMENT, help="MLflow experiment name (default: %(default)s)")
-    p.add_argument("--no-track", action="store_true", help="do not log to MLflow")
-
-
 def job_args(p: argparse.ArgumentParser, handler: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
-    """The tail every command that trains shares: where the data is, where runs are logged, and its handler."""
-    data_args(p)
-    tracking_args(p)
+    """The tail every command that trains shares: ``--threads`` and its handler."""
+    threads_arg(p)
     p.set_defaults(func=handler)
     return p
-
-
-def target_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The :func:`bench.api.run` arguments of what ``target_args``, ``data_args`` and ``tracking_args`` parsed."""
-    return dict(methods=args.method, dataset=args.dataset, split=args.split, seeds=args.seeds, epsilon=args.epsilon,
-                delta=args.delta, overrides=args.overrides, device=args.device, data_root=args.data_root,
-                download=args.download, experiment=args.experiment, track=not args.no_track,
-                progress=not args.no_progress, secure_noise=args.secure_noise, threads=args.threads, log=stderr,
-                accountant=args.accountant)
 
 
 def check_common(args: argparse.Namespace) -> None:

@@ -1,7 +1,7 @@
 """One resolved plan per job: a request read once, frozen, and executed without being read again.
 
-A request (:class:`RunSpec` for ``bench run``/``bench attack``, :class:`AuditSpec`, :class:`VerifySpec`; the
-commands, :mod:`bench.api` and the sweep's cells all build one) is resolved here, in one pass, into a frozen plan:
+A request (:mod:`bench.request`: :class:`RunSpec` for ``bench run``/``bench attack``, :class:`AuditSpec`,
+:class:`VerifySpec`; the commands, :mod:`bench.api` and the sweep's cells all build one) is resolved here, in one pass, into a frozen plan:
 the dataset named canonically and loaded, the split checked against it, the budget and delta rule, each method's
 hyperparameters with their source (``configs/hparams*.yaml`` under ``--set``), the attacks, the device and the
 tracking. :func:`plan_run`, :func:`plan_audit` and :func:`plan_verify` are the validation: bad input is a
@@ -24,155 +24,11 @@ from bench import DEFAULT_EXPERIMENT
 from bench.datasets import GraphDataset, load_dataset
 from bench.memory import check_model_fits
 from bench.options import field_names, scoped_overrides
-from bench.request import check_request
+from bench.request import AUDIT_MODES, AuditSpec, RunSpec, VerifySpec, check_request
 from bench.splits import make_task
 from methods.base import (Budget, BudgetError, ConfigError, Method, Task, available_methods, config_dict,
                           default_delta, get_method, stable_hash)
 from methods.device import resolve_device
-
-AUDIT_MODES = ("one-run", "multi-run", "pooled")
-
-
-# --------------------------------------------------------------------------------------
-# Requests: plain data, as the commands, bench.api and the sweep give them
-# --------------------------------------------------------------------------------------
-
-
-@dataclass
-class RunSpec:
-    methods: list[str]
-    dataset: str
-    split: str | None = None
-    seeds: list[int] = field(default_factory=lambda: [0])
-    epsilon: float | None = None
-    delta: float | None = None
-    overrides: list[str] = field(default_factory=list)  # "key=value" or "method.key=value"
-    device: str = "auto"
-    data_root: str | None = None
-    download: bool = False
-    experiment: str = DEFAULT_EXPERIMENT
-    track: bool = True
-    progress: bool = True
-    # membership-inference attacks on every trained model (bench.attack): names, "key=value" options,
-    # bootstrap resamples for their intervals, an optional folder for ROC plots
-    attacks: list[str] = field(default_factory=list)
-    attack_overrides: list[str] = field(default_factory=list)
-    bootstrap: int = 1000
-    plot_dir: str | None = None
-    # extra MLflow tags on every run (bench.sweep marks its cells and their owner process with them)
-    tags: dict[str, str] = field(default_factory=dict)
-    # the DP noise from OS entropy, never logged (methods.streams); default: reproducible from the seed
-    secure_noise: bool = False
-    # keep the diagnostics (numbers no ledger covers) in results and --output (they are always in MLflow)
-    diagnostics: bool = False
-    # use the checked-in hyperparameters of configs/hparams.yaml for a method and dataset (bench.hparams)
-    hparams: bool = True
-    # log the released model (bench.release: weights, cached noisy aggregates, a released graph, and the served
-    # model) as the run's artefact ``release/``, which attacks and audits of the recorded run load
-    log_release: bool = True
-    # the accountant that calibrates and reports: a run accountant (methods.privacy.accountant) or one of the
-    # registry (methods.privacy.registry) that the conformance suite admits (bench.conformance.check.admit);
-    # None: methods.privacy.accountant.DEFAULT_ACCOUNTANT
-    accountant: str | None = None
-
-
-@dataclass
-class AuditSpec:
-    #: the target the audit trains: one method (``run.methods``), its data, budget, overrides, device and tracking,
-    #: at the audit's seed (``run.seeds``: one; the split, canaries, inclusion bits and training seeds)
-    run: RunSpec
-    mode: str = "one-run"  # one-run (Steinke et al. 2023) or multi-run (Clopper-Pearson over T models per world)
-    trials: int = 50  # multi-run: models per world
-    canaries: int = 200  # one-run: canaries m
-    confidence: float = 0.95
-    hops: int | None = None  # receptive field the canaries are made hop-disjoint for (None: 2; pooled: 0)
-    #: anchor edges per canary node (None: 1; pooled: the worst-case design's fresh anchors,
-    #: audits.pooled.worst_case_design, which a given value replaces)
-    canary_degree: int | None = None
-    canary_scale: float = 3.0  # canary feature norm / median row norm
-    canary_pattern: str = "dedicated"  # dedicated | random
-    canary_type: str = "input"  # input (black box) | gradient (white box, DP-SGD methods)
-    fresh_anchors: bool = False  # new zero-row anchor nodes per canary instead of existing training nodes
-    #: pooled: runs fitted in this many processes at once, one torch thread each (the same results); None: one
-    #: per core up to the runs (:func:`pooled_workers`); other modes fit in this process
-    workers: int | None = None
-
-    @property
-    def seed(self) -> int:
-        """The audit's seed: its run's one seed."""
-        return self.run.seeds[0]
-
-    def validate(self) -> None:
-        if len(self.run.methods) != 1 or len(self.run.seeds) != 1:
-            raise ConfigError("an audit trains one method at one seed")
-        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int)
-                                         or self.workers < 1):
-            raise ConfigError(f"--workers must be a positive integer (got {self.workers!r})")
-        if self.workers not in (None, 1) and self.mode != "pooled":
-            raise ConfigError("--workers needs --level mechanism or the pooled white-box mode")
-        if self.mode not in AUDIT_MODES:
-            raise ConfigError(f"unknown audit mode {self.mode!r} (choose {', '.join(AUDIT_MODES)})")
-        if self.mode == "multi-run" and self.trials < 2:
-            raise ConfigError(f"--trials must be >= 2 (got {self.trials})")
-        if self.mode == "pooled":
-            if self.canary_type != "gradient":
-                raise ConfigError("--mode pooled needs white-box gradient canaries (--level whitebox)")
-            if self.trials < 1:
-                raise ConfigError(f"--trials (runs) must be >= 1 (got {self.trials})")
-            if self.canaries < 4:
-                raise ConfigError(f"--canaries must be >= 4 (got {self.canaries})")
-        if self.mode == "one-run" and self.canaries < 2:
-            raise ConfigError(f"--canaries must be >= 2 (got {self.canaries})")
-        if not 0 < self.confidence < 1:
-            raise ConfigError(f"--confidence must be in (0, 1) (got {self.confidence})")
-        if (self.hops is not None and self.hops < 0) or (self.canary_degree is not None and self.canary_degree < 0):
-            raise ConfigError("--hops and --canary-degree must be >= 0")
-        if self.mode == "pooled":
-            # the pooled design (audits.pooled.worst_case_design) acts on the anchors and refuses what it cannot do
-            if self.hops not in (None, 0):
-                raise ConfigError("--hops: the pooled white-box design keeps every canary isolated, with fresh anchors "
-                                  "of its own (leave --hops out)")
-            if self.canary_pattern != "dedicated":
-                raise ConfigError("--canary-pattern: the pooled white-box design needs dedicated canary columns")
-            if self.fresh_anchors and self.canary_degree == 0:
-                raise ConfigError("--fresh-anchors with --canary-degree 0: no anchor to make")
-        if not self.canary_scale > 0:
-            raise ConfigError(f"--canary-scale must be > 0 (got {self.canary_scale})")
-        if self.seed < 0:
-            raise ConfigError(f"--seed must be >= 0 (got {self.seed})")
-
-    def run_spec(self) -> RunSpec:
-        """The run this audit trains: its one method (name stripped) at its seed."""
-        return dataclasses.replace(self.run, methods=[self.run.methods[0].strip()])
-
-
-@dataclass
-class VerifySpec:
-    #: the target the battery fits: one method (``run.methods``), its data, budget, seeds (each a base fit and its
-    #: checks), overrides, device and tracking
-    run: RunSpec
-    quick: bool = False
-    canaries: int | None = None
-    trials: int = 0
-    confidence: float = 0.95
-    checks: list[str] | None = None
-    inference_tries: int | None = None  # units the private-inference check changes (default 6; quick 3)
-
-    def config(self, device: Any):
-        from audits.verify import CHECKS, VerifyConfig
-
-        cfg = VerifyConfig(seeds=tuple(int(s) for s in self.run.seeds), quick=self.quick, confidence=self.confidence,
-                           canaries=self.canaries, trials=self.trials, checks=tuple(self.checks or CHECKS),
-                           device=device, progress=self.run.progress, inference_tries=self.inference_tries)
-        cfg.validate()
-        return cfg
-
-    def run_spec(self) -> RunSpec:
-        """The run the battery fits: its one method (name stripped) at its seeds."""
-        if len(self.run.methods) != 1:
-            raise ConfigError("a verification checks one method")
-        return dataclasses.replace(self.run, methods=[self.run.methods[0].strip()])
-
 
 # --------------------------------------------------------------------------------------
 # Budgets
@@ -456,9 +312,8 @@ def plan_audit(spec: AuditSpec) -> AuditPlan:
     from audits.canaries import CanaryConfig, make_canaries
     from audits.runner import MIN_CANARIES, check_canary_type
 
-    spec.validate()
     seed = spec.seed
-    run = plan_run(spec.run_spec())
+    run = plan_run(spec.run)
     mp = run.methods[0]
     if spec.mode == "pooled":  # fresh anchors only; a given degree is an explicit request (worst_case_design)
         canary = CanaryConfig(hops=0, degree=spec.canary_degree or 0, scale=spec.canary_scale,
@@ -527,13 +382,18 @@ class VerifyPlan:
 
 def plan_verify(spec: VerifySpec) -> VerifyPlan:
     """Validate a verification request like a run's, plus the battery's options."""
-    named = available_methods().get(spec.run.methods[0].strip()) if len(spec.run.methods) == 1 else None
+    from audits.verify import CHECKS, VerifyConfig
+
+    named = available_methods().get(spec.run.methods[0])
     epsilon = spec.run.epsilon
     if named is not None and named.privacy_unit != "none" and (epsilon is None or not math.isfinite(epsilon)):
         raise ConfigError(f"bench verify checks a privacy claim: give a finite --epsilon/-e ({named.name} is "
                           f"{named.privacy_unit}-level private)")
-    run = plan_run(spec.run_spec())
-    cfg = spec.config(run.device)
+    run = plan_run(spec.run)
+    cfg = VerifyConfig(seeds=tuple(run.seeds), quick=spec.quick, confidence=spec.confidence, canaries=spec.canaries,
+                       trials=spec.trials, checks=tuple(spec.checks or CHECKS), device=run.device,
+                       progress=run.tracking.progress, inference_tries=spec.inference_tries)
+    cfg.validate()
     task = run.task(int(run.seeds[0]))
     method = run.methods[0].build()
     # "-e inf" for a non-private method is what it claims: the same as no --epsilon

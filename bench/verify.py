@@ -17,7 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from bench.plan import VerifyPlan, VerifySpec, plan_verify
+from bench.plan import VerifyPlan, plan_verify
+from bench.request import VerifySpec
 
 
 @dataclass

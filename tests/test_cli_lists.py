@@ -106,7 +106,7 @@ def test_every_list_option_takes_the_one_syntax(path, flag, action):
     ("run -m mlp -d cora --seeds 0,1", "seeds", [0, 1]),
     ("run -m mlp -d cora --seeds 0 1", "seeds", [0, 1]),
     ("run -m mlp -d cora --seeds 0,1 2 --seeds 3", "seeds", [0, 1, 2, 3]),
-    ("run -m mlp,gcn sage -d cora", "method", ["mlp", "gcn", "sage"]),
+    ("run -m mlp,gcn sage -d cora", "methods", ["mlp", "gcn", "sage"]),
     ("verify -m dp-mlp -d cora -e 1 --seeds 0,1", "seeds", [0, 1]),
     ("attack -m mlp -d cora -a threshold,lira shadow", "attacks", ["threshold", "lira", "shadow"]),
     ("perf fit --datasets csbm:nodes=500,classes=3,cora", "datasets", ["csbm:nodes=500,classes=3", "cora"]),

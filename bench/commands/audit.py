@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.cliargs import (COMMANDS, FILE_RULE, _float, accountant_arg, check_common, command, fmt_eps, job_args,
-                           list_arg, stderr, threads_arg)
+from bench.cliargs import (COMMANDS, FILE_RULE, check_common, command, fmt_eps, job_args, list_arg, request_args,
+                           request_kwargs, stderr)
+from bench.request import AuditSpec, build
 
 VIOLATION_EXIT = 3
 
@@ -22,75 +23,19 @@ def _audit_parser(sub) -> argparse.ArgumentParser:
                        description="Train the method on neighbouring datasets with canaries (black box: fit and "
                                    "predict_proba only), turn membership guesses into an epsilon lower bound, and "
                                    "compare it with the claimed (ledger) epsilon. Exit 3 on VIOLATION.")
-    p.add_argument("--level", choices=LEVELS, default=None,
-                   help="blackbox: canaries in the data, the released model only (the default); whitebox: gradient "
-                        "canaries in every DP-SGD step, all steps observed (--canary-type gradient; default mode "
-                        "pooled: worst-case signed canaries, each an independent trial); mechanism: one release of each "
-                        "mechanism through the methods' code on a worst-case pair, many trials, no training "
-                        "(--mechanism, --epsilon, --trials, --mutation; no --method or --dataset)")
-    p.add_argument("--method", "-m", help="method name (plugins via `bench --plugin FILE audit ...`); "
-                                          "required unless --level mechanism")
-    p.add_argument("--dataset", "-d", help="dataset name, e.g. csbm:nodes=2000,features=32 or cora; "
-                                           "required unless --level mechanism")
+    # --level mechanism is another job (bench.api.audit_mechanisms): --method and --dataset are checked after parsing
+    request_args(p, AuditSpec, required={"method": False, "dataset": False})
     list_arg(p, "--mechanism", metavar="NAME",
-                   help="--level mechanism: which (default: every registered kind, audits/mechanisms/; the papers' "
-                        "relations audited on input graphs, nap-node-cutoff-input and dpgnn-in-edges-input, are known "
-                        "violations: reported, not counted in the exit status)")
+             help="--level mechanism: which (default: every registered kind, audits/mechanisms/; the papers' "
+                  "relations audited on input graphs, nap-node-cutoff-input and dpgnn-in-edges-input, are known "
+                  "violations: reported, not counted in the exit status)")
     list_arg(p, "--mutation", commas=False, default=[], metavar="KEY=FACTOR",
-                   help="--level mechanism: run the code with noise 1/FACTOR (noise=1.25), a FACTOR-times "
-                        "sensitivity (sensitivity=1.5) or sampling rate (rate=2) against the unchanged claim "
-                        "(repeatable)")
-    p.add_argument("--split", "-s", help="split name (default as in bench run)")
-    p.add_argument("--epsilon", "-e", type=_float, help="target epsilon ('inf' for non-private methods)")
-    p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
-    p.add_argument("--mode", choices=["one-run", "multi-run", "pooled"], default=None,
-                   help="one-run: m canaries in one training run (Steinke et al. 2023); multi-run: T models with and "
-                        "T without one canary, Clopper-Pearson; pooled (white box only): R runs of m gradient "
-                        "canaries, every canary an independent trial, Clopper-Pearson and GDP bounds (default: "
-                        "pooled with --level whitebox, else one-run)")
-    p.add_argument("--trials", type=int, default=None,
-                   help="multi-run: models per world (default: 50); pooled: runs (default: 8); --level mechanism: "
-                        "trials per world in each of the selection and evaluation halves (default: 400000; nap-edge "
-                        "2000000; dpgnn-step 200000; pate-votes 4000000; edgerand-count 25000; privgnn-posterior "
-                        "1000000)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="--level mechanism: audits run in this many processes (default: 1); pooled white-box "
-                        "audits: runs fitted in this many processes (default: one per core, at most one per run); "
-                        "one torch thread each, the same results")
-    p.add_argument("--canaries", type=int, default=None,
-                   help="one-run: number of canaries m (default: 200); pooled: canaries per run (default: 1000)")
-    p.add_argument("--confidence", type=_float, default=0.95, help="confidence of the bound (default: %(default)s)")
-    p.add_argument("--hops", type=int, default=None,
-                   help="receptive field the canaries are made hop-disjoint for (0 = anchors only distinct; "
-                        "default: 2; refused by the pooled white-box design, whose canaries are isolated)")
-    p.add_argument("--canary-degree", type=int, default=None,
-                   help="anchor edges per canary node (node/feature units; default: 1; pooled white box: its fresh "
-                        "anchors, default the worst-case design's: the declared max_degree, 3 without one)")
-    p.add_argument("--canary-scale", type=_float, default=3.0,
-                   help="canary feature norm / median row norm (default: %(default)s)")
-    p.add_argument("--canary-pattern", choices=["dedicated", "random"], default="dedicated",
-                   help="canary rows: one extra feature column each, or random +-1 rows (default: %(default)s)")
-    p.add_argument("--canary-type", choices=["input", "gradient"], default="input",
-                   help="input: black box, score = the released model's confidence on the canary's label; "
-                        "gradient: white box for DP-SGD methods on raw features (dp-mlp, drw*, dpgnn*), the canary's "
-                        "examples get a clipped gradient on a coordinate of their own and the score is the sum of "
-                        "the released noisy gradients there (default: %(default)s)")
-    p.add_argument("--fresh-anchors", action="store_true",
-                   help="anchor each canary to new zero-row training nodes of its own instead of existing ones "
-                        "(the pooled white-box design always does)")
-    p.add_argument("--seed", type=int, default=0, help="audit seed: split, canaries, inclusion bits, training seeds")
-    list_arg(p, "--set", dest="overrides", commas=False, default=[], metavar="KEY=VALUE",
-             help="method hyperparameter override(s) (space-separated or repeated)")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
+             help="--level mechanism: run the code with noise 1/FACTOR (noise=1.25), a FACTOR-times sensitivity "
+                  "(sensitivity=1.5) or sampling rate (rate=2) against the unchanged claim (repeatable)")
     p.add_argument("--output", "-o", metavar="FILE", help=f"also write the result as JSON (atomically; {FILE_RULE})")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    accountant_arg(p)
-    threads_arg(p)
     return job_args(p, cmd_audit)
 
 
-LEVELS = ("blackbox", "whitebox", "mechanism")
-POOLED_RUNS, POOLED_CANARIES = 8, 1000
 MECHANISM_EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
 
@@ -122,7 +67,7 @@ def cmd_mechanism_audit(args: argparse.Namespace) -> int:
     epsilons = MECHANISM_EPSILONS if args.epsilon is None else (args.epsilon,)
     results = api.audit_mechanisms(args.mechanism, epsilons, delta=1e-5 if args.delta is None else args.delta,
                                    trials=args.trials, seed=args.seed, mutation=_mutation(args.mutation),
-                                   confidence=args.confidence, progress=not args.no_progress,
+                                   confidence=args.confidence, progress=args.progress,
                                    workers=1 if args.workers is None else args.workers)
     print(f"{'mechanism':14s} {'claim':>6s} {'ledger':>7s} {'pair':>7s}"
           + f" {'lb CP':>7s} {'/claim':>6s} {'/ledger':>7s} {'lb f-DP':>7s} {'/claim':>6s} {'/ledger':>7s}"
@@ -174,39 +119,21 @@ def cmd_audit(args: argparse.Namespace) -> int:
     for flag in ("method", "dataset"):
         if getattr(args, flag) is None:
             raise ConfigError(f"--{flag} is required (unless --level mechanism)")
-    if args.level is not None:
-        wanted = "gradient" if args.level == "whitebox" else "input"
-        if args.canary_type != "input" and args.canary_type != wanted:
-            raise ConfigError(f"--level {args.level} contradicts --canary-type {args.canary_type}")
-        args.canary_type = wanted
-    if args.mode is None:
-        args.mode = "pooled" if args.level == "whitebox" else "one-run"
-    if args.mode == "pooled" and args.canary_type != "gradient":
-        raise ConfigError("--mode pooled needs white-box gradient canaries (--level whitebox)")
-    trials = args.trials if args.trials is not None else POOLED_RUNS if args.mode == "pooled" else 50
-    canaries = args.canaries if args.canaries is not None else POOLED_CANARIES if args.mode == "pooled" else 200
-    # a negative --seed is left to the audit's own check, which names the option
-    check_cli_request(args.method, args.dataset, args.split, [max(args.seed, 0)], args.epsilon, args.delta)
+    spec = build(AuditSpec, **request_kwargs(AuditSpec, args))  # the audit's defaults and rules
+    t = spec.run
+    check_cli_request(t.methods, t.dataset, t.split, t.seeds, t.epsilon, t.delta)
     check_output_file(args.output)
     from bench import api  # the harness: torch and PyG
 
-    out = api.audit(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
-                    mode=args.mode, trials=trials, canaries=canaries,
-                    confidence=args.confidence,
-                    hops=args.hops, canary_degree=args.canary_degree, canary_scale=args.canary_scale,
-                    canary_pattern=args.canary_pattern, canary_type=args.canary_type,
-                    fresh_anchors=args.fresh_anchors, seed=args.seed,
-                    overrides=args.overrides, device=args.device, data_root=args.data_root, download=args.download,
-                    experiment=args.experiment, track=not args.no_track, progress=not args.no_progress,
-                    threads=args.threads, log=stderr, workers=args.workers, accountant=args.accountant)
+    out = api.audit(spec, threads=args.threads, log=stderr)
     r, budget = out.result, out.budget
     print(f"method          {out.method} ({out.privacy_unit}-level)")
-    print(f"mode            {args.mode} ({r.trials} model(s), {r.canaries} canary(ies)"
-          f"{' per model' if args.mode == 'pooled' else ''}, "
-          f"{'white-box gradient' if args.canary_type == 'gradient' else 'black-box input'} canaries)")
+    print(f"mode            {spec.mode} ({r.trials} model(s), {r.canaries} canary(ies)"
+          f"{' per model' if spec.mode == 'pooled' else ''}, "
+          f"{'white-box gradient' if spec.canary_type == 'gradient' else 'black-box input'} canaries)")
     print(f"target epsilon  {fmt_eps(budget.epsilon)}  delta {budget.delta:.3g}")
     print(f"claimed epsilon {fmt_eps(r.claimed_epsilon)}  (max over trained models of the ledger's epsilon)")
-    if args.mode == "pooled" and r.trials:
+    if spec.mode == "pooled" and r.trials:
         b = r.details["bound"]
         print(f"pair epsilon    {r.details['pair_epsilon']:.4g}  (exact epsilon of the pair the runs realised: the "
               f"most any audit of this design can show; above the claim it is a VIOLATION, decided at the observed "

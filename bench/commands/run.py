@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cliargs import COMMANDS, attack_args, check_common, command, job_args, target_args, target_kwargs
+from bench.cliargs import (COMMANDS, FILE_RULE, check_common, command, job_args, list_arg, request_args,
+                           request_kwargs, stderr)
+from bench.request import ATTACK_NAMES, RunSpec
+
+
+def _output_arg(p: argparse.ArgumentParser, text: str) -> None:
+    p.add_argument("--output", "-o", metavar="FILE", help=f"{text} (atomically; {FILE_RULE})")
 
 
 @command("run", "train and evaluate methods on a dataset split; tracked in MLflow")
 def _run_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("run", help=COMMANDS["run"][1], description="Train, evaluate and log one run per method and seed.")
-    target_args(p)
-    p.add_argument("--diagnostics", action="store_true",
-                   help="also put the diagnostics (training loss, accuracy on private labels, exact counts: not "
-                        "private, not released) into --output; MLflow always has them under diagnostic.*")
-    attack_args(p, required=False)
+    request_args(p, RunSpec)
+    _output_arg(p, "also write the results as JSON")
     return job_args(p, cmd_run)
 
 
@@ -25,8 +28,14 @@ def _attack_parser(sub) -> argparse.ArgumentParser:
                        description="Train each method (one run per seed, as `bench run`), then attack it; or, with "
                                    "--run, attack the released model a recorded run logged. Each attack is an MLflow "
                                    "child run of its target run with its metrics and ROC plot.")
-    target_args(p, output_help="also write targets and attack results as JSON", recorded=True)
-    attack_args(p, required=True)
+    request_args(p, RunSpec, skip=("diagnostics",), required={"methods": False, "dataset": False, "attacks": True},
+                 flags={"attacks": ("--attack", "-a")},
+                 helps={"attacks": f"attack name(s), space- or comma-separated or repeated ({ATTACK_NAMES}; see "
+                                   "`bench list attacks`)"})
+    list_arg(p, "--run", dest="runs", default=[], metavar="RUN_ID",
+             help="attack the released model a tracked run logged (its MLflow artefact release/, checked against the "
+                  "run's recorded posteriors) instead of training: no --method/--dataset")
+    _output_arg(p, "also write targets and attack results as JSON")
     return job_args(p, cmd_run)
 
 
@@ -36,7 +45,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from methods.errors import ConfigError
 
     check_common(args)
-    check_cli_request(args.method, args.dataset, args.split, args.seeds, args.epsilon, args.delta)
+    check_cli_request(args.methods, args.dataset, args.split, args.seeds, args.epsilon, args.delta)
     check_output_file(args.output)
     if args.plot_dir and not args.attacks:
         raise ConfigError("--plot-dir saves the attacks' ROC plots: give --attacks too")
@@ -45,9 +54,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from bench import api  # the harness: torch and PyG
 
     if args.command == "attack" and runs:
-        if args.method or args.dataset:
+        if args.methods or args.dataset:
             raise ConfigError("--run attacks recorded runs: give it without --method/--dataset")
-        if args.no_track:
+        if not args.track:
             raise ConfigError("--run attacks a tracked run: --no-track does not apply")
         if args.accountant:
             raise ConfigError("--run attacks a tracked run, which spends its own recorded accountant: --accountant "
@@ -55,24 +64,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         results = api.attack_recorded(runs, args.attacks, attack_overrides=args.attack_overrides,
                                       bootstrap=args.bootstrap, plot_dir=args.plot_dir, device=args.device,
                                       data_root=args.data_root, experiment=args.experiment,
-                                      progress=not args.no_progress)
+                                      progress=args.progress)
         from bench.run import tracked_runs
 
         print("\n\n".join([api.attack_table(results), tracked_runs(results, args.experiment)]))
         if args.output:
             write_json_atomic(args.output, [r.to_dict() for r in results])
         return 0
-    if args.command == "attack" and not (args.method and args.dataset):
+    if args.command == "attack" and not (args.methods and args.dataset):
         raise ConfigError("give --method and --dataset (train, then attack) or --run RUN_ID (a recorded run)")
-    job = api.attack if args.command == "attack" else api.run
     diagnostics = getattr(args, "diagnostics", False)
-    results = job(attacks=args.attacks, attack_overrides=args.attack_overrides, bootstrap=args.bootstrap,
-                  plot_dir=args.plot_dir, diagnostics=diagnostics, **target_kwargs(args))
+    job = api.attack if args.command == "attack" else api.run
+    results = job(threads=args.threads, log=stderr, **request_kwargs(RunSpec, args))
     tables = ([api.results_table(results)] if args.command == "run" else []) + \
              ([api.attack_table(results)] if args.attacks else [])
     from bench.run import tracked_runs
 
-    tables.append(tracked_runs(results, args.experiment, track=not args.no_track))
+    tables.append(tracked_runs(results, args.experiment, track=args.track))
     print("\n\n".join(tables))
     if args.output:
         write_json_atomic(args.output, [r.to_dict(diagnostics=diagnostics) for r in results])

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cliargs import (COMMANDS, FILE_RULE, _float, accountant_arg, check_common, command, job_args, list_arg,
-                           stderr, threads_arg)
+from bench.cliargs import COMMANDS, FILE_RULE, check_common, command, job_args, request_args, request_kwargs, stderr
+from bench.request import VerifySpec, build
 
 VIOLATION_EXIT, INCONCLUSIVE_EXIT = 3, 4
 
@@ -25,30 +25,8 @@ def _verify_parser(sub) -> argparse.ArgumentParser:
                                    "method's unit; Bonferroni over the statistical checks. Exit 0 on PASS or NOT APPLICABLE "
                                    "(a non-private method), 3 on VIOLATION, 4 on INCONCLUSIVE (a check that applies "
                                    "to the method did not run).")
-    p.add_argument("--method", "-m", required=True, help="method name (plugins via `bench --plugin FILE verify ...`)")
-    p.add_argument("--dataset", "-d", required=True, help="dataset name, e.g. cora or csbm:nodes=2000,features=32")
-    p.add_argument("--split", "-s", help="split name (default as in bench run)")
-    p.add_argument("--epsilon", "-e", type=_float,
-                   help="target epsilon (finite; required for a private method, left out for a non-private one)")
-    p.add_argument("--delta", type=_float, help="target delta (default: the largest power of ten below 1/#units)")
-    list_arg(p, "--seeds", item=int, default=[0], metavar="SEED",
-                   help="seeds: the battery runs once per seed, the error budget shared by all (default: 0)")
-    p.add_argument("--quick", action="store_true", help="fewer canaries (100) and inference probes: a few minutes")
-    p.add_argument("--canaries", type=int, help="canaries of the one-run audits (default 200; --quick 100)")
-    p.add_argument("--inference-tries", type=int, metavar="N",
-                   help="units the private-inference check changes, one refit each (default 6; --quick 3)")
-    p.add_argument("--trials", type=int, default=0,
-                   help="also a multi-run audit with this many models per world (default 0: none)")
-    p.add_argument("--confidence", type=_float, default=0.95,
-                   help="family-wise: a correct method fails with probability <= 1 - this (default: %(default)s)")
-    list_arg(p, "--checks", metavar="CHECK", help="a subset of the checks (default: all that apply)")
-    list_arg(p, "--set", dest="overrides", commas=False, default=[], metavar="KEY=VALUE",
-             help="method hyperparameter override(s) (space-separated or repeated)")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default: auto)")
+    request_args(p, VerifySpec)
     p.add_argument("--output", "-o", metavar="FILE", help=f"also write the report as JSON (atomically; {FILE_RULE})")
-    p.add_argument("--no-progress", action="store_true", help="hide progress lines and bars")
-    accountant_arg(p)
-    threads_arg(p)
     return job_args(p, cmd_verify)
 
 
@@ -58,18 +36,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from bench.request import check_cli_request
 
     check_common(args)
-    check_cli_request(args.method, args.dataset, args.split, args.seeds, args.epsilon, args.delta)
+    spec = build(VerifySpec, **request_kwargs(VerifySpec, args))
+    t = spec.run
+    check_cli_request(t.methods, t.dataset, t.split, t.seeds, t.epsilon, t.delta)
     check_output_file(args.output)
     from bench import api  # the harness: torch and PyG
 
-    checks = args.checks or None
-    out = api.verify(args.method, args.dataset, split=args.split, epsilon=args.epsilon, delta=args.delta,
-                     seeds=args.seeds, quick=args.quick, canaries=args.canaries, trials=args.trials,
-                     confidence=args.confidence, checks=checks, overrides=args.overrides, device=args.device,
-                     data_root=args.data_root, download=args.download, experiment=args.experiment,
-                     track=not args.no_track, progress=not args.no_progress, threads=args.threads,
-                     log=None if args.no_progress else stderr, inference_tries=args.inference_tries,
-                     accountant=args.accountant)
+    out = api.verify(spec, threads=args.threads, log=stderr if t.progress else None)
     rep = out.report
     multi = len(rep.seeds) > 1
     header = ["check"] + (["seed"] if multi else []) + ["statistic", "threshold", "verdict"]
