@@ -39,7 +39,8 @@ from typing import Any, Callable, Iterable, Mapping
 from bench import DEFAULT_EXPERIMENT
 from bench.cliargs import check_threads
 from bench.options import as_items
-from bench.request import AuditSpec, RunSpec, VerifySpec, api_job, names
+from bench.request import (AuditSpec, ReproduceSpec, RunSpec, SweepError, SweepSpec, VerifySpec, api_job,
+                           names)
 
 Overrides = Iterable[str] | Mapping[str, Any] | None
 
@@ -191,13 +192,10 @@ def verify(spec: VerifySpec, *, threads: int | None = None, log: Callable[[str],
         return verify_one(spec, log)
 
 
-def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: str | None = None,
-          executor: str = "inprocess", workers: int = 1, max_retries: int = 1, address: str | None = None,
-          dry_run: bool = False, reclaim_remote: bool = False, threads: int | None = None, progress: bool = False,
-          out: Any = None, export: str | os.PathLike | None = None,
-          teacher_cache: str | os.PathLike | None = None, gpus_per_cell: float = 0) -> dict[str, Any]:
-    """Run a resumable grid: ``config`` is a YAML path, the same mapping as a dict, or a
-    :class:`bench.sweep.SweepConfig`. Cells already FINISHED in ``experiment`` (default: the config's) are not
+@api_job(SweepSpec)
+def sweep(spec: SweepSpec, *, threads: int | None = None, out: Any = None) -> dict[str, Any]:
+    """Run a resumable grid (the arguments: the fields of :class:`bench.request.SweepSpec`): ``config`` is a YAML
+    path, the same mapping as a dict, or a :class:`bench.sweep.SweepConfig`. Cells already FINISHED in ``experiment`` (default: the config's) are not
     run again. Returns the summary: ``results`` (one per cell run now: ``status``, ``run_id``, ``error``),
     ``done_before``, ``skipped``, ``gave_up``, ``reclaimed``, ... Progress lines go to ``out`` (stderr).
     ``export``: a JSON-Lines export (:mod:`bench.records`): its cells count as done, finished cells are appended
@@ -210,35 +208,26 @@ def sweep(config: str | os.PathLike | Mapping[str, Any] | Any, *, experiment: st
     ``gpus_per_cell`` (Ray only): the GPUs each cell's Ray task asks for (fractions share a GPU); Ray makes only
     those visible to the cell (``CUDA_VISIBLE_DEVICES``). ``max_retries`` on Ray also bounds the retries of a cell
     whose worker process or node died (the dead attempt's runs are marked KILLED)."""
-    from bench.sweep import SweepConfig, SweepError, build_config, load_config, run_sweep
+    from bench.sweep import SweepConfig, build_config, load_config, run_sweep
     from bench.sweep.execute import TEACHER_CACHE_ENV
 
-    if workers < 1:
-        raise SweepError("--workers must be >= 1")
-    if max_retries < 0:
-        raise SweepError("--max-retries must be >= 0")
     check_threads(threads, SweepError)
-    if address and executor != "ray":
-        raise SweepError("--address is for --executor ray")
-    if gpus_per_cell < 0:
-        raise SweepError("--gpus-per-cell must be >= 0")
-    if gpus_per_cell and executor != "ray":
-        raise SweepError("--gpus-per-cell is for --executor ray")
+    config, teacher_cache = spec.config, spec.teacher_cache
     if isinstance(config, SweepConfig):
         cfg = config
     elif isinstance(config, Mapping):
         cfg = build_config(dict(config), "config")
     else:
         cfg = load_config(config)
-    if experiment:
-        cfg.experiment = experiment
+    if spec.experiment:
+        cfg.experiment = spec.experiment
     before = os.environ.get(TEACHER_CACHE_ENV)
     if teacher_cache is not None:  # read by run cells here and passed on to worker processes (runner.ENV_KEYS)
         os.environ[TEACHER_CACHE_ENV] = os.path.abspath(os.fspath(teacher_cache))
     try:
-        return run_sweep(cfg, _sweep_cell, executor, workers, max_retries, address, dry_run, reclaim_remote,
-                         progress=progress, out=out, threads=threads, export=None if export is None else str(export),
-                         gpus_per_cell=gpus_per_cell)
+        return run_sweep(cfg, _sweep_cell, spec.executor, spec.workers, spec.max_retries, spec.address,
+                         spec.dry_run, spec.reclaim_remote, progress=spec.progress, out=out, threads=threads,
+                         export=spec.export, gpus_per_cell=spec.gpus_per_cell)
     finally:
         if teacher_cache is not None:
             if before is None:
@@ -276,6 +265,19 @@ def check_accountants(accountants: str | Iterable[str] | None = None, *, cases: 
     corpus = [corpus] if isinstance(corpus, (str, os.PathLike)) else corpus
     return check_job(accountants, pattern=cases, tags=names(tags), corpus=corpus, against_path=against,
                      rtol=float(rtol), record_path=record, junit_path=junit, progress=progress)
+
+
+@api_job(ReproduceSpec)
+def reproduce(spec: ReproduceSpec, *, log: Callable[[str], None] | None = None):
+    """Re-run the cell of one published run record (``name``: as the page shows it, its cell id or its run id, in
+    ``export``, default this checkout's ``docs/leaderboard/runs``) with the code of the commit the record names
+    (this checkout, or a temporary git worktree of that commit), and compare test accuracy, macro-F1, spent epsilon,
+    predictions hash and, unless ``attacks=False``, every attack rate with the record. Returns a
+    :class:`bench.reproduce.Reproduction` (``verdict`` MATCH or DIFFER, ``comparisons``)."""
+    from bench.reproduce import DEFAULT_EXPORT
+    from bench.reproduce import reproduce as rerun
+
+    return rerun(spec.name, spec.export or DEFAULT_EXPORT, attacks=spec.attacks, data_root=spec.data_root, log=log)
 
 
 def study(name: str, *argv: str) -> int:
@@ -382,6 +384,6 @@ def options(name: str) -> dict[str, Any]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-__all__ = ["attack", "attack_recorded", "attack_table", "audit", "catalog", "cells", "check_accountants", "leaderboard", "options",
-           "results_table", "run", "runs",
-           "sweep"]
+__all__ = ["attack", "attack_recorded", "attack_table", "audit", "audit_mechanisms", "catalog", "cells",
+           "check_accountants", "config_records", "leaderboard", "options", "reproduce", "results_table", "run", "runs",
+           "study", "sweep", "verify"]

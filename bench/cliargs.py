@@ -142,6 +142,9 @@ def request_args(p: argparse.ArgumentParser, cls: type, *, only: tuple[str, ...]
         strings = (flags or {}).get(f.name) or (f.meta("flags") if not f.single or f.name == "method" else None) \
             or ("--" + f.name.replace("_", "-"),)
         text = (helps or {}).get(f.name, f.help)
+        if not strings[0].startswith("-"):  # a positional argument: its name is the field's
+            p.add_argument(f.name, help=text, **({"metavar": f.meta("metavar")} if f.meta("metavar") else {}))
+            continue
         group = f.meta("group")
         target = p
         if group:

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from bench import DEFAULT_EXPERIMENT
 from bench.options import as_items
 from methods.budget import Budget
-from methods.errors import ConfigError
+from methods.errors import BenchError, ConfigError
 
 #: ``bench attack --bootstrap``'s default (attacks.metrics.DEFAULT_BOOTSTRAP; not imported: it loads torch)
 DEFAULT_BOOTSTRAP = 1000
@@ -448,6 +448,88 @@ class VerifySpec:
         _set(self, quick=bool(self.quick), canaries=_opt(int, self.canaries), trials=int(self.trials),
              confidence=float(self.confidence), checks=None if self.checks is None else names(self.checks) or None,
              inference_tries=self.inference_tries)
+
+
+class SweepError(BenchError):
+    """A sweep request or config that cannot be read or is malformed."""
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A sweep request: a resumable grid of tracked runs, audits and verifications from a config (cells already
+    FINISHED in the experiment are not run again)."""
+
+    #: a YAML path, the same mapping as a dict, or a :class:`bench.sweep.SweepConfig`
+    config: Any = option(help="YAML sweep config (see configs/)", flags=("config",))
+    experiment: str | None = option(None, "MLflow experiment (overrides the config's)")
+    executor: str = option("inprocess", "where cells run: this process, local worker processes, or Ray (default: "
+                                        "%(default)s)", choices=("inprocess", "process", "ray"))
+    workers: int = option(1, "parallel cells for process/ray executors (default: 1)")
+    max_retries: int = option(1, "retries of a FAILED cell, and on Ray of a cell whose worker died (default: "
+                                 "%(default)s)")
+    address: str | None = option(None, "Ray cluster address (e.g. ray://host:10001 or auto); default: a local "
+                                       "instance")
+    dry_run: bool = option(False, "list what would run and what is already done")
+    reclaim_remote: bool = option(False, "also mark KILLED RUNNING cells owned by sweeps on other hosts (they cannot "
+                                         "be checked)")
+    progress: bool = option(False, "hide the progress bar", negate="--no-progress")
+    export: str | None = option(None, "a compact export of the cells (bench.records): its cells count as done "
+                                      "(resume on another machine without the MLflow store) and every cell finished "
+                                      "now is appended as it ends, as is (at the start and the end, interrupted too) "
+                                      "every cell FINISHED in the store that it lacks; a directory holds one file per "
+                                      f"dataset (a file: {FILE_RULE}; a directory: {DIR_RULE})",
+                                metavar="FILE.jsonl|DIR/")
+    teacher_cache: str | None = option(None, "keep the PrivGNN family's noise-free teacher outputs in DIR and reuse "
+                                             "them across the run and verify cells of one seed (epsilons, LiRA "
+                                             "references, verification worlds): the same results, teachers trained "
+                                             "once (a verification's determinism fit recomputes); a cache: created "
+                                             "with any missing parent folders", metavar="DIR")
+    gpus_per_cell: float = option(0.0, "GPUs each cell's Ray task asks for (e.g. 1: one GPU per cell; 0.5: two cells "
+                                       "share one); Ray makes only those visible to the cell (default: %(default)s)",
+                                  metavar="N")
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ("config",)
+
+    def __post_init__(self) -> None:
+        config = self.config
+        if isinstance(config, os.PathLike):
+            config = os.fspath(config)
+        _set(self, config=config, workers=int(self.workers), max_retries=int(self.max_retries),
+             dry_run=bool(self.dry_run), reclaim_remote=bool(self.reclaim_remote), progress=bool(self.progress),
+             export=_opt(lambda p: str(os.fspath(p)), self.export),
+             teacher_cache=_opt(lambda p: str(os.fspath(p)), self.teacher_cache),
+             gpus_per_cell=float(self.gpus_per_cell))
+        if self.workers < 1:
+            raise SweepError("--workers must be >= 1")
+        if self.max_retries < 0:
+            raise SweepError("--max-retries must be >= 0")
+        if self.address and self.executor != "ray":
+            raise SweepError("--address is for --executor ray")
+        if self.gpus_per_cell < 0:
+            raise SweepError("--gpus-per-cell must be >= 0")
+        if self.gpus_per_cell and self.executor != "ray":
+            raise SweepError("--gpus-per-cell is for --executor ray")
+
+
+@dataclass(frozen=True)
+class ReproduceSpec:
+    """A reproduction request: one published run record's cell re-run with the code of the commit it names, and
+    compared with the record."""
+
+    name: str = option(help="the record's name as the page shows it (e.g. gap-edge/cora/random-75-10-15/eps=4/s0), "
+                            "its cell id or its run id", flags=("name",), metavar="NAME")
+    export: str | None = option(None, "the export to find the record in (default: this checkout's "
+                                      "docs/leaderboard/runs)", metavar="PATH")
+    attacks: bool = option(True, "re-run the training only (the attacks, LiRA's reference models above all, take "
+                                 "longest)", negate="--no-attacks")
+    data_root: str | None = option(None, "the folder with the raw dataset files (default: $BENCH_DATA_ROOT, else "
+                                         "the user cache, then the bundled copies)", metavar="DIR")
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ("name",)
+
+    def __post_init__(self) -> None:
+        _set(self, name=str(self.name), export=_opt(lambda p: str(os.fspath(p)), self.export),
+             attacks=bool(self.attacks), data_root=_opt(lambda p: str(os.fspath(p)), self.data_root))
 
 
 

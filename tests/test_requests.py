@@ -10,11 +10,13 @@ import pytest
 
 from bench import api
 from bench.cli import build_parser
-from bench.request import (MULTI_RUN_TRIALS, ONE_RUN_CANARIES, POOLED_CANARIES, POOLED_RUNS, AuditSpec, RunSpec,
-                           VerifySpec, build, flat_fields)
+from bench.request import (MULTI_RUN_TRIALS, ONE_RUN_CANARIES, POOLED_CANARIES, POOLED_RUNS, AuditSpec,
+                           ReproduceSpec, RunSpec, SweepError, SweepSpec, VerifySpec, build, flat_fields)
 from methods.errors import ConfigError
 
-JOBS = [("run", RunSpec, api.run), ("audit", AuditSpec, api.audit), ("verify", VerifySpec, api.verify)]
+JOBS = [("run", RunSpec, api.run), ("audit", AuditSpec, api.audit), ("verify", VerifySpec, api.verify),
+        ("sweep", SweepSpec, api.sweep), ("reproduce", ReproduceSpec, api.reproduce)]
+TRAINING = JOBS[:3]
 
 
 def _actions(command: str) -> dict[str, argparse.Action]:
@@ -47,7 +49,7 @@ def test_every_field_is_a_flag_and_a_parameter_with_its_declared_default(command
     assert set(actions) - {f.name for f in flat_fields(cls)} <= own
 
 
-@pytest.mark.parametrize("command,cls,fn", JOBS, ids=[j[0] for j in JOBS])
+@pytest.mark.parametrize("command,cls,fn", TRAINING, ids=[j[0] for j in TRAINING])
 def test_the_command_line_and_the_api_build_the_same_request(command, cls, fn, monkeypatch):
     seen = []
     job = {"run": "bench.run.run_targets", "audit": "bench.audit.audit_one", "verify": "bench.verify.verify_one"}[command]
@@ -95,3 +97,20 @@ def test_values_are_normalised_where_the_request_is_built():
     spec = RunSpec(methods="gcn, sage", dataset="cora", seeds=(0, "1"), epsilon=4, overrides={"hidden": 16})
     assert spec.methods == ["gcn", "sage"] and spec.seeds == [0, 1] and spec.epsilon == 4.0
     assert isinstance(spec.epsilon, float) and spec.overrides == ["hidden=16"]
+
+
+def test_a_sweep_request_states_its_rules_once(tmp_path, monkeypatch):
+    with pytest.raises(SweepError, match="--address is for --executor ray"):
+        SweepSpec(config="x.yaml", address="auto")
+    with pytest.raises(SweepError, match="--workers must be >= 1"):
+        api.sweep("x.yaml", workers=0)
+    seen = []
+    monkeypatch.setattr("bench.sweep.run_sweep", lambda *a, **k: seen.append((a, k)) or {})
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text("experiment: e\ndatasets: [csbm:nodes=60]\nmethods: [mlp]\nseeds: [0]\n")
+    from bench.cli import main
+
+    assert main(["sweep", str(cfg), "--dry-run", "--workers", "1", "--no-progress"]) == 0
+    api.sweep(str(cfg), dry_run=True, threads=1)  # the command's default thread count; the API leaves them
+    (a1, k1), (a2, k2) = seen
+    assert a1[2:] == a2[2:] and k1 == k2

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cliargs import COMMANDS, FILE_RULE, check_common, command, stderr
+from bench.cliargs import COMMANDS, FILE_RULE, check_common, command, request_args, request_kwargs, stderr
+from bench.request import ReproduceSpec, build
 
 #: the exit status of a re-run that does not give the record back (0: MATCH; 2: bad input; 1: the re-run failed)
 DIFFER_EXIT = 3
@@ -19,15 +20,7 @@ def _reproduce_parser(sub) -> argparse.ArgumentParser:
                                    "and no tracking store needed), then compare test accuracy, macro-F1, spent "
                                    "epsilon, predictions hash and every attack rate with the record. Exit 0 on "
                                    f"MATCH, {DIFFER_EXIT} on DIFFER.")
-    p.add_argument("name", metavar="NAME",
-                   help="the record's name as the page shows it (e.g. gap-edge/cora/random-75-10-15/eps=4/s0), its "
-                        "cell id or its run id")
-    p.add_argument("--export", metavar="PATH", default=None,
-                   help="the export to find the record in (default: this checkout's docs/leaderboard/runs)")
-    p.add_argument("--no-attacks", action="store_true",
-                   help="re-run the training only (the attacks, LiRA's reference models above all, take longest)")
-    p.add_argument("--data-root", metavar="DIR", help="the folder with the raw dataset files (default: "
-                                                      "$BENCH_DATA_ROOT, else the user cache, then the bundled copies)")
+    request_args(p, ReproduceSpec)
     p.add_argument("--output", "-o", metavar="FILE", help=f"also write the comparison as JSON (atomically; {FILE_RULE})")
     p.set_defaults(func=cmd_reproduce)
     return p
@@ -35,14 +28,16 @@ def _reproduce_parser(sub) -> argparse.ArgumentParser:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from bench.io import check_input, check_output_file, format_table, write_json_atomic
-    from bench.reproduce import DEFAULT_EXPORT, find_record, reproduce
+    from bench import api
+    from bench.reproduce import DEFAULT_EXPORT, find_record
 
     check_common(args)
-    export = args.export or str(DEFAULT_EXPORT)
+    spec = build(ReproduceSpec, **request_kwargs(ReproduceSpec, args))
+    export = spec.export or str(DEFAULT_EXPORT)
     check_input(export, "--export", kind="any")
     check_output_file(args.output)
-    find_record(args.name, export)  # bad input before anything is checked out or run
-    rep = reproduce(args.name, export, attacks=not args.no_attacks, data_root=args.data_root, log=stderr)
+    find_record(spec.name, export)  # bad input before anything is checked out or run
+    rep = api.reproduce(spec, log=stderr)
     rows = [[c.field, str(c.published), str(c.reproduced), c.verdict] for c in rep.comparisons]
     print(f"# {rep.name} (cell {rep.cell_id}, {rep.config}) re-run with the code of {rep.commit[:12]} ({rep.where}) "
           f"in {rep.seconds:.0f}s")

@@ -22,6 +22,7 @@ from typing import Any
 from bench import DEFAULT_EXPERIMENT
 from bench.options import field_names, scalar, scoped_overrides
 from bench.sweep.cells import SweepConfig, as_list, expand
+from bench.request import SweepError
 from methods.errors import BenchError
 
 TOP_KEYS = {"experiment", "methods", "datasets", "splits", "epsilons", "seeds", "delta", "set", "attacks",
@@ -31,10 +32,6 @@ ORDER_KEYS = ("dataset", "seed", "method", "epsilon")
 METHOD_KEYS = {"name", "set", "splits", "epsilons", "datasets", "seeds"}
 AUDIT_KEYS = {"modes", "trials", "canaries", "methods", "epsilons", "seeds", "set"}
 VERIFY_KEYS = {"quick", "canaries", "trials", "confidence", "methods", "epsilons", "datasets", "seeds"}
-
-
-class SweepError(BenchError):
-    """A sweep config that cannot be read or is malformed."""
 
 
 @dataclass
