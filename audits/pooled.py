@@ -214,7 +214,8 @@ class PooledFit:
 def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *, runs: int = 4,
                 canaries: int = 1000, canary: CanaryConfig | None = None, seed: int | RunStreams = 0,
                 device: Any = "cpu", progress: bool = False,
-                on_fit: Callable[[list[PooledFit]], None] | None = None, workers: int = 1) -> tuple[list[PooledFit], int]:
+                on_fit: Callable[[list[PooledFit]], None] | None = None, workers: int = 1,
+                canary_set: Any = None) -> tuple[list[PooledFit], int]:
     """The ``runs`` fits of a pooled audit with ``canaries`` gradient canaries each, and the canaries per run (the
     graph may hold fewer); run r's randomness is the audit streams' child ("run", r), so the first R fits of a
     longer audit are those of an audit with ``runs=R``. ``on_fit(fits)`` is called after each fit (in run order).
@@ -237,7 +238,8 @@ def pooled_fits(make_method: Callable[[], Method], task: Task, budget: Budget, *
         raise ConfigError(f"gradient canaries audit node- or feature-level DP-SGD, not {unit}-level {probe.name}")
     design = worst_case_design(probe, canary)
     streams = RunStreams.of(seed)
-    cs = make_canaries(task, unit, canaries, design, seed=streams)
+    # the set a plan drew already (audits.runner.draw_canaries: the same call), else drawn here
+    cs = canary_set if canary_set is not None else make_canaries(task, unit, canaries, design, seed=streams)
     m = cs.m
     plans = []
     for r in range(runs):
@@ -368,12 +370,12 @@ def _pooled_run(job: tuple, r: int, world: Task, columns: Callable) -> tuple[Any
 def pooled_audit(make_method: Callable[[], Method], task: Task, budget: Budget, *, runs: int = 4,
                  canaries: int = 1000, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
                  seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False,
-                 workers: int = 1) -> PooledOutcome:
+                 workers: int = 1, canary_set: Any = None) -> PooledOutcome:
     """Audit a private DP-SGD method white-box with ``runs`` fits of ``canaries`` gradient canaries each (see the
-    module docstring; ``workers`` as in :func:`pooled_fits`); the entry point is :func:`audits.runner.audit` with
-    ``mode="pooled"``."""
+    module docstring; ``workers`` and ``canary_set`` as in :func:`pooled_fits`); the entry point is
+    :func:`audits.runner.audit` with ``mode="pooled"``."""
     fits, _ = pooled_fits(make_method, task, budget, runs=runs, canaries=canaries, canary=canary, seed=seed,
-                          device=device, progress=progress, workers=workers)
+                          device=device, progress=progress, workers=workers, canary_set=canary_set)
     return pooled_outcome(fits, budget.delta, confidence, design=worst_case_design(make_method(), canary))
 
 

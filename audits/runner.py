@@ -109,10 +109,27 @@ def check_canary_type(method: Method, canary_type: str, canary: CanaryConfig) ->
             raise ConfigError("gradient canaries need the dedicated canary pattern (one feature column per canary)")
 
 
+def draw_canaries(probe: Method, task: Task, mode: str, canaries: int, canary: CanaryConfig | None = None,
+                  seed: int | RunStreams = 0) -> CanarySet:
+    """The canaries an audit of ``probe`` in ``mode`` runs with: the design ``canary`` within the method's declared
+    degree bound (pooled: its worst case, :func:`audits.pooled.worst_case_design`), drawn from the audit streams'
+    ``canaries`` stream. A plan draws them once, so a graph too small for them is an input error before anything is
+    trained, and :func:`audit` runs with that set (``canary_set``)."""
+    canary = within_declared_bound(canary or CanaryConfig(), probe)
+    streams, unit = RunStreams.of(seed), probe.privacy_unit
+    if mode == "pooled":
+        from audits.pooled import worst_case_design
+
+        return make_canaries(task, unit, canaries, worst_case_design(probe, canary), seed=streams)
+    if mode == "multi-run":
+        return make_canaries(task, unit, 1, canary, seed=streams)
+    return make_canaries(task, unit, canaries, canary, seed=streams, allow_fewer=min(canaries, MIN_CANARIES))
+
+
 def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: str, *, trials: int = 50,
           canaries: int = 200, confidence: float = DEFAULT_CONFIDENCE, canary: CanaryConfig | None = None,
           seed: int | RunStreams = 0, device: Any = "cpu", progress: bool = False,
-          canary_type: str = "input", workers: int = 1) -> AuditResult:
+          canary_type: str = "input", workers: int = 1, canary_set: CanarySet | None = None) -> AuditResult:
     """Audit the method built by ``make_method()`` on ``task`` at ``budget``.
 
     Randomness: the audit's streams (``seed``) give the canaries' design (``canaries``), the inclusion coins
@@ -125,6 +142,7 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
     canary_type: ``input`` (black box: score = the probe's confidence on the canary's label) or
     ``gradient`` (white box, DP-SGD methods: score = the released noisy gradient at the canary's coordinate).
     ``workers`` (pooled only): fit that many runs at once in worker processes (:func:`audits.pooled.pooled_fits`).
+    ``canary_set``: the canaries :func:`draw_canaries` drew for this audit (its plan's); None: drawn here.
     """
     if mode not in MODES:
         raise ConfigError(f"unknown audit mode {mode!r} (choose {', '.join(MODES)})")
@@ -155,7 +173,8 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
         from audits.pooled import pooled_audit
 
         p = pooled_audit(make_method, task, budget, runs=trials, canaries=canaries, confidence=confidence,
-                         canary=canary, seed=streams, device=device, progress=progress, workers=workers)
+                         canary=canary, seed=streams, device=device, progress=progress, workers=workers,
+                         canary_set=canary_set)
         reasons = [lb_reason(p.claimed, p.bound.epsilon_lb_cp, "Clopper-Pearson")]
         reasons.append(p.pair_reason() if p.pair_exceeds_claim else "")
         reasons = [r for r in reasons if r]
@@ -165,7 +184,7 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
     if mode == "multi-run":
         if trials < 2:
             raise ConfigError(f"multi-run needs --trials >= 2 (got {trials})")
-        cs = make_canaries(task, unit, 1, canary, seed=streams)
+        cs = canary_set if canary_set is not None else draw_canaries(probe, task, mode, 1, canary, streams)
         scores_in, scores_out, claimed = [], [], 0.0
         bar = progress_bar(2 * trials, f"audit {probe.name} multi-run", progress)
         for t in range(trials):
@@ -186,7 +205,7 @@ def audit(make_method: Callable[[], Method], task: Task, budget: Budget, mode: s
                            time.perf_counter() - t0, details, capped, reason=lb_reason(claimed, bound.epsilon_lb))
     if canaries < 2:
         raise ConfigError(f"one-run needs --canaries >= 2 (got {canaries})")
-    cs = make_canaries(task, unit, canaries, canary, seed=streams, allow_fewer=min(canaries, MIN_CANARIES))
+    cs = canary_set if canary_set is not None else draw_canaries(probe, task, mode, canaries, canary, streams)
     canaries = cs.m
     include = inclusion_coins(streams, canaries)
     scores, claimed = _fit_scores(make_method, cs, include, budget, streams.child("trial", 0), device, canary_type,

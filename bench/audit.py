@@ -83,7 +83,8 @@ def _run_audit(plan: AuditPlan, log: Callable[[str], None] | None = None) -> Aud
         t0 = time.perf_counter()
         result = audit(mp.build, task, budget, plan.mode, trials=plan.trials, canaries=plan.canaries,
                        confidence=plan.confidence, canary=canary, seed=plan.seed, device=run_plan.device,
-                       progress=trk.progress, canary_type=plan.canary_type, workers=plan.workers)
+                       progress=trk.progress, canary_type=plan.canary_type, workers=plan.workers,
+                       canary_set=plan.canary_set)
         result.seconds = time.perf_counter() - t0
         run.log_metrics({"claimed_epsilon": result.claimed_epsilon, "epsilon_lb": result.epsilon_lb,
                          "audit_seconds": result.seconds})

@@ -293,6 +293,9 @@ class AuditPlan:
     canary_type: str
     seed: int
     workers: int = 1  # processes the pooled runs are fitted in (not part of the identity: the same results)
+    #: the canaries the audit runs with (audits.canaries.CanarySet), drawn once here (audits.runner.draw_canaries);
+    #: None for a non-private method (nothing is audited)
+    canary_set: Any = None
 
     @property
     def method(self) -> MethodPlan:
@@ -309,8 +312,8 @@ class AuditPlan:
 
 def plan_audit(spec: AuditSpec) -> AuditPlan:
     """Validate an audit request like a run's, plus the audit's options and a dry run of the canary design."""
-    from audits.canaries import CanaryConfig, make_canaries
-    from audits.runner import MIN_CANARIES, check_canary_type
+    from audits.canaries import CanaryConfig
+    from audits.runner import check_canary_type, draw_canaries
 
     seed = spec.seed
     run = plan_run(spec.run)
@@ -329,8 +332,9 @@ def plan_audit(spec: AuditSpec) -> AuditPlan:
     budget = run.budget(method, task)
     method.check_budget(budget)
     check_canary_type(method, spec.canary_type, canary)  # gradient canaries need a DP-SGD method, private or not
+    canary_set = None
     if method.privacy_unit != "none":
-        # a dry run of the canary design, so a graph too small for the canaries is an input error
+        # the canaries, drawn once: a graph too small for them is an input error, and the audit runs with them
         if spec.mode == "pooled":
             from audits.pooled import worst_case_design
 
@@ -338,11 +342,10 @@ def plan_audit(spec: AuditSpec) -> AuditPlan:
                 raise ConfigError(f"--mode pooled audits node- or feature-level DP-SGD, not "
                                   f"{method.privacy_unit}-level {mp.name}")
             canary = worst_case_design(method, canary)
-        make_canaries(task, method.privacy_unit, 1 if spec.mode == "multi-run" else spec.canaries, canary,
-                      seed=seed, allow_fewer=None if spec.mode == "pooled" else min(spec.canaries, MIN_CANARIES))
+        canary_set = draw_canaries(method, task, spec.mode, spec.canaries, canary, seed)
     workers = (spec.workers or pooled_workers(spec.trials)) if spec.mode == "pooled" else 1
     return AuditPlan(run, task, budget, spec.mode, spec.trials, spec.canaries, spec.confidence, canary,
-                     spec.canary_type, seed, workers)
+                     spec.canary_type, seed, workers, canary_set)
 
 
 def pooled_workers(runs: int) -> int:
