@@ -20,7 +20,8 @@
     bench account run RUN_ID [--delta D] [--json]
 
 Each family form calls the same function (``methods.privacy.presets``) that the method's ``fit`` builds its
-ledger with, so an account and a run cannot disagree. Sound conventions are the defaults: an undirected edge
+ledger with, so an account and a run cannot disagree; the dp-mlp, dpgnn and drw forms' options are that function's
+parameters, read from its signature (:data:`SIGNATURE_FORMS`). Sound conventions are the defaults: an undirected edge
 has NAP sensitivity sqrt(2); ProGAP/GAP's node-level Poisson population is the training nodes
 (``--num-train``); PrivGNN's posterior has L1 sensitivity 2. ``--convention paper`` gives the papers' own
 values (edge sensitivity 1; ProGAP's population ``--num-nodes``, all nodes; PrivGNN's and PATE's published
@@ -47,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from bench.cliargs import _float, command
@@ -127,29 +129,8 @@ def _account_parser(sub) -> argparse.ArgumentParser:
     q.add_argument("--unit", choices=["node", "edge", "feature"], default="node")
     _common(q, "--noise-multiplier", "noise std / per-example sensitivity")
 
-    q = mech.add_parser("dp-mlp", help="DP-MLP: DP-SGD over Poisson batches of the training nodes")
-    for f in ("--num-train", "--batch-size", "--steps"):
-        q.add_argument(f, type=int, required=True)
-    _common(q, "--noise-multiplier", "noise std / clipping threshold")
-
-    q = mech.add_parser("dpgnn", help="DP-GNN (Daigavane et al. 2022), Theorem 1")
-    for f in ("--num-train", "--batch-size", "--max-degree", "--layers", "--steps"):
-        q.add_argument(f, type=int, required=True)
-    _relation(q, DPGNN_RELATIONS, INPUT_GRAPH, "a declared public bound on every node's number of training "
-              "in-neighbours (the run refuses a graph above it)", "Algorithm 1's in-degree sampling, a node owning "
-              "its incoming edge list")
-    _common(q, "--noise-multiplier", "lambda = sigma / (2 C N(K,r))")
-
-    q = mech.add_parser("drw", help="random-walk DP-SGD (Ayle et al. 2022): DRW, DRW-R, DRW-D")
-    for f in ("--num-nodes", "--walk-length", "--batch-size", "--steps"):
-        q.add_argument(f, type=int, required=True)
-    q.add_argument("--restarts", type=int, default=1)
-    g = q.add_mutually_exclusive_group()
-    g.add_argument("--num-subgraphs", type=int, help="the actual number of subgraphs (default: the M_min bound)")
-    g.add_argument("--batchable-subgraphs", type=int,
-                   help="transductive runs: the number of subgraphs rooted at training nodes (the population "
-                        "batches are drawn from; the run logs it as num_subgraphs)")
-    _common(q, "--noise-multiplier", "lambda = sigma / (2C)")
+    for name, form in SIGNATURE_FORMS.items():
+        _signature_form(mech.add_parser(name, help=form.title), name, form)
 
     for name, title in (("gap", "GAP (Sajadmanesh et al. 2023): edge or node level"),
                         ("progap", "ProGAP (Sajadmanesh & Gatica-Perez 2023), Theorems 4.1 (edge) and 4.2 (node)")):
@@ -207,6 +188,77 @@ def _account_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
+@dataclass(frozen=True)
+class Form:
+    """A family form whose options are its ledger function's parameters (:data:`methods.privacy.presets.FAMILIES`:
+    name, type, default, required): ``noise`` is the one ``--epsilon`` calibrates instead; ``exclusive`` parameters
+    exclude each other; ``skip`` ones have no flag (structured values only a run records); ``relation``: the
+    methods' relation option ``(choices, default, declared, papers)``, whose command-line default is the methods'
+    (the signature's keeps recorded recipes rebuilding as they ran)."""
+
+    title: str
+    noise_help: str
+    noise: str = "noise_multiplier"
+    help: dict[str, str] = field(default_factory=dict)
+    exclusive: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    relation: tuple[tuple[str, ...], str, str, str] | None = None
+
+
+SIGNATURE_FORMS = {
+    "dp-mlp": Form("DP-MLP: DP-SGD over Poisson batches of the training nodes", "noise std / clipping threshold"),
+    "dpgnn": Form("DP-GNN (Daigavane et al. 2022), Theorem 1", "lambda = sigma / (2 C N(K,r))",
+                  relation=(DPGNN_RELATIONS, INPUT_GRAPH, "a declared public bound on every node's number of training "
+                            "in-neighbours (the run refuses a graph above it)", "Algorithm 1's in-degree sampling, a "
+                            "node owning its incoming edge list")),
+    "drw": Form("random-walk DP-SGD (Ayle et al. 2022): DRW, DRW-R, DRW-D", "lambda = sigma / (2C)",
+                help={"num_subgraphs": "the actual number of subgraphs (default: the M_min bound)",
+                      "batchable_subgraphs": "transductive runs: the number of subgraphs rooted at training nodes (the "
+                                             "population batches are drawn from; the run logs it as num_subgraphs)"},
+                exclusive=("num_subgraphs", "batchable_subgraphs"), skip=("segments",)),
+}
+
+
+def _signature_form(q: argparse.ArgumentParser, name: str, form: Form) -> None:
+    """The options of family ``name``'s ledger function, one per parameter (see :class:`Form`)."""
+    import inspect
+    import typing
+
+    from methods.privacy.presets import FAMILIES
+
+    fn = FAMILIES[name]
+    hints = typing.get_type_hints(fn)
+    group = q.add_mutually_exclusive_group() if form.exclusive else None
+    for p in inspect.signature(fn).parameters.values():
+        if p.name in (form.noise, *form.skip):
+            continue
+        if p.name == "relation" and form.relation is not None:
+            choices, default, declared, papers = form.relation
+            _relation(q, choices, default, declared, papers)
+            continue
+        tp = hints.get(p.name)
+        base = ([a for a in typing.get_args(tp) if a is not type(None)] or [tp])[0]
+        required = p.default is inspect.Parameter.empty
+        kw: dict[str, Any] = {"type": _float if base is float else base, "help": form.help.get(p.name) or (
+            "(required)" if required else f"(default: {p.default})")}
+        target = group if p.name in form.exclusive else q
+        target.add_argument("--" + p.name.replace("_", "-"), required=required,
+                            **({} if required else {"default": p.default}), **kw)
+    _common(q, "--" + form.noise.replace("_", "-"), form.noise_help)
+
+
+def _signature_builder(args: argparse.Namespace) -> tuple[Callable[[float], Any], str, dict]:
+    """A signature form's (noise -> ledger, noise name, fixed parameters): every parameter as given."""
+    import inspect
+
+    from methods.privacy.presets import FAMILIES
+
+    name, form = args.mechanism, SIGNATURE_FORMS[args.mechanism]
+    fn = FAMILIES[name]
+    fixed = {p: getattr(args, p) for p in inspect.signature(fn).parameters if p != form.noise and p not in form.skip}
+    return (lambda z: fn(**{form.noise: z}, **fixed)), form.noise, fixed
+
+
 #: the smallest value of every count a family form takes, checked before the accountant runs (whose own errors
 #: name its parameters, not the options)
 AT_LEAST = {"steps": 0, "population": 1, "batch_size": 1, "num_train": 1, "max_degree": 0, "layers": 0,
@@ -255,19 +307,11 @@ def _builder(args) -> tuple[Callable[[float], Any], str, dict]:
         return (lambda z: P.dpsgd_fixed(args.population, args.batch_size, z, args.steps, args.unit)), \
             "noise_multiplier", {"sampling": "fixed", "population": args.population, "batch_size": args.batch_size,
                                  "steps": args.steps}
-    if m == "dp-mlp":
-        fixed = {"num_train": args.num_train, "batch_size": args.batch_size, "steps": args.steps}
-        return (lambda z: P.dp_mlp(noise_multiplier=z, **fixed)), "noise_multiplier", fixed
-    if m == "dpgnn":
-        fixed = {"num_train": args.num_train, "batch_size": args.batch_size, "max_degree": args.max_degree,
-                 "layers": args.layers, "steps": args.steps, "relation": args.relation}
-        return (lambda z: P.dpgnn(noise_multiplier=z, **fixed)), "noise_multiplier", fixed
-    if m == "drw":
-        fixed = {"num_nodes": args.num_nodes, "walk_length": args.walk_length, "restarts": args.restarts,
-                 "batch_size": args.batch_size, "steps": args.steps, "num_subgraphs": args.num_subgraphs,
-                 "batchable_subgraphs": args.batchable_subgraphs}
-        extra = {"m_min": P.drw_min_subgraphs(args.num_nodes, args.walk_length, args.restarts)}
-        return (lambda z: P.drw(noise_multiplier=z, **fixed)), "noise_multiplier", {**fixed, **extra}
+    if m in SIGNATURE_FORMS:
+        build, noise, fixed = _signature_builder(args)
+        if m == "drw":
+            fixed = {**fixed, "m_min": P.drw_min_subgraphs(args.num_nodes, args.walk_length, args.restarts)}
+        return build, noise, fixed
     if m in ("gap", "progap"):
         conv = args.convention
         if args.level == "edge":
@@ -335,8 +379,9 @@ def cmd_account(args: argparse.Namespace) -> int:
     from methods.privacy import LedgerError, calibrate_noise
 
     build, noise_name, params = _builder(args)
-    given = {"dpsgd": "noise_multiplier", "dp-mlp": "noise_multiplier", "dpgnn": "noise_multiplier",
-             "drw": "noise_multiplier", "privgnn": "lam", "pate": "lam"}.get(args.mechanism)
+    given = {"dpsgd": "noise_multiplier", "privgnn": "lam", "pate": "lam"}.get(args.mechanism)
+    if args.mechanism in SIGNATURE_FORMS:
+        given = SIGNATURE_FORMS[args.mechanism].noise
     if args.mechanism in ("privgnn", "pate") and args.convention == "paper":
         return _paper_convention(args, params)
     if args.mechanism in ("gap", "progap"):

@@ -191,3 +191,31 @@ def test_account_agrees_with_a_gap_edge_run_it_reaccounts(capsys):
                               "--json")
     d = json.loads(out)
     assert d["epsilon"] == pytest.approx(0.680, abs=2e-3) and "not a sound bound" in d["note"]
+
+
+@pytest.mark.parametrize("family", ["dp-mlp", "dpgnn", "drw"])
+def test_a_signature_forms_options_are_its_ledger_functions_parameters(family):
+    """``bench account FAMILY``'s options come from the family's ledger function: a parameter added there is an
+    option here, with its default, and the option's value reaches the function unchanged."""
+    import argparse
+    import inspect
+
+    from bench.account import SIGNATURE_FORMS
+    from bench.cli import build_parser
+    from methods.privacy.presets import FAMILIES
+
+    top = build_parser("account")
+    (sub,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    (forms,) = [a for a in sub.choices["account"]._actions if isinstance(a, argparse._SubParsersAction)]
+    flags = {a.dest: a for a in forms.choices[family]._actions}
+    form = SIGNATURE_FORMS[family]
+    for p in inspect.signature(FAMILIES[family]).parameters.values():
+        if p.name in form.skip:
+            assert p.name not in flags
+            continue
+        assert p.name in flags, f"bench account {family} lacks --{p.name.replace('_', '-')}"
+        a = flags[p.name]
+        if p.default is inspect.Parameter.empty:
+            assert a.required or p.name == form.noise
+        elif p.name != "relation":  # the methods' relation is the command line's default (Form.relation)
+            assert a.default == p.default
