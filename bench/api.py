@@ -82,15 +82,19 @@ def config_records(config: str | os.PathLike, records: list[dict[str, Any]]) -> 
     return select(str(config), records)[0]
 
 
-def attack(methods: str | Iterable[str], dataset: str, attacks: str | Iterable[str], **kwargs: Any) -> list:
+def attack(methods: str | Iterable[str] | RunSpec, dataset: str | None = None, attacks: str | Iterable[str] = (),
+           **kwargs: Any) -> list:
     """Train every method x seed (as :func:`run`, same keyword arguments) and attack each trained model with
     ``attacks`` (names, ``"a,b"`` or ``"all"``; options in ``attack_overrides``, e.g. ``{"lira.references": 4}``;
     ``bootstrap`` resamples for the 95% intervals). Every attack is an MLflow child run of its target; each
-    result's ``attacks`` holds one report per attack with its ``run_id``."""
-    if not names(attacks):
+    result's ``attacks`` holds one report per attack with its ``run_id``. ``methods`` may be a built
+    :class:`~bench.request.RunSpec` (then only ``threads`` and ``log`` besides)."""
+    if not (methods.attacks if isinstance(methods, RunSpec) else names(attacks)):
         from methods.errors import ConfigError
 
         raise ConfigError("no attack given")
+    if isinstance(methods, RunSpec):
+        return run(methods, **kwargs)
     return run(methods, dataset, attacks=attacks, **kwargs)
 
 

@@ -24,7 +24,7 @@ from bench import DEFAULT_EXPERIMENT
 from bench.datasets import GraphDataset, load_dataset
 from bench.memory import check_model_fits
 from bench.options import field_names, scoped_overrides
-from bench.request import AUDIT_MODES, AuditSpec, RunSpec, VerifySpec, check_request
+from bench.request import AUDIT_MODES, AuditSpec, RunSpec, VerifySpec
 from bench.splits import make_task
 from methods.base import (Budget, BudgetError, ConfigError, Method, Task, available_methods, config_dict,
                           default_delta, get_method, stable_hash)
@@ -235,7 +235,7 @@ def plan_run(spec: RunSpec) -> RunPlan:
     if not spec.methods:
         raise ConfigError("no method given")
     classes = [get_method(m) for m in spec.methods]  # the registry decides the names (plugins included)
-    name, split = check_request(spec.methods, spec.dataset, spec.split, spec.seeds, spec.epsilon, spec.delta)
+    name, split = spec.dataset_name, spec.split  # resolved and checked where the request was built
     seeds = tuple(spec.seeds)
     eps, delta = spec.epsilon, spec.delta
     user = scoped_overrides(spec.overrides, {c.name: field_names(c.Config) for c in classes})

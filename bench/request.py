@@ -9,8 +9,7 @@ normalises its values and enforces its own rules when it is built (``__post_init
 canaries and mode, the mode its defaults), so no caller restates a default or a rule.
 
 A leaf module (no torch): ``bench run -m nope`` answers its one ``error:`` line in a fraction of a second, and
-:func:`bench.plan.plan_run` applies the same rules (it calls :func:`check_request` too), so the CLI and the
-library never disagree on what is valid.
+the library builds the same request with the same rules, so the CLI and the library never disagree on what is valid.
 """
 
 from __future__ import annotations
@@ -103,11 +102,11 @@ def flat_fields(cls: type) -> list[Flat]:
         run_fields = {f.name: f for f in dataclasses.fields(RunSpec)}
         helps, required, single = cls.TARGET_HELP, cls.REQUIRED, cls.SINGLE
         for run_name, name in target.items():
-            f = run_fields[run_name]
+            f = run_fields[run_name]  # every target field is an init field
             out.append(Flat(name, f, True, run_name in single, helps.get(name, f.metadata.get("help", "")),
                             name in required))
     for f in dataclasses.fields(cls):
-        if f.name == "run" and target is not None:
+        if (f.name == "run" and target is not None) or not f.init:
             continue
         out.append(Flat(f.name, f, False, False, f.metadata.get("help", ""), f.name in getattr(cls, "REQUIRED", ())))
     return out
@@ -256,6 +255,10 @@ class RunSpec:
                                           "accountants list`, a plugin's) once it passes the conformance suite on "
                                           "its whole corpus", metavar="NAME")
 
+    #: the dataset named canonically (bench.datasets.registry.DatasetName), resolved with the split when the request
+    #: is built
+    dataset_name: Any = field(default=None, init=False, repr=False, compare=False)
+
     REQUIRED: ClassVar[tuple[str, ...]] = ("methods", "dataset")
 
     def __post_init__(self) -> None:
@@ -266,6 +269,10 @@ class RunSpec:
              attack_overrides=as_items(self.attack_overrides), bootstrap=int(self.bootstrap),
              plot_dir=_opt(lambda p: str(os.fspath(p)), self.plot_dir), tags=dict(self.tags or {}),
              hparams=bool(self.hparams), log_release=bool(self.log_release))
+        # the request's rules: a method, a known dataset and split, distinct seeds, a valid budget (the method names
+        # are the registry's, read where the methods are planned)
+        name, split = check_request(self.methods, self.dataset, self.split, self.seeds, self.epsilon, self.delta)
+        _set(self, dataset_name=name, split=split)
 
 
 AUDIT_MODES = ("one-run", "multi-run", "pooled")
@@ -408,8 +415,6 @@ class AuditSpec:
             raise ConfigError(f"unknown --canary-type {self.canary_type!r} (choose input or gradient)")
         if not self.canary_scale > 0:
             raise ConfigError(f"--canary-scale must be > 0 (got {self.canary_scale})")
-        if self.seed < 0:
-            raise ConfigError(f"--seed must be >= 0 (got {self.seed})")
 
 
 @dataclass(frozen=True)
@@ -556,6 +561,8 @@ def check_request(methods: Sequence[str], dataset: str, split: str | None, seeds
     seeds = tuple(seeds)
     if not seeds:
         raise ConfigError("no seed given")
+    if len(seeds) == 1 and seeds[0] < 0:
+        raise ConfigError(f"a seed must be a non-negative integer (got {seeds[0]})")
     if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
         raise ConfigError(f"seeds must be distinct non-negative integers (got {list(seeds)})")
     if epsilon is not None:
@@ -593,17 +600,13 @@ def check_sweep_config(path: str) -> None:
     check_method_names([n for n in names if isinstance(n, str)], builtin_method_names())
 
 
-def check_cli_request(methods: str | Sequence[str] | None, dataset: str | None, split: str | None,
-                      seeds: Sequence[int], epsilon: float | None, delta: float | None) -> None:
-    """:func:`check_request` for a command line, before its command imports the harness: the built-in method
-    names are read from their declarations unless a plugin is loaded (then the registry decides, after the
-    imports the plugin made anyway). Nothing is checked without both a method and a dataset (``bench attack
-    --run``, ``bench audit --level mechanism``): those requests are checked where they are read."""
+def check_cli_methods(methods: str | Sequence[str] | None) -> None:
+    """A command line's method names, before its command imports the harness: the built-in names read from their
+    declarations unless a plugin is loaded (then the registry decides, after the imports the plugin made anyway).
+    The rest of the request is checked where it is built (:class:`RunSpec`)."""
     from bench.plugins import loaded_plugins
     from methods import builtin_method_names
 
-    if not methods or not dataset:
+    if not methods or loaded_plugins():
         return
-    names = [methods.strip()] if isinstance(methods, str) else list(methods)
-    check_request(names, dataset, split, seeds, epsilon, delta,
-                  known=None if loaded_plugins() else builtin_method_names())
+    check_method_names([methods.strip()] if isinstance(methods, str) else list(methods), builtin_method_names())

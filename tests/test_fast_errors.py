@@ -71,16 +71,16 @@ def test_input_error_before_torch(line, message):
 @pytest.mark.parametrize("line,message", [c for c in CASES if c[0].startswith("run ")],
                          ids=[c[0] for c in CASES if c[0].startswith("run ")])
 def test_library_gives_the_same_error(line, message):
-    """The run plan, which every entry point goes through, rejects the same request with the same message."""
+    """The library (building the request, then planning it, as every entry point does) rejects the same request with
+    the same message."""
     from bench.plan import RunSpec, plan_run
 
     argv = line.split()[1:]
     opts = dict(zip(argv[::2], argv[1::2]))
     seeds = [int(s) for s in opts.get("--seeds", "0").split(",")]
-    spec = RunSpec(methods=tuple(opts["-m"].split(",")), dataset=opts["-d"], split=opts.get("-s"), seeds=seeds,
-                   epsilon=float(opts["-e"]) if "-e" in opts else None, track=False, progress=False)
     with pytest.raises(BenchError, match=message.replace("*", r"\*").replace("[", r"\[").replace("(", r"\(")):
-        plan_run(spec)
+        plan_run(RunSpec(methods=tuple(opts["-m"].split(",")), dataset=opts["-d"], split=opts.get("-s"), seeds=seeds,
+                         epsilon=float(opts["-e"]) if "-e" in opts else None, track=False, progress=False))
 
 
 def test_plugin_names_are_left_to_the_registry():

@@ -108,7 +108,7 @@ def cmd_mechanism_audit(args: argparse.Namespace) -> int:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from bench.io import check_output_file, write_json_atomic
-    from bench.request import check_cli_request
+    from bench.request import check_cli_methods
     from methods.errors import ConfigError
 
     check_common(args)
@@ -119,9 +119,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     for flag in ("method", "dataset"):
         if getattr(args, flag) is None:
             raise ConfigError(f"--{flag} is required (unless --level mechanism)")
+    check_cli_methods(args.method)
     spec = build(AuditSpec, **request_kwargs(AuditSpec, args))  # the audit's defaults and rules
-    t = spec.run
-    check_cli_request(t.methods, t.dataset, t.split, t.seeds, t.epsilon, t.delta)
     check_output_file(args.output)
     from bench import api  # the harness: torch and PyG
 

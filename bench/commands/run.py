@@ -7,7 +7,7 @@ import argparse
 
 from bench.cliargs import (COMMANDS, FILE_RULE, check_common, command, job_args, list_arg, request_args,
                            request_kwargs, stderr)
-from bench.request import ATTACK_NAMES, RunSpec
+from bench.request import ATTACK_NAMES, RunSpec, build
 
 
 def _output_arg(p: argparse.ArgumentParser, text: str) -> None:
@@ -41,19 +41,23 @@ def _attack_parser(sub) -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.io import check_output_dir, check_output_file, write_json_atomic
-    from bench.request import check_cli_request
+    from bench.request import check_cli_methods
     from methods.errors import ConfigError
 
     check_common(args)
-    check_cli_request(args.methods, args.dataset, args.split, args.seeds, args.epsilon, args.delta)
+    check_cli_methods(args.methods)
+    runs = [r.strip() for item in getattr(args, "runs", []) or [] for r in item.split(",") if r.strip()]
+    recorded = args.command == "attack" and bool(runs)  # attacks recorded runs: nothing to train
+    if args.command == "attack" and not recorded and not (args.methods and args.dataset):
+        raise ConfigError("give --method and --dataset (train, then attack) or --run RUN_ID (a recorded run)")
+    spec = None if recorded else build(RunSpec, **request_kwargs(RunSpec, args))
     check_output_file(args.output)
     if args.plot_dir and not args.attacks:
         raise ConfigError("--plot-dir saves the attacks' ROC plots: give --attacks too")
     check_output_dir(args.plot_dir, "--plot-dir")
-    runs = [r.strip() for item in getattr(args, "runs", []) or [] for r in item.split(",") if r.strip()]
     from bench import api  # the harness: torch and PyG
 
-    if args.command == "attack" and runs:
+    if recorded:
         if args.methods or args.dataset:
             raise ConfigError("--run attacks recorded runs: give it without --method/--dataset")
         if not args.track:
@@ -71,11 +75,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.output:
             write_json_atomic(args.output, [r.to_dict() for r in results])
         return 0
-    if args.command == "attack" and not (args.methods and args.dataset):
-        raise ConfigError("give --method and --dataset (train, then attack) or --run RUN_ID (a recorded run)")
     diagnostics = getattr(args, "diagnostics", False)
     job = api.attack if args.command == "attack" else api.run
-    results = job(threads=args.threads, log=stderr, **request_kwargs(RunSpec, args))
+    results = job(spec, threads=args.threads, log=stderr)
     tables = ([api.results_table(results)] if args.command == "run" else []) + \
              ([api.attack_table(results)] if args.attacks else [])
     from bench.run import tracked_runs

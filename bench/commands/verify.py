@@ -33,16 +33,15 @@ def _verify_parser(sub) -> argparse.ArgumentParser:
 def cmd_verify(args: argparse.Namespace) -> int:
     from bench.cliargs import fmt_eps
     from bench.io import check_output_file, format_table, write_json_atomic
-    from bench.request import check_cli_request
+    from bench.request import check_cli_methods
 
     check_common(args)
+    check_cli_methods(args.method)
     spec = build(VerifySpec, **request_kwargs(VerifySpec, args))
-    t = spec.run
-    check_cli_request(t.methods, t.dataset, t.split, t.seeds, t.epsilon, t.delta)
     check_output_file(args.output)
     from bench import api  # the harness: torch and PyG
 
-    out = api.verify(spec, threads=args.threads, log=stderr if t.progress else None)
+    out = api.verify(spec, threads=args.threads, log=stderr if spec.run.progress else None)
     rep = out.report
     multi = len(rep.seeds) > 1
     header = ["check"] + (["seed"] if multi else []) + ["statistic", "threshold", "verdict"]
