@@ -137,45 +137,45 @@ def request_args(p: argparse.ArgumentParser, cls: type, *, only: tuple[str, ...]
     groups: dict[str, Any] = {}
     hints = _hints(cls)
     for f in flat_fields(cls):
-        if not f.meta("cli") or f.name in skip or (only is not None and f.name not in only):
+        if not f.meta.get("cli") or f.name in skip or (only is not None and f.name not in only):
             continue
-        strings = (flags or {}).get(f.name) or (f.meta("flags") if not f.single or f.name == "method" else None) \
+        strings = (flags or {}).get(f.name) or (f.meta.get("flags") if not f.single or f.name == "method" else None) \
             or ("--" + f.name.replace("_", "-"),)
         text = (helps or {}).get(f.name, f.help)
         if not strings[0].startswith("-"):  # a positional argument: its name is the field's
-            p.add_argument(f.name, help=text, **({"metavar": f.meta("metavar")} if f.meta("metavar") else {}))
+            p.add_argument(f.name, help=text, **({"metavar": f.meta.get("metavar")} if f.meta.get("metavar") else {}))
             continue
-        group = f.meta("group")
+        group = f.meta.get("group")
         target = p
         if group:
             target = groups.get(group) or groups.setdefault(group, p.add_mutually_exclusive_group())
         kw: dict[str, Any] = {"dest": f.name, "help": text}
-        if f.meta("negate"):
-            target.add_argument(f.meta("negate"), action="store_false", default=True, **kw)
+        if f.meta.get("negate"):
+            target.add_argument(f.meta.get("negate"), action="store_false", default=True, **kw)
             continue
         default = f.default
-        if default is False and not f.meta("many"):
+        if default is False and not f.meta.get("many"):
             target.add_argument(*strings, action="store_true", **kw)
             if group == "network":
                 target.add_argument("--offline", action=_Offline, help="never download a dataset (the same as "
                                                                         "BENCH_OFFLINE=1)")
             continue
-        if f.meta("metavar"):
-            kw["metavar"] = f.meta("metavar")
-        if f.meta("choices"):
-            kw["choices"] = list(f.meta("choices"))
+        if f.meta.get("metavar"):
+            kw["metavar"] = f.meta.get("metavar")
+        if f.meta.get("choices"):
+            kw["choices"] = list(f.meta.get("choices"))
         kw["required"] = (required or {}).get(f.name, f.required)
         tp = hints.get(f.field.name)
         args = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
         base = args[0]
-        if f.meta("many") and not f.single:
-            item = f.meta("parse") or (int if typing.get_args(base) == (int,) else str)
-            list_arg(target, *strings, item=item, commas=f.meta("commas"),
+        if f.meta.get("many") and not f.single:
+            item = f.meta.get("parse") or (int if typing.get_args(base) == (int,) else str)
+            list_arg(target, *strings, item=item, commas=f.meta.get("commas"),
                      default=None if default is dataclasses.MISSING else default, **kw)
             continue
         if f.single:
             base = typing.get_args(base)[0] if typing.get_args(base) else str
-        parse = f.meta("parse") or {float: _float, int: int}.get(base)
+        parse = f.meta.get("parse") or {float: _float, int: int}.get(base)
         if parse is not None:
             kw["type"] = parse
         target.add_argument(*strings, default=None if default is dataclasses.MISSING else default, **kw)

@@ -20,7 +20,7 @@ import inspect
 import math
 import os
 import typing
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -65,32 +65,29 @@ def option(default: Any = dataclasses.MISSING, help: str = "", *, factory: Calla
 
 @dataclass(frozen=True)
 class Flat:
-    """One argument of a job's flat form (its flags, its API parameter): the field it sets, in the request or in
-    the request's target run (``target``), under the job's name for it."""
+    """One argument of a job's flat form (its flags, its API parameter), as plain data: the field it sets, in the
+    request or in the request's target run (``target``), under the job's name for it, with the field's
+    :func:`option` metadata (``meta``) and its defaults (a request copies what it is given, so a shared default
+    list is never changed)."""
 
     name: str
     field: dataclasses.Field
+    meta: Mapping[str, Any]
+    default: Any  # the field's default (a single field: the first of its list's default); MISSING: required
+    api_default: Any  # the API's default (option's ``api``, else ``default``)
     target: bool = False
     single: bool = False  # a list field of the run that this job takes one value of (an audit's --method, --seed)
     help: str = ""
     required: bool = False
 
-    def meta(self, key: str) -> Any:
-        return self.field.metadata.get(key)
 
-    @property
-    def default(self) -> Any:
-        """The field's default (a single field: the first of its list's default)."""
-        f = self.field
-        value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        if value is dataclasses.MISSING:
-            return dataclasses.MISSING
-        return value[0] if self.single and value else value
-
-    @property
-    def api_default(self) -> Any:
-        api = self.meta("api")
-        return self.default if api is dataclasses.MISSING else api
+def _flat(name: str, f: dataclasses.Field, target: bool, single: bool, help: str, required: bool) -> Flat:
+    value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    if single and value is not dataclasses.MISSING:
+        value = value[0] if value else value
+    api = f.metadata.get("api", dataclasses.MISSING)
+    return Flat(name, f, f.metadata, value, value if api is dataclasses.MISSING else api, target, single, help,
+                required)
 
 
 def flat_fields(cls: type) -> list[Flat]:
@@ -103,12 +100,12 @@ def flat_fields(cls: type) -> list[Flat]:
         helps, required, single = cls.TARGET_HELP, cls.REQUIRED, cls.SINGLE
         for run_name, name in target.items():
             f = run_fields[run_name]  # every target field is an init field
-            out.append(Flat(name, f, True, run_name in single, helps.get(name, f.metadata.get("help", "")),
-                            name in required))
+            out.append(_flat(name, f, True, run_name in single, helps.get(name, f.metadata.get("help", "")),
+                             name in required))
     for f in dataclasses.fields(cls):
         if (f.name == "run" and target is not None) or not f.init:
             continue
-        out.append(Flat(f.name, f, False, False, f.metadata.get("help", ""), f.name in getattr(cls, "REQUIRED", ())))
+        out.append(_flat(f.name, f, False, False, f.metadata.get("help", ""), f.name in getattr(cls, "REQUIRED", ())))
     return out
 
 

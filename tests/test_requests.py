@@ -35,13 +35,13 @@ def test_every_field_is_a_flag_and_a_parameter_with_its_declared_default(command
             assert p.default is inspect.Parameter.empty
         else:
             assert p.default == f.api_default, f.name
-        if not f.meta("cli"):
+        if not f.meta.get("cli"):
             assert f.name not in actions, f"{f.name} is API only"
             continue
         a = actions[f.name]
         assert a.help == f.help, f.name
-        if f.meta("negate"):
-            assert a.option_strings == [f.meta("negate")] and a.default is True
+        if f.meta.get("negate"):
+            assert a.option_strings == [f.meta.get("negate")] and a.default is True
         elif f.default is not dataclasses.MISSING:
             assert a.default == f.default, f.name
     # and nothing else: the flags a job has beyond its request are the command's own
