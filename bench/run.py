@@ -1,6 +1,6 @@
 """The run job: one run = (method, dataset, split, budget, hyperparameters, seed).
 
-A request (:class:`~bench.plan.RunSpec`) is resolved once into a frozen :class:`~bench.plan.RunPlan`
+A request (:class:`~bench.request.RunSpec`) is resolved once into a frozen :class:`~bench.plan.RunPlan`
 (:func:`bench.plan.plan_run`, which refuses bad input before any run opens: a :class:`~methods.errors.BenchError`);
 :func:`run_one` trains, evaluates and logs one method at one seed of a plan (an error inside it is a
 :class:`~bench.tracking.RunFailed`, the run FAILED); :func:`run_plan` does every method x seed of a plan and
