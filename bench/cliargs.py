@@ -139,8 +139,7 @@ def request_args(p: argparse.ArgumentParser, cls: type, *, only: tuple[str, ...]
     for f in flat_fields(cls):
         if not f.meta.get("cli") or f.name in skip or (only is not None and f.name not in only):
             continue
-        strings = (flags or {}).get(f.name) or (f.meta.get("flags") if not f.single or f.name == "method" else None) \
-            or ("--" + f.name.replace("_", "-"),)
+        strings = (flags or {}).get(f.name) or f.meta.get("flags") or ("--" + f.name.replace("_", "-"),)
         text = (helps or {}).get(f.name, f.help)
         if not strings[0].startswith("-"):  # a positional argument: its name is the field's
             p.add_argument(f.name, help=text, **({"metavar": f.meta.get("metavar")} if f.meta.get("metavar") else {}))

@@ -129,9 +129,8 @@ def build(cls: type, **kwargs: Any) -> Any:
 
 
 def signature(cls: type, fn: Callable[..., Any]) -> inspect.Signature:
-    """``fn``'s signature with ``cls``'s flat arguments in place of its ``**options``: the required ones
-    positional, the rest keyword-only with the API's defaults; ``fn``'s own keyword-only parameters (``threads``,
-    ``log``) follow."""
+    """The API signature of ``cls``'s job: its flat arguments (the required ones positional, the rest keyword-only
+    with the API's defaults), then ``fn``'s own keyword-only parameters (``threads``, ``log``)."""
     own = [p for p in inspect.signature(fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
     hints = typing.get_type_hints(RunSpec) | typing.get_type_hints(cls)
     params = []
@@ -194,11 +193,6 @@ def _opt(convert: Callable[[Any], Any], x: Any) -> Any:
 # The requests
 # --------------------------------------------------------------------------------------
 
-DEVICE_HELP = "auto | cpu | cuda[:N] (default: auto)"
-SPLIT_HELP = "split name (default: public for Planetoid, ogb for ogbn-*, else random-75-10-15)"
-DELTA_HELP = "target delta (default: the largest power of ten below 1/#units)"
-
-
 @dataclass(frozen=True)
 class RunSpec:
     """A run request: every method x seed trained and evaluated, one tracked run each."""
@@ -206,16 +200,17 @@ class RunSpec:
     methods: list[str] = option(help="method name(s), space- or comma-separated or repeated (see `bench list "
                                      "methods`)", flags=("--method", "-m"), many=True, metavar="M")
     dataset: str = option(help="dataset name, e.g. cora, computers, csbm:nodes=5000", flags=("--dataset", "-d"))
-    split: str | None = option(None, SPLIT_HELP, flags=("--split", "-s"))
+    split: str | None = option(None, "split name (default: public for Planetoid, ogb for ogbn-*, else "
+                                     "random-75-10-15)", flags=("--split", "-s"))
     seeds: list[int] = option(help="seeds, e.g. 0 1 2 or 0,1,2 (default: 0)", factory=lambda: [0], many=True,
                               parse=int, metavar="SEED")
     epsilon: float | None = option(None, "target epsilon for private methods ('inf' = no noise)",
                                    flags=("--epsilon", "-e"))
-    delta: float | None = option(None, DELTA_HELP)
+    delta: float | None = option(None, "target delta (default: the largest power of ten below 1/#units)")
     overrides: list[str] = option(help="hyperparameter override(s); 'method.key=value' targets one method "
                                        "(space-separated or repeated)", factory=list, flags=("--set",), many=True,
                                   commas=False, metavar="KEY=VALUE")
-    device: str = option("auto", DEVICE_HELP)
+    device: str = option("auto", "auto | cpu | cuda[:N] (default: auto)")
     data_root: str | None = option(None, "the only folder searched for raw dataset files (default: $BENCH_DATA_ROOT, "
                                          "else the user cache, then the bundled copies, then the stock download)",
                                    metavar="DIR")
