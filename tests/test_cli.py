@@ -310,7 +310,10 @@ def test_threads_on_every_command_that_trains(argv, capsys):
     import numba
     import torch
 
-    before = torch.get_num_threads(), numba.get_num_threads()
+    # numba first: its first call launches its threading layer, which may reset OpenMP's count (torch's) in a fresh
+    # process, and the count to compare with is the one the command finds
+    numba_threads = numba.get_num_threads()
+    before = torch.get_num_threads(), numba_threads
     assert main([*argv, "--threads", "1", "--no-track", "--no-progress"]) == 0
     assert (torch.get_num_threads(), numba.get_num_threads()) == before  # set for the command, then restored
     assert main([*argv, "--threads", "-1", "--no-track", "--no-progress"]) == 2
