@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from audits.mechanism import CP_ASSUMES, MECHANISMS, GaussianFamily, audit_mechanism, mechanism_for
+from methods.privacy.events import Gaussian, Laplace, RandomizedResponse
 
 #: trials per world and half of each component audit (a few seconds each)
 TRIALS = 100_000
@@ -99,8 +100,8 @@ def ledger_bound(ledger, delta: float, *, trials: int = TRIALS, seed: int = 0,
         name = mechanism_for(e)
         queries = (e.count if name == "privgnn-posterior" else e.count // 2) if name in ("pate-votes",
                                                                                        "privgnn-posterior") else 0
-        if queries or (name is not None and (e.kind == "gaussian" or (
-                e.kind in ("randomized_response", "laplace") and e.unit == "edge"))):
+        if queries or (name is not None and (isinstance(e, Gaussian) or (
+                isinstance(e, (RandomizedResponse, Laplace)) and e.unit == "edge"))):
             plan.append((i, e, name, queries))
         else:
             left_out.append(f"{e.kind} x {e.count}")
@@ -115,7 +116,7 @@ def ledger_bound(ledger, delta: float, *, trials: int = TRIALS, seed: int = 0,
             fdp_parts.append(pair)  # a released label: its measured channel is the whole release
             covered.append(f"{label} ({name}, {queries} queries: one query CP {a.epsilon_lb_cp:.4g} of "
                            f"{a.epsilon_claimed:.4g})")
-        elif e.kind == "gaussian":
+        elif isinstance(e, Gaussian):
             mu = e.sensitivity / e.sigma
             a = audit_mechanism(name, GaussianFamily().epsilon(mu, delta), delta=delta, trials=trials, seed=seed + i,
                                 confidence=each)
@@ -123,11 +124,11 @@ def ledger_bound(ledger, delta: float, *, trials: int = TRIALS, seed: int = 0,
             fdp_parts.append(GaussianPart(a.strength_lb, e.count))
             covered.append(f"{label} ({name}: CP {a.epsilon_lb_cp:.4g}, f-DP mu {a.strength_lb:.4g} of {mu:.4g})")
         else:
-            claim = e.epsilon if e.kind == "randomized_response" else e.sensitivity / e.scale
+            claim = e.pure_epsilon()  # randomized response's epsilon, a Laplace release's sensitivity / scale
             a = audit_mechanism(name, claim, delta=delta, trials=min(trials, MECHANISMS[name].trials),
                                 seed=seed + i, confidence=each)
             cp_parts.append((*a.lower_bound_pair(), e.count))
-            if e.kind == "randomized_response":
+            if isinstance(e, RandomizedResponse):
                 p = 1.0 / (1.0 + math.exp(-a.epsilon_lb_fdp))
                 fdp_parts.append((np.array([p, 1.0 - p]), np.array([1.0 - p, p]), e.count))
             else:

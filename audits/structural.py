@@ -627,7 +627,7 @@ def _bit_equal(x: Tensor, y: Tensor) -> bool:
 
 def _gaussian_sensitivity(ledger) -> float | None:
     """The largest L2 sensitivity of the ledger's Gaussian releases (``None``: it has none)."""
-    s = [float(e.sensitivity) for e in ledger.events if getattr(e, "kind", "") == "gaussian"]
+    s = [float(e.sensitivity) for e in ledger.events if getattr(e, "released_as", None) == "gaussian"]
     return max(s) if s else None
 
 

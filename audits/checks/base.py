@@ -23,11 +23,9 @@ DPSGD_REMEDY = ("take the DP-SGD steps with the suite's DP optimiser, methods.dp
                 "DPOptimizer (make_private): their step hook is what the white-box checks read")
 RELEASE_REMEDY = ("report each noisy release through methods.mechanisms.release(kind, declared=..., noise=...) "
                   "(what the white-box checks read)")
-#: which observation shows a ledger event kind ran: a DP-SGD step seen by the step hook ("dpsgd"), or a release of
-#: this kind reported to methods.mechanisms
-OBSERVED_AS = {"poisson_gaussian": "dpsgd", "fixed_size_gaussian": "dpsgd", "hypergeometric_gaussian": "dpsgd",
-               "gaussian": "gaussian", "laplace": "laplace", "poisson_laplace": "laplace",
-               "randomized_response": "randomized_response"}
+#: which observation shows a ledger event kind ran (``Event.released_as``): a DP-SGD step seen by the step hook
+#: ("dpsgd"), or a release of this kind reported to methods.mechanisms
+OBSERVED_AS = {kind: cls.released_as for kind, cls in EVENT_TYPES.items()}
 #: the statistical white-box checks test against a claim relaxed by this much (noise 5% below what the ledger
 #: requires, a sampling rate 5% above it): rejecting the relaxed claim still refutes the real one, and a correct
 #: method, whose noise and rate are exactly the ledger's, is then (practically) never flagged by them

@@ -46,15 +46,17 @@ def release_calibration(b, alpha: float) -> tuple[list[str], str]:
 
     led = b.probe_fit.ledger
     problems, stats_txt = [], []
-    gauss = [e for e in led.events if e.kind == "gaussian"]
-    lap = [e for e in led.events if e.kind in ("laplace", "poisson_laplace")]
-    rr = [e for e in led.events if e.kind == "randomized_response"]
+    # the ledger's events by the kind of release that draws their noise (the seam's vocabulary)
+    drawn = {kind: [e for e in led.events if e.released_as == kind] for kind in ("gaussian", "laplace",
+                                                                                  "randomized_response")}
+    gauss, rr = drawn["gaussian"], drawn["randomized_response"]
     releases = b.releases
-    for kind, evs in (("gaussian", gauss), ("laplace", lap)):
+    for kind in ("gaussian", "laplace"):
+        evs = drawn[kind]
         rel = [r for r in releases if r.kind == kind and r.drawn_scale is not None and r.draws]
         if not rel or not evs:
             continue
-        need = min(e.sigma for e in evs) if kind == "gaussian" else min(e.scale for e in evs)
+        need = min(e.noise_scale for e in evs)  # a Gaussian's std, a Laplace scale
         need *= 1 - TOLERANCE
         n = sum(r.draws for r in rel)
         if kind == "gaussian":  # chi-square on the pooled draws
@@ -87,7 +89,7 @@ def release_calibration(b, alpha: float) -> tuple[list[str], str]:
         keep, flip = r.declared.get("keep"), r.declared.get("flip_in")
         if keep is None or flip is None:
             continue
-        eps_rr = max(e.epsilon for e in rr)
+        eps_rr = max(e.pure_epsilon() for e in rr)
         ratio = math.inf if flip <= 0 else keep / flip
         other = math.inf if keep >= 1 else (1 - flip) / (1 - keep)
         worst = math.log(max(ratio, other)) if max(ratio, other) > 0 else 0.0

@@ -114,28 +114,23 @@ class OursPld(_Ours):
 # dp-accounting
 # --------------------------------------------------------------------------------------------------------------
 
-#: the neighbouring relation an event forces on a dp-accounting accountant (one relation per accountant); events
-#: absent here have their noise stated under their own relation and fit either
-_FORCED_RELATION = {"poisson_gaussian": "add_remove", "poisson_laplace": "add_remove",
-                    "fixed_size_gaussian": "replace_one", "randomized_response": "replace_one"}
-
-
 def dp_accounting_events(events: list, pld: bool) -> tuple[list, str]:
-    """(dp_event objects, relation) for ``events``: one ``SelfComposedDpEvent`` per event with count > 1, and
-    the neighbouring relation the accountant must hold (``add_remove`` unless an event forces ``replace_one``).
+    """(dp_event objects, relation) for ``events``: each event's own :meth:`~methods.privacy.events.Event.dp_event`
+    (one ``SelfComposedDpEvent`` per event with count > 1), and the neighbouring relation the accountant must hold
+    (``add_remove`` unless an event's :attr:`~methods.privacy.events.Event.dp_event_relation` is ``replace_one``).
 
-    Unsupported: the hypergeometric (DP-GNN) event, which dp-accounting does not implement, and a ledger whose
-    events force both relations. PLD only: Laplace (plain or Poisson) holds under add/remove only; a Gaussian
-    under replace-one is read by dp-accounting's PLD as the replacement of an add/remove query (twice the
+    Unsupported: an event with no dp_event (the hypergeometric DP-GNN step), and a ledger whose events force both
+    relations. PLD only: Laplace holds under add/remove only, and without-replacement sampling has no PLD; a
+    Gaussian under replace-one is read by dp-accounting's PLD as the replacement of an add/remove query (twice the
     shift), so its noise multiplier is doubled there to keep the event's own meaning."""
     from dp_accounting import dp_event as E
+
+    from methods.privacy.events import FixedSizeGaussian, Gaussian, Laplace
 
     events = _counted(events)
     forced = {}
     for e in events:
-        need = _FORCED_RELATION.get(e.kind)
-        if pld and e.kind == "laplace":
-            need = "add_remove"  # dp-accounting's PLD: Laplace under ADD_OR_REMOVE_ONE only
+        need = "add_remove" if pld and isinstance(e, Laplace) else e.dp_event_relation
         if need:
             forced.setdefault(need, e.kind)
     if len(forced) > 1:
@@ -144,22 +139,13 @@ def dp_accounting_events(events: list, pld: bool) -> tuple[list, str]:
     relation = next(iter(forced), "add_remove")
     out = []
     for e in events:
-        if e.kind == "gaussian":
-            z = e.noise_multiplier * (2.0 if pld and relation == "replace_one" else 1.0)
-            d = E.GaussianDpEvent(z)
-        elif e.kind == "laplace":
-            d = E.LaplaceDpEvent(e.scale / e.sensitivity)
-        elif e.kind == "poisson_gaussian":
-            d = E.PoissonSampledDpEvent(e.rate, E.GaussianDpEvent(e.noise_multiplier))
-        elif e.kind == "poisson_laplace":
-            d = E.PoissonSampledDpEvent(e.rate, E.LaplaceDpEvent(e.scale / e.sensitivity))
-        elif e.kind == "fixed_size_gaussian":
-            if pld:
-                raise Unsupported("dp-accounting's PLD accountant has no sampled-without-replacement event")
-            d = E.SampledWithoutReplacementDpEvent(e.population, e.sample_size, E.GaussianDpEvent(e.noise_multiplier))
-        elif e.kind == "randomized_response":
-            d = E.RandomizedResponseDpEvent(e.noise_parameter, 2)
+        if pld and isinstance(e, FixedSizeGaussian):
+            raise Unsupported("dp-accounting's PLD accountant has no sampled-without-replacement event")
+        if pld and relation == "replace_one" and isinstance(e, Gaussian):
+            d = E.GaussianDpEvent(e.noise_multiplier * 2.0)
         else:
+            d = e.dp_event()
+        if d is None:
             raise Unsupported(f"dp-accounting has no {e.kind} event")
         out.append(d if e.count == 1 else E.SelfComposedDpEvent(d, e.count))
     return out, relation
@@ -221,14 +207,17 @@ class DpAccountingPld(_DpAccounting):
 def opacus_history(events: list) -> list[tuple[float, float, int]]:
     """Opacus's accountant history, ``[(noise_multiplier, sample_rate, steps), ...]``: Opacus accounts DP-SGD
     steps on Poisson batches (add/remove) only; a plain Gaussian is a step with sample rate 1."""
+    from methods.privacy.events import Gaussian, PoissonGaussian
+
     hist: dict[tuple[float, float], int] = {}
     for e in _counted(events):
-        if e.kind == "poisson_gaussian":
-            key = (float(e.noise_multiplier), float(e.rate))
-        elif e.kind == "gaussian":
-            key = (float(e.noise_multiplier), 1.0)
-        else:
-            raise Unsupported(f"Opacus accounts Poisson-subsampled and plain Gaussian steps only, not {e.kind}")
+        match e:
+            case PoissonGaussian():
+                key = (float(e.noise_multiplier), float(e.rate))
+            case Gaussian():
+                key = (float(e.noise_multiplier), 1.0)
+            case _:
+                raise Unsupported(f"Opacus accounts Poisson-subsampled and plain Gaussian steps only, not {e.kind}")
         hist[key] = hist.get(key, 0) + e.count
     return [(z, q, t) for (z, q), t in hist.items()]
 

@@ -522,25 +522,30 @@ _PLD_NOTE = "optimistic PLD (dp-accounting, pessimistic_estimate=False) of the b
 
 
 def kind_lower_limit(kind: str, events: Sequence[Any], delta: float) -> tuple[float, str]:
-    """(lower limit, method) for events that are all of ``kind``, composed under one neighbouring pair."""
+    """(lower limit, method) for events that are all of ``kind`` (an event type's name), composed under one
+    neighbouring pair."""
+    from methods.privacy.events import (EVENT_TYPES, FixedSizeGaussian, Gaussian, HypergeometricGaussian, Laplace,
+                                        PoissonGaussian, PoissonLaplace, RandomizedResponse)
+
     delta = _check_delta(delta)
+    cls = EVENT_TYPES.get(kind)
     evs = _events(events)
-    if any(e.kind != kind for e in evs):
+    if any(type(e) is not cls for e in evs):
         raise LimitError(f"kind_lower_limit({kind!r}) got events of other kinds")
     if not evs:
         return 0.0, "no event"
-    if kind == "gaussian":
+    if cls is Gaussian:
         mu = math.sqrt(sum(e.count / e.noise_multiplier ** 2 for e in evs))
         return gaussian_epsilon(mu, delta), ("exact: mu-GDP with mu = sqrt(sum T/z^2) "
                                              "(Balle & Wang 2018 Thm 8), mpmath bisection")
-    if kind == "randomized_response":
+    if cls is RandomizedResponse:
         eps0 = {e.epsilon for e in evs}
         if len(eps0) == 1:
             return (rr_lower_limit(evs[0].epsilon, sum(e.count for e in evs), delta),
                     "exact: binomial privacy-loss sum of T-fold binary randomized response, mpmath")
         lim = pld_lower_epsilon([rr_pair(e.epsilon, e.count) for e in evs], delta)
         return lim.epsilon, _PLD_NOTE.format(pair="+-eps0 (randomized response)")
-    if kind == "laplace":
+    if cls is Laplace:
         if len(evs) == 1 and evs[0].count == 1:
             return (laplace_single_epsilon(evs[0].sensitivity / evs[0].scale, delta),
                     "exact: one Laplace release, eps0 + 2 ln(1 - delta)")
@@ -549,28 +554,28 @@ def kind_lower_limit(kind: str, events: Sequence[Any], delta: float) -> tuple[fl
     fwd: list[BinnedPair] = []
     bwd: list[BinnedPair] = []
     total = sum(e.count for e in evs)
-    if kind == "poisson_gaussian":
+    if cls is PoissonGaussian:
         for e in evs:
             if e.rate > 0:
                 f, b = poisson_gaussian_pairs(e.rate, e.noise_multiplier, total, delta)
                 fwd.append(BinnedPair(f.losses, f.probs, e.count))
                 bwd.append(BinnedPair(b.losses, b.probs, e.count))
         pair = "(1-q)N(0,1)+qN(1/z,1) vs N(0,1), both directions"
-    elif kind == "fixed_size_gaussian":
+    elif cls is FixedSizeGaussian:
         for e in evs:
             f, b = wor_gaussian_pairs(e.sample_size / e.population, e.noise_multiplier, total, delta)
             fwd.append(BinnedPair(f.losses, f.probs, e.count))
             bwd.append(BinnedPair(b.losses, b.probs, e.count))
         pair = ("N(0,1) vs (1-q)N(0,1)+qN(1/z,1) (others' gradients C u, the replaced one C u vs -C u; "
                 "q = m/n), both directions")
-    elif kind == "hypergeometric_gaussian":
+    elif cls is HypergeometricGaussian:
         for e in evs:
             f, b = hypergeometric_pairs(e.num_train, e.occurrence_bound, e.batch_size, e.noise_multiplier, total,
                                         delta)
             fwd.append(BinnedPair(f.losses, f.probs, e.count))
             bwd.append(BinnedPair(b.losses, b.probs, e.count))
         pair = "sum_k h(k) N(k/(lambda N),1) vs N(0,1), k hypergeometric, both directions"
-    elif kind == "poisson_laplace":
+    elif cls is PoissonLaplace:
         for e in evs:
             if e.rate > 0:
                 f, b = poisson_laplace_pairs(e.rate, e.sensitivity / e.scale, e.count)
@@ -593,8 +598,11 @@ def lower_limit(events: Iterable[Any], delta: float) -> tuple[float, str]:
     evs = _events(events)
     if not evs:
         return 0.0, "no event"
-    kinds = sorted({e.kind for e in evs})
-    results = {k: kind_lower_limit(k, [e for e in evs if e.kind == k], delta) for k in kinds}
+    groups: dict[str, list] = {}
+    for e in evs:
+        groups.setdefault(e.kind, []).append(e)
+    kinds = sorted(groups)
+    results = {k: kind_lower_limit(k, groups[k], delta) for k in kinds}
     if len(kinds) == 1:
         return results[kinds[0]]
     best = max(kinds, key=lambda k: results[k][0])

@@ -31,6 +31,8 @@ import numpy as np
 
 from bench.conformance import limits as L
 from bench.conformance.cases import Reference
+from methods.privacy.events import (FixedSizeGaussian, Gaussian, HypergeometricGaussian, Laplace, PoissonGaussian,
+                                    PoissonLaplace, RandomizedResponse)
 
 PLD_DISCRETIZATION = 1e-4
 MOG_DISCRETIZATION = 1e-3
@@ -48,8 +50,8 @@ def _events(events: Iterable[Any]) -> list:
     return L._events(events)  # noqa: SLF001 - the same parsing as the lower limit's
 
 
-def _kinds(evs: Sequence[Any]) -> set[str]:
-    return {e.kind for e in evs}
+def _types(evs: Sequence[Any]) -> set[type]:
+    return {type(e) for e in evs}
 
 
 def _hyp_mixture(e) -> tuple[float, list[float], list[float]]:
@@ -71,25 +73,28 @@ def dpa_rdp(events: Iterable[Any], delta: float) -> Reference | None:
     from dp_accounting.rdp import RdpAccountant
 
     evs = _events(events)
-    kinds = _kinds(evs)
-    if not evs or kinds & {"hypergeometric_gaussian", "poisson_laplace"}:
+    kinds = _types(evs)
+    if not evs or kinds & {HypergeometricGaussian, PoissonLaplace}:
         return None
-    replace = bool(kinds & {"fixed_size_gaussian", "randomized_response"})
-    if replace and "poisson_gaussian" in kinds:
+    replace = bool(kinds & {FixedSizeGaussian, RandomizedResponse})
+    if replace and PoissonGaussian in kinds:
         return None
     parts = []
-    for e in evs:
-        if e.kind == "gaussian":
-            ev = dpa.GaussianDpEvent(e.noise_multiplier)
-        elif e.kind == "laplace":
-            ev = dpa.LaplaceDpEvent(e.scale / e.sensitivity)
-        elif e.kind == "poisson_gaussian":
-            ev = dpa.PoissonSampledDpEvent(e.rate, dpa.GaussianDpEvent(e.noise_multiplier))
-        elif e.kind == "fixed_size_gaussian":
-            ev = dpa.SampledWithoutReplacementDpEvent(e.population, e.sample_size,
-                                                      dpa.GaussianDpEvent(e.noise_multiplier))
-        else:  # randomized_response
-            ev = dpa.RandomizedResponseDpEvent(e.noise_parameter, 2)
+    for e in evs:  # translated here, not by Event.dp_event: a mistranslation there shows as a disagreement
+        match e:
+            case Gaussian():
+                ev = dpa.GaussianDpEvent(e.noise_multiplier)
+            case Laplace():
+                ev = dpa.LaplaceDpEvent(e.scale / e.sensitivity)
+            case PoissonGaussian():
+                ev = dpa.PoissonSampledDpEvent(e.rate, dpa.GaussianDpEvent(e.noise_multiplier))
+            case FixedSizeGaussian():
+                ev = dpa.SampledWithoutReplacementDpEvent(e.population, e.sample_size,
+                                                          dpa.GaussianDpEvent(e.noise_multiplier))
+            case RandomizedResponse():
+                ev = dpa.RandomizedResponseDpEvent(e.noise_parameter, 2)
+            case _:  # an event type the library has no counterpart for
+                return None
         parts.append(dpa.SelfComposedDpEvent(ev, e.count))
     rel = dpa.NeighboringRelation.REPLACE_ONE if replace else dpa.NeighboringRelation.ADD_OR_REMOVE_ONE
     acc = RdpAccountant(neighboring_relation=rel)
@@ -116,39 +121,40 @@ def dpa_pld(events: Iterable[Any], delta: float) -> Reference | None:
     from dp_accounting.pld import privacy_loss_distribution as P
 
     evs = _events(events)
-    if not evs or "fixed_size_gaussian" in _kinds(evs):
+    if not evs or FixedSizeGaussian in _types(evs):
         return None
     # the library inverts the Mixture of Gaussians' loss point by point (seconds per 1e4 grid points): coarser
-    vdi = MOG_DISCRETIZATION if "hypergeometric_gaussian" in _kinds(evs) else PLD_DISCRETIZATION
+    vdi = MOG_DISCRETIZATION if HypergeometricGaussian in _types(evs) else PLD_DISCRETIZATION
     total = None
     for e in evs:
-        if e.kind == "gaussian":
-            one = P.from_gaussian_mechanism(e.noise_multiplier, value_discretization_interval=vdi)
-        elif e.kind == "laplace":
-            one = P.from_laplace_mechanism(e.scale / e.sensitivity, value_discretization_interval=vdi)
-        elif e.kind == "poisson_gaussian":
-            if e.rate == 0:
-                continue
-            one = P.from_gaussian_mechanism(e.noise_multiplier, value_discretization_interval=vdi,
-                                            sampling_prob=e.rate)
-        elif e.kind == "poisson_laplace":
-            if e.rate == 0:
-                continue
-            one = P.from_laplace_mechanism(e.scale / e.sensitivity, value_discretization_interval=vdi,
-                                           sampling_prob=e.rate)
-        elif e.kind == "randomized_response":
-            one = P.from_randomized_response(e.noise_parameter, 2, value_discretization_interval=vdi,
-                                             neighboring_relation=NeighboringRelation.REPLACE_ONE)
-        else:  # hypergeometric_gaussian
-            std, sens, probs = _hyp_mixture(e)
-            one = P.from_mixture_gaussian_mechanism(std, sens, probs, value_discretization_interval=vdi)
+        if getattr(e, "rate", None) == 0:  # a Poisson step that samples no one: no privacy loss
+            continue
+        match e:
+            case Gaussian():
+                one = P.from_gaussian_mechanism(e.noise_multiplier, value_discretization_interval=vdi)
+            case Laplace():
+                one = P.from_laplace_mechanism(e.scale / e.sensitivity, value_discretization_interval=vdi)
+            case PoissonGaussian():
+                one = P.from_gaussian_mechanism(e.noise_multiplier, value_discretization_interval=vdi,
+                                                sampling_prob=e.rate)
+            case PoissonLaplace():
+                one = P.from_laplace_mechanism(e.scale / e.sensitivity, value_discretization_interval=vdi,
+                                               sampling_prob=e.rate)
+            case RandomizedResponse():
+                one = P.from_randomized_response(e.noise_parameter, 2, value_discretization_interval=vdi,
+                                                 neighboring_relation=NeighboringRelation.REPLACE_ONE)
+            case HypergeometricGaussian():
+                std, sens, probs = _hyp_mixture(e)
+                one = P.from_mixture_gaussian_mechanism(std, sens, probs, value_discretization_interval=vdi)
+            case _:
+                return None
         one = one.self_compose(e.count) if e.count > 1 else one
         total = one if total is None else total.compose(one)
     if total is None:
         return None
     eps = float(total.get_epsilon_for_delta(delta))
     note = f"privacy_loss_distribution.from_* (pessimistic), interval {vdi:g}, composed"
-    proven = "hypergeometric_gaussian" not in _kinds(evs)
+    proven = HypergeometricGaussian not in _types(evs)
     if not proven:
         note += ("; DP-GNN steps as the mixture-of-Gaussians pair, which is realisable but not a proven "
                  "dominating pair (for occurrence bound >= 2 it is not one)")
@@ -163,7 +169,7 @@ def wor_unamplified(events: Iterable[Any], delta: float) -> Reference | None:
     for small q, tight as q -> 1 (where subsampled RDP bounds can exceed it). A DP-GNN step is one such step:
     shift at most 2C N (N occurrences, Lemma 2), std lambda 2C N, so z = lambda."""
     evs = _events(events)
-    if not evs or not _kinds(evs) <= {"fixed_size_gaussian", "hypergeometric_gaussian"}:
+    if not evs or not _types(evs) <= {FixedSizeGaussian, HypergeometricGaussian}:
         return None
     mu = math.sqrt(sum(e.count / e.noise_multiplier ** 2 for e in evs))
     return Reference("no amplification", L.gaussian_epsilon(mu, delta), f"mpmath {mpmath.__version__}", True,
@@ -181,7 +187,7 @@ def hyp_revealed_pld(events: Iterable[Any], delta: float) -> Reference | None:
     from dp_accounting.pld import privacy_loss_distribution as P
 
     evs = _events(events)
-    if not evs or _kinds(evs) != {"hypergeometric_gaussian"}:
+    if not evs or _types(evs) != {HypergeometricGaussian}:
         return None
     total = None
     for e in evs:
@@ -216,7 +222,7 @@ def wor_pair_pld(events: Iterable[Any], delta: float) -> Reference | None:
     from dp_accounting.pld import privacy_loss_distribution as P
 
     evs = _events(events)
-    if not evs or _kinds(evs) != {"fixed_size_gaussian"}:
+    if not evs or _types(evs) != {FixedSizeGaussian}:
         return None
     total = None
     for e in evs:
@@ -237,10 +243,9 @@ def wor_pair_pld(events: Iterable[Any], delta: float) -> Reference | None:
 
 def _gaussian_history(evs: Sequence[Any]) -> list[tuple[float, float, int]] | None:
     """(noise multiplier, sample rate, steps) per event if every event is a (Poisson-subsampled) Gaussian."""
-    if not evs or not _kinds(evs) <= {"gaussian", "poisson_gaussian"}:
+    if not evs or not _types(evs) <= {Gaussian, PoissonGaussian}:
         return None
-    return [(e.noise_multiplier, e.rate if e.kind == "poisson_gaussian" else 1.0, e.count)
-            for e in evs if not (e.kind == "poisson_gaussian" and e.rate == 0)]
+    return [(e.noise_multiplier, getattr(e, "rate", 1.0), e.count) for e in evs if getattr(e, "rate", 1.0) != 0]
 
 
 def opacus_rdp(events: Iterable[Any], delta: float) -> Reference | None:
@@ -284,7 +289,7 @@ def opacus_gdp(events: Iterable[Any], delta: float) -> Reference | None:
     from opacus.accountants.analysis import gdp as ogdp
 
     evs = _events(events)
-    if len(evs) != 1 or evs[0].kind != "poisson_gaussian" or evs[0].rate == 0:
+    if len(evs) != 1 or not isinstance(evs[0], PoissonGaussian) or evs[0].rate == 0:
         return None
     e = evs[0]
     with warnings.catch_warnings():
@@ -304,16 +309,16 @@ def exact(events: Iterable[Any], delta: float) -> Reference | None:
     """The exact epsilon where a closed form exists: Gaussians only (mu-GDP), one randomized-response epsilon,
     or one Laplace release."""
     evs = _events(events)
-    kinds = _kinds(evs)
-    if kinds == {"gaussian"}:
+    kinds = _types(evs)
+    if kinds == {Gaussian}:
         mu = math.sqrt(sum(e.count / e.noise_multiplier ** 2 for e in evs))
         return Reference("exact", L.gaussian_epsilon(mu, delta), f"mpmath {mpmath.__version__}", True,
                          "mu-GDP, mu = sqrt(sum T/z^2) (Balle & Wang 2018 Thm 8)")
-    if kinds == {"randomized_response"} and len({e.epsilon for e in evs}) == 1:
+    if kinds == {RandomizedResponse} and len({e.epsilon for e in evs}) == 1:
         t = sum(e.count for e in evs)
         return Reference("exact", L.rr_lower_limit(evs[0].epsilon, t, delta), f"mpmath {mpmath.__version__}",
                          True, "binomial privacy-loss sum of T-fold randomized response")
-    if kinds == {"laplace"} and len(evs) == 1 and evs[0].count == 1:
+    if kinds == {Laplace} and len(evs) == 1 and evs[0].count == 1:
         return Reference("exact", L.laplace_single_epsilon(evs[0].sensitivity / evs[0].scale, delta), "closed form",
                          True, "one Laplace release: eps0 + 2 ln(1 - delta)")
     return None
@@ -325,15 +330,16 @@ def pure_epsilons(evs: Sequence[Any]) -> list[tuple[float, int]] | None:
     Li, Qardaji & Su 2012; tight, Balle, Barthe & Gaboardi 2018)."""
     out = []
     for e in evs:
-        if e.kind == "laplace":
-            out.append((e.sensitivity / e.scale, e.count))
-        elif e.kind == "randomized_response":
-            out.append((e.epsilon, e.count))
-        elif e.kind == "poisson_laplace":
-            if e.rate > 0:
-                out.append((math.log1p(e.rate * math.expm1(e.sensitivity / e.scale)), e.count))
-        else:
-            return None
+        match e:
+            case Laplace():
+                out.append((e.sensitivity / e.scale, e.count))
+            case RandomizedResponse():
+                out.append((e.epsilon, e.count))
+            case PoissonLaplace():
+                if e.rate > 0:
+                    out.append((math.log1p(e.rate * math.expm1(e.sensitivity / e.scale)), e.count))
+            case _:
+                return None
     return out
 
 
@@ -488,9 +494,9 @@ def rdp_to_epsilon(orders: Sequence[float], rdp: Sequence, delta: float) -> tupl
     return max(float(best), 0.0), arg
 
 
-_PAPERS = {"gaussian": "Mironov 2017 Cor 3", "laplace": "Mironov 2017 Prop 6", "randomized_response":
-           "Mironov 2017 Prop 5", "fixed_size_gaussian": "Wang, Balle & Kasiviswanathan 2019 Thm 27",
-           "hypergeometric_gaussian": "Daigavane et al. 2022 Thm 1"}
+_PAPERS = {Gaussian: "Mironov 2017 Cor 3", Laplace: "Mironov 2017 Prop 6", RandomizedResponse: "Mironov 2017 Prop 5",
+           FixedSizeGaussian: "Wang, Balle & Kasiviswanathan 2019 Thm 27",
+           HypergeometricGaussian: "Daigavane et al. 2022 Thm 1"}
 
 
 def paper_rdp(events: Iterable[Any], delta: float) -> Reference | None:
@@ -499,24 +505,25 @@ def paper_rdp(events: Iterable[Any], delta: float) -> Reference | None:
     Balle et al. (2020) Theorem 21, all in mpmath. Ledgers with Poisson-subsampled events: None (the libraries
     cover them)."""
     evs = _events(events)
-    kinds = _kinds(evs)
+    kinds = _types(evs)
     if not evs or not kinds <= set(_PAPERS):
         return None
-    orders = [a for a in PAPER_ORDERS if a == int(a) and a >= 2] if "fixed_size_gaussian" in kinds else PAPER_ORDERS
+    orders = [a for a in PAPER_ORDERS if a == int(a) and a >= 2] if FixedSizeGaussian in kinds else PAPER_ORDERS
     fns: list[tuple[int, Callable[[float], mpmath.mpf]]] = []
     for e in evs:
-        if e.kind == "gaussian":
-            z = e.noise_multiplier
-            fns.append((e.count, lambda a, z=z: mpmath.mpf(a) / (2 * mpmath.mpf(z) ** 2)))
-        elif e.kind == "laplace":
-            fns.append((e.count, lambda a, x=e.sensitivity / e.scale: laplace_rdp(x, a)))
-        elif e.kind == "randomized_response":
-            fns.append((e.count, lambda a, x=e.epsilon: rr_rdp(x, a)))
-        elif e.kind == "fixed_size_gaussian":
-            q, z = e.sample_size / e.population, e.noise_multiplier
-            fns.append((e.count, lambda a, q=q, z=z: wor_rdp(q, z, int(a))))
-        else:
-            fns.append((e.count, lambda a, ev=e: hypergeometric_rdp(ev, a)))
+        match e:
+            case Gaussian():
+                z = e.noise_multiplier
+                fns.append((e.count, lambda a, z=z: mpmath.mpf(a) / (2 * mpmath.mpf(z) ** 2)))
+            case Laplace():
+                fns.append((e.count, lambda a, x=e.sensitivity / e.scale: laplace_rdp(x, a)))
+            case RandomizedResponse():
+                fns.append((e.count, lambda a, x=e.epsilon: rr_rdp(x, a)))
+            case FixedSizeGaussian():
+                q, z = e.sample_size / e.population, e.noise_multiplier
+                fns.append((e.count, lambda a, q=q, z=z: wor_rdp(q, z, int(a))))
+            case HypergeometricGaussian():
+                fns.append((e.count, lambda a, ev=e: hypergeometric_rdp(ev, a)))
     with mpmath.workdps(40):
         rdp = [mpmath.fsum(t * f(a) for t, f in fns) for a in orders]
     eps, order = rdp_to_epsilon(orders, rdp, delta)

@@ -37,8 +37,6 @@ from methods.privacy.events import (FixedSizeGaussian, Gaussian, HypergeometricG
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "docs" / "leaderboard" / "runs"
-KINDS = ("gaussian", "laplace", "randomized_response", "poisson_gaussian", "fixed_size_gaussian",
-         "hypergeometric_gaussian", "poisson_laplace")
 RDP_NAMES = ("dp-accounting RDP", "Opacus RDP", "paper RDP (mpmath)")
 LEADERBOARD_CI = 4
 
@@ -193,9 +191,12 @@ def poisson_laplace_grid() -> Iterator[Spec]:
                [PoissonLaplace(rate=0.3, scale=scale, sensitivity=2.0 * 1000, count=1)], 1e-4)
 
 
-GRIDS = {"gaussian": gaussian_grid, "laplace": laplace_grid, "randomized_response": rr_grid,
-         "poisson_gaussian": poisson_gaussian_grid, "fixed_size_gaussian": wor_grid,
-         "hypergeometric_gaussian": hypergeometric_grid, "poisson_laplace": poisson_laplace_grid}
+#: one corpus file per event type, named by its kind, in this order
+GRIDS = {c.kind: grid for c, grid in ((Gaussian, gaussian_grid), (Laplace, laplace_grid), (RandomizedResponse, rr_grid),
+                                      (PoissonGaussian, poisson_gaussian_grid), (FixedSizeGaussian, wor_grid),
+                                      (HypergeometricGaussian, hypergeometric_grid),
+                                      (PoissonLaplace, poisson_laplace_grid))}
+KINDS = tuple(GRIDS)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -260,7 +261,7 @@ def regime_tags(events: list[dict[str, Any]], delta: float, lower: float, refs: 
     if len(tags) > 1:
         tags.append("composite")
     rates = [getattr(e, "rate", None) for e in evs] + [e.sample_size / e.population for e in evs
-                                                       if e.kind == "fixed_size_gaussian"]
+                                                       if isinstance(e, FixedSizeGaussian)]
     if any(r is not None and 0 < r <= 1e-4 for r in rates):
         tags.append("tiny-q")
     zs = [e.noise_multiplier for e in evs if hasattr(e, "noise_multiplier")]

@@ -57,6 +57,12 @@ class Event:
     #: a DP-SGD step (a noisy sum of clipped per-example gradients): then :attr:`step_sensitivity`,
     #: :attr:`example_rate`, :attr:`unit_occupancy` and :attr:`unit_rate` say what the ledger allows one step
     dpsgd_step: ClassVar[bool] = False
+    #: what shows that the event ran: ``"dpsgd"`` (a step the DP optimiser's hook sees) or the kind of release
+    #: reported to :func:`methods.mechanisms.release` that draws its noise
+    released_as: ClassVar[str | None] = None
+    #: the neighbouring relation under which :meth:`dp_event` means what this event means (dp-accounting's
+    #: accountants hold one relation each); ``None``: either
+    dp_event_relation: ClassVar[str | None] = None
 
     def pld_practical(self) -> bool:
         """Whether :meth:`pld` is cheap enough for the ``tight`` accountant to try (a Gaussian-type step with a noise
@@ -112,6 +118,11 @@ class Event:
 
     def pure_epsilon(self) -> float | None:
         """epsilon of one application if the mechanism is pure epsilon-DP, else None."""
+        return None
+
+    def dp_event(self):
+        """dp-accounting's ``DpEvent`` for one application (under :attr:`dp_event_relation`), or None where the
+        library has none."""
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -171,6 +182,7 @@ class Gaussian(Event):
     sigma: float
     kind: ClassVar[str] = "gaussian"
     pld_dominates: ClassVar[bool] = True  # N(0, s^2) vs N(Delta, s^2) in any dimension (rotation invariance)
+    released_as: ClassVar[str] = "gaussian"
 
     def validate(self) -> None:
         _positive("sensitivity", self.sensitivity)
@@ -185,10 +197,18 @@ class Gaussian(Event):
         """mu of the mu-GDP pair N(0, 1) vs N(mu, 1) that :meth:`pld` is (exact)."""
         return 1.0 / self.noise_multiplier
 
-    def _rdp(self, orders):
+    @property
+    def noise_scale(self) -> float:
+        """The standard deviation of the noise drawn."""
+        return self.sigma
+
+    def dp_event(self):
         from dp_accounting import GaussianDpEvent
 
-        return _dpa_rdp(GaussianDpEvent(self.noise_multiplier), orders, "add_remove")
+        return GaussianDpEvent(self.noise_multiplier)
+
+    def _rdp(self, orders):
+        return _dpa_rdp(self.dp_event(), orders, "add_remove")
 
     def pld(self):
         from methods.privacy import pldfast
@@ -204,15 +224,24 @@ class Laplace(Event):
     sensitivity: float = 1.0
     kind: ClassVar[str] = "laplace"
     pld_dominates: ClassVar[bool] = True  # for vector queries too: :meth:`Laplace.pld`
+    released_as: ClassVar[str] = "laplace"
 
     def validate(self) -> None:
         _positive("scale", self.scale)
         _positive("sensitivity", self.sensitivity)
 
-    def _rdp(self, orders):
+    @property
+    def noise_scale(self) -> float:
+        """The scale b of the Laplace noise drawn."""
+        return self.scale
+
+    def dp_event(self):
         from dp_accounting import LaplaceDpEvent
 
-        return _dpa_rdp(LaplaceDpEvent(self.scale / self.sensitivity), orders, "add_remove")
+        return LaplaceDpEvent(self.scale / self.sensitivity)
+
+    def _rdp(self, orders):
+        return _dpa_rdp(self.dp_event(), orders, "add_remove")
 
     def pld(self):
         """The scalar pair Lap(0, b) vs Lap(Delta, b); it dominates the Laplace mechanism on a VECTOR query of L1
@@ -245,6 +274,8 @@ class PoissonGaussian(Event):
     noise_multiplier: float
     kind: ClassVar[str] = "poisson_gaussian"
     fixed_relation: ClassVar[str] = "add_remove"
+    dp_event_relation: ClassVar[str] = "add_remove"
+    released_as: ClassVar[str] = "dpsgd"
     #: dp-accounting's remove and add pairs of the Poisson-subsampled Gaussian (Zhu, Dong & Wang 2022, Prop. 30)
     pld_dominates: ClassVar[bool] = True
     dpsgd_step: ClassVar[bool] = True
@@ -267,6 +298,11 @@ class PoissonGaussian(Event):
         if not 0.0 <= self.rate <= 1.0:
             raise LedgerError(f"sampling rate must be in [0, 1] (got {self.rate})")
         _positive("noise_multiplier", self.noise_multiplier)
+
+    def dp_event(self):
+        from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent
+
+        return PoissonSampledDpEvent(self.rate, GaussianDpEvent(self.noise_multiplier))
 
     def _rdp(self, orders):
         return R.poisson_gaussian_rdp(orders, self.rate, self.noise_multiplier)
@@ -294,6 +330,8 @@ class FixedSizeGaussian(Event):
     relation: Relation = "replace_one"
     kind: ClassVar[str] = "fixed_size_gaussian"
     fixed_relation: ClassVar[str] = "replace_one"
+    dp_event_relation: ClassVar[str] = "replace_one"
+    released_as: ClassVar[str] = "dpsgd"
     pld_dominates: ClassVar[bool] = True  # the unamplified Gaussian (:meth:`pld`)
     dpsgd_step: ClassVar[bool] = True
     #: replace-one: one example's gradient swapped for another's moves the sum by up to 2 C
@@ -314,6 +352,12 @@ class FixedSizeGaussian(Event):
         if not 1 <= self.sample_size <= self.population:
             raise LedgerError(f"need 1 <= sample_size <= population (got {self.sample_size} of {self.population})")
         _positive("noise_multiplier", self.noise_multiplier)
+
+    def dp_event(self):
+        from dp_accounting import GaussianDpEvent, SampledWithoutReplacementDpEvent
+
+        return SampledWithoutReplacementDpEvent(self.population, self.sample_size,
+                                                GaussianDpEvent(self.noise_multiplier))
 
     def _rdp(self, orders):
         # Theorem 27 at every order of the grid, vectorised (milliseconds for the whole grid)
@@ -355,6 +399,7 @@ class HypergeometricGaussian(Event):
     noise_multiplier: float
     kind: ClassVar[str] = "hypergeometric_gaussian"
     fixed_relation: ClassVar[str] = "add_remove"
+    released_as: ClassVar[str] = "dpsgd"  # dp-accounting has no event for it: no dp_event
     pld_dominates: ClassVar[bool] = True  # the occurrence count revealed (:meth:`pld`)
     dpsgd_step: ClassVar[bool] = True
 
@@ -455,6 +500,8 @@ class PoissonLaplace(Event):
     sensitivity: float = 1.0
     kind: ClassVar[str] = "poisson_laplace"
     fixed_relation: ClassVar[str] = "add_remove"
+    dp_event_relation: ClassVar[str] = "add_remove"
+    released_as: ClassVar[str] = "laplace"
     #: the subsampled scalar pair: it dominates a vector query's (:meth:`Laplace.pld`), and subsampling
     #: preserves domination (Zhu, Dong & Wang 2022, Prop. 30)
     pld_dominates: ClassVar[bool] = True
@@ -464,6 +511,16 @@ class PoissonLaplace(Event):
             raise LedgerError(f"sampling rate must be in [0, 1] (got {self.rate})")
         _positive("scale", self.scale)
         _positive("sensitivity", self.sensitivity)
+
+    @property
+    def noise_scale(self) -> float:
+        """The scale b of the Laplace noise drawn."""
+        return self.scale
+
+    def dp_event(self):
+        from dp_accounting import LaplaceDpEvent, PoissonSampledDpEvent
+
+        return PoissonSampledDpEvent(self.rate, LaplaceDpEvent(self.scale / self.sensitivity))
 
     def _rdp(self, orders):
         b = self.scale / self.sensitivity
@@ -492,6 +549,8 @@ class RandomizedResponse(Event):
     kind: ClassVar[str] = "randomized_response"
     #: binary randomized response with ratio e^epsilon dominates every pure epsilon-DP mechanism (Kairouz et al.)
     pld_dominates: ClassVar[bool] = True
+    released_as: ClassVar[str] = "randomized_response"
+    dp_event_relation: ClassVar[str] = "replace_one"  # the library's RR: one bucket replaced by another
 
     def validate(self) -> None:
         _positive("epsilon", self.epsilon)
@@ -501,10 +560,13 @@ class RandomizedResponse(Event):
         # dp-accounting's RR outputs a uniformly random bucket with probability p: ratio (1-p/2)/(p/2)
         return 2.0 / (1.0 + math.exp(self.epsilon))
 
-    def _rdp(self, orders):
+    def dp_event(self):
         from dp_accounting import RandomizedResponseDpEvent
 
-        return _dpa_rdp(RandomizedResponseDpEvent(self.noise_parameter, 2), orders, "replace_one")
+        return RandomizedResponseDpEvent(self.noise_parameter, 2)
+
+    def _rdp(self, orders):
+        return _dpa_rdp(self.dp_event(), orders, self.dp_event_relation)
 
     def pld(self):
         from dp_accounting import NeighboringRelation
