@@ -19,6 +19,8 @@ marked FAILED in MLflow):
 * :func:`sweep` -- a resumable grid of runs and audits from a YAML file or a dict (``bench sweep``); its cells
   go through :func:`run` and :func:`audit`;
 * :func:`leaderboard` -- tables and plots of an experiment's runs (``bench leaderboard``);
+* :func:`account` -- the epsilon of a method family's ledger, the noise for a target epsilon, or a tracked run's
+  epsilon (``bench account``);
 * :func:`check_accountants` -- privacy accountants (ours, libraries', a plugin's) against the conformance corpus:
   sound, how tight, what a library upgrade changed (``bench accountants check``).
 
@@ -39,8 +41,8 @@ from typing import Any, Callable, Iterable, Mapping
 from bench import DEFAULT_EXPERIMENT
 from bench.cliargs import check_threads
 from bench.options import as_items
-from bench.request import (AuditSpec, ReproduceSpec, RunSpec, SweepError, SweepSpec, VerifySpec, api_job,
-                           names)
+from bench.request import (AccountSpec, AuditSpec, ReproduceSpec, RunSpec, SweepError, SweepSpec, VerifySpec,
+                           api_job, names)
 
 Overrides = Iterable[str] | Mapping[str, Any] | None
 
@@ -249,6 +251,26 @@ def _sweep_cell(*job: Any) -> dict[str, Any]:
     return execute_cell(*args, run=run, audit=audit, verify=verify, export=export)
 
 
+def account(form: str | AccountSpec, *, delta: float | None = None, epsilon: float | None = None,
+            accountant: str | None = None, conversion: str | None = None, **params: Any) -> dict[str, Any]:
+    """The account of one form (``bench account FORM --json``'s object): ``form`` a method family's
+    (``dpsgd``, ``dp-mlp``, ``dpgnn``, ``drw``, ``gap``, ``progap``, ``edgerand``, ``privgnn``, ``pate``) with its
+    options as keywords, named as the command line's (``level="node"``, ``num_train=2000``, ``noise_multiplier=1``;
+    the family's ledger function's parameters: :data:`bench.account.FORMS`), or ``"run"`` with ``run_id``.
+    ``epsilon`` in place of the noise calibrates it; ``accountant`` and ``conversion`` as ``bench account``'s.
+    Bad input raises :class:`~methods.errors.BenchError` before any accountant runs.
+
+        api.account("gap", level="edge", depth=2, sigma=7.0189, delta=1e-4)["epsilon"]
+        api.account("dp-mlp", num_train=1000, batch_size=100, steps=200, epsilon=2, delta=1e-5)["noise_multiplier"]
+    """
+    from bench.account import account as account_job
+
+    spec = form if isinstance(form, AccountSpec) else AccountSpec.of(form, delta=delta, epsilon=epsilon,
+                                                                      accountant=accountant, conversion=conversion,
+                                                                      **params)
+    return account_job(spec)
+
+
 def check_accountants(accountants: str | Iterable[str] | None = None, *, cases: str | None = None,
                       tags: str | Iterable[str] = (),
                       corpus: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
@@ -388,6 +410,6 @@ def options(name: str) -> dict[str, Any]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-__all__ = ["attack", "attack_recorded", "attack_table", "audit", "audit_mechanisms", "catalog", "cells",
+__all__ = ["account", "attack", "attack_recorded", "attack_table", "audit", "audit_mechanisms", "catalog", "cells",
            "check_accountants", "config_records", "leaderboard", "options", "reproduce", "results_table", "run", "runs",
            "study", "sweep", "verify"]

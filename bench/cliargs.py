@@ -125,16 +125,18 @@ def data_args(p: argparse.ArgumentParser) -> None:
 
 def request_args(p: argparse.ArgumentParser, cls: type, *, only: tuple[str, ...] | None = None,
                  skip: tuple[str, ...] = (), flags: dict[str, tuple[str, ...]] | None = None,
-                 helps: dict[str, str] | None = None, required: dict[str, bool] | None = None) -> None:
+                 helps: dict[str, str] | None = None, required: dict[str, bool] | None = None,
+                 groups: dict[str, Any] | None = None) -> None:
     """Add the flags of a request type's fields (:func:`bench.request.flat_fields`: a field's type, default, help,
     choices and list syntax are declared once, where the field is): every field the command line sets, or those in
     ``only``, less ``skip``; ``flags``, ``helps`` and ``required`` change one command's variant of a field (``bench
-    attack``'s ``--attack/-a``). ``--offline`` joins ``--download``'s group."""
+    attack``'s ``--attack/-a``); ``groups``: mutually exclusive groups the command made, by a field's group name (a
+    flag of its own joins the field's). ``--offline`` joins ``--download``'s group."""
     import typing
 
     from bench.request import flat_fields
 
-    groups: dict[str, Any] = {}
+    groups = {k: v for k, v in (groups or {}).items() if v is not None}
     hints = _hints(cls)
     for f in flat_fields(cls):
         if not f.meta.get("cli") or f.name in skip or (only is not None and f.name not in only):

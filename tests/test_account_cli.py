@@ -193,29 +193,64 @@ def test_account_agrees_with_a_gap_edge_run_it_reaccounts(capsys):
     assert d["epsilon"] == pytest.approx(0.680, abs=2e-3) and "not a sound bound" in d["note"]
 
 
-@pytest.mark.parametrize("family", ["dp-mlp", "dpgnn", "drw"])
-def test_a_signature_forms_options_are_its_ledger_functions_parameters(family):
-    """``bench account FAMILY``'s options come from the family's ledger function: a parameter added there is an
-    option here, with its default, and the option's value reaches the function unchanged."""
+@pytest.mark.parametrize("name", ["dpsgd", "dp-mlp", "dpgnn", "drw", "gap", "progap", "edgerand", "privgnn", "pate"])
+def test_a_forms_options_are_its_ledger_functions_parameters(name):
+    """``bench account FORM``'s options come from its families' ledger functions: a parameter added there is an
+    option here (required where every family of the form requires it), with its default, and the option's value
+    reaches the function unchanged."""
     import argparse
     import inspect
 
-    from bench.account import SIGNATURE_FORMS
+    from bench.account import FORMS
     from bench.cli import build_parser
     from methods.privacy.presets import FAMILIES
 
     top = build_parser("account")
     (sub,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
     (forms,) = [a for a in sub.choices["account"]._actions if isinstance(a, argparse._SubParsersAction)]
-    flags = {a.dest: a for a in forms.choices[family]._actions}
-    form = SIGNATURE_FORMS[family]
-    for p in inspect.signature(FAMILIES[family]).parameters.values():
-        if p.name in form.skip:
-            assert p.name not in flags
-            continue
-        assert p.name in flags, f"bench account {family} lacks --{p.name.replace('_', '-')}"
-        a = flags[p.name]
-        if p.default is inspect.Parameter.empty:
-            assert a.required or p.name == form.noise
-        elif p.name != "relation":  # the methods' relation is the command line's default (Form.relation)
-            assert a.default == p.default
+    flags = {a.dest: a for a in forms.choices[name]._actions}
+    form = FORMS[name]
+    for family in form.families.values():
+        for p in inspect.signature(FAMILIES[family]).parameters.values():
+            option = form.option(p.name)
+            if p.name in form.skip:
+                assert option not in flags
+                continue
+            assert option in flags, f"bench account {name} lacks --{option.replace('_', '-')}"
+            a = flags[option]
+            shared = all(p.name in inspect.signature(FAMILIES[f]).parameters for f in form.families.values())
+            if p.default is inspect.Parameter.empty:
+                assert a.required or p.name == form.noise_of(family) or not shared
+            elif shared and option not in form.defaults:
+                assert a.default == p.default
+
+
+def test_a_form_checks_its_family_once_the_selector_picks_it(capsys):
+    """A multi-family form refuses another family's options and names the missing ones of its own."""
+    code, _, err = run(capsys, "dpsgd --sampling poisson --sampling-rate 0.1 --population 5 --noise-multiplier 1 "
+                               "--steps 3 --delta 1e-5")
+    assert code == 2 and "--population apply to --sampling fixed only" in err
+    code, _, err = run(capsys, "gap --level node --depth 2 --noise-multiplier 1 --num-train 10 --delta 1e-5")
+    assert code == 2 and "missing --batch-size, --encoder-steps, --classifier-steps, --max-degree" in err
+
+
+def test_the_api_account_is_the_commands_json(capsys):
+    """``bench.api.account`` builds the same request as the command line and returns its ``--json`` object."""
+    from bench import api
+    from bench.request import AccountSpec
+
+    for name in ("progap-node", "gap-edge", "privgnn", "drw-transductive"):
+        args = FORMS[name][0].split()
+        code, out, _ = run(capsys, " ".join(args) + " --json")
+        form, rest = args[0], args[1:]
+        kw = {}
+        while rest:
+            key = rest.pop(0)[2:].replace("-", "_")
+            kw[key] = True if not rest or rest[0].startswith("--") else rest.pop(0)
+        kw = {k: (v if k in ("level", "sampling", "relation", "convention") else float(v) if "." in v or "e" in v
+                  else int(v)) for k, v in kw.items()}
+        got = api.account(form, **kw)
+        assert json.loads(json.dumps(got, default=str)) == json.loads(out)
+        assert api.account(AccountSpec.of(form, **kw)) == got
+    with pytest.raises(Exception, match="missing --num-train"):
+        api.account("gap", level="node", depth=2, noise_multiplier=1.0, delta=1e-5)
