@@ -22,7 +22,7 @@
 Each family form calls the same function (``methods.privacy.presets``) that the method's ``fit`` builds its
 ledger with, so an account and a run cannot disagree; a form's options are those functions' parameters, read from
 their signatures (:data:`FORMS`: ``--sampling`` and ``--level`` pick the function; the form adds only help, the
-command line's defaults and its own rules), and one request (:class:`bench.request.AccountSpec`) carries them to
+command line's defaults and its own rules), and one request (:class:`AccountSpec`) carries them to
 :func:`account`, which :func:`bench.api.account` calls too. Sound conventions are the defaults: an undirected edge
 has NAP sensitivity sqrt(2); ProGAP/GAP's node-level Poisson population is the training nodes
 (``--num-train``); PrivGNN's posterior has L1 sensitivity 2. ``--convention paper`` gives the papers' own
@@ -53,13 +53,53 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from bench.cliargs import _float, command, request_args
-from bench.request import AccountSpec
+from bench.request import _opt, _set, option
 from methods.errors import BenchError, BudgetError
 from methods.privacy.accountant import ACCOUNTANTS
 from methods.privacy.presets import DPGNN_RELATIONS, INPUT_GRAPH, NODE_RELATIONS
+
+@dataclass(frozen=True)
+class AccountSpec:
+    """An account request (``bench account FORM``): a form's parameters (its ledger families', named by option;
+    :data:`FORMS`), and what to compute with which accountant. Built, it holds the family the form's
+    selector picks, every option's value with the defaults in, and the parameter the target calibrates
+    (:func:`resolve`: each rule of a form is written there once)."""
+
+    form: str = option(help="the form: dpsgd, dp-mlp, dpgnn, drw, gap, progap, edgerand, privgnn, pate (a method "
+                            "family's ledger), or run (a tracked run's)", cli=False)
+    params: dict[str, Any] = option(help="the form's options by name, e.g. {'level': 'edge', 'depth': 2, 'sigma': 7}",
+                                    factory=dict, cli=False)
+    delta: float | None = option(None, "the delta of the epsilon")
+    epsilon: float | None = option(None, "calibrate the noise to this epsilon instead", group="noise")
+    accountant: str | None = option(None, "tight (default, what runs report and calibrate with): the smallest sound "
+                                          "bound the suite has; rdp: the RDP bound (the papers'); pld: privacy-loss "
+                                          "distributions; or a registered accountant (`bench accountants list`) that "
+                                          "passes the conformance suite, as a run's", metavar="NAME")
+    conversion: str | None = option(None, "the RDP -> DP conversion of --accountant rdp (implied by this option; "
+                                          "default improved; standard = Mironov Prop. 3, as papers report)",
+                                    choices=("improved", "standard"))
+
+    family: str | None = field(default=None, init=False, compare=False)
+    values: dict[str, Any] = field(default_factory=dict, init=False, compare=False)
+    noise: str | None = field(default=None, init=False, compare=False)
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ("form",)
+
+    def __post_init__(self) -> None:
+        _set(self, form=str(self.form), params=dict(self.params or {}), delta=_opt(float, self.delta),
+             epsilon=_opt(float, self.epsilon))
+        _set(self, **resolve(self))
+
+    @classmethod
+    def of(cls, form: str, *, delta: float | None = None, epsilon: float | None = None, accountant: str | None = None,
+           conversion: str | None = None, **params: Any) -> "AccountSpec":
+        """``AccountSpec.of("gap", level="edge", depth=2, sigma=7.0, delta=1e-4)``: the form's options as keywords."""
+        return cls(form, params, delta=delta, epsilon=epsilon, accountant=accountant, conversion=conversion)
+
+
 
 PAPER_NOTE = "the paper's convention, not a sound bound for this mechanism on undirected graphs"
 SOUND = "sound"
@@ -99,7 +139,7 @@ class Form:
     pure: bool = False
     rules: Callable[[dict[str, Any]], None] | None = None
     derived: Callable[[dict[str, Any], float], dict[str, Any]] | None = None
-    paper: Callable[["AccountSpec", "Form"], dict[str, Any]] | None = None
+    paper: Callable[[AccountSpec], dict[str, Any]] | None = None
 
     def noise_of(self, family: str) -> str | None:
         return self.noise.get(family, "noise_multiplier")
@@ -158,7 +198,7 @@ def _privgnn_rules(p: dict[str, Any]) -> None:
         p["sensitivity"] = 1.0 if p["convention"] == "paper" else 2.0
 
 
-def _edge_derived(p: dict[str, Any], noise: float) -> dict[str, Any]:
+def _gap_derived(p: dict[str, Any], noise: float) -> dict[str, Any]:
     from methods.privacy import presets as P
 
     if p.get("level") == "node":
@@ -203,7 +243,7 @@ FORMS: dict[str, Form] = {
                 selector="level", noise={"aggregation-edge": "sigma"}, noise_help=_NOISE_HELP,
                 help={"depth": "K (NAP releases)", "num_train": "node level: training nodes (the Poisson population)"},
                 defaults={"relation": INPUT_GRAPH}, convention=_CONVENTION,
-                relation=(NODE_RELATIONS, _DECLARED, _CUTOFF), derived=_edge_derived),
+                relation=(NODE_RELATIONS, _DECLARED, _CUTOFF), derived=_gap_derived),
     "progap": Form("ProGAP (Sajadmanesh & Gatica-Perez 2023), Theorems 4.1 (edge) and 4.2 (node)",
                    {**_LEVEL, "node": "progap-node"}, selector="level", noise={"aggregation-edge": "sigma"},
                    noise_help=_NOISE_HELP,
@@ -211,7 +251,7 @@ FORMS: dict[str, Form] = {
                          "sigma_ap": "node level: std of the aggregation noise (default: multiplier x sqrt(D))",
                          "num_nodes": "node level, --convention paper only: the theorem's N (all nodes)"},
                    defaults={"relation": INPUT_GRAPH}, convention=_CONVENTION,
-                   relation=(NODE_RELATIONS, _DECLARED, _CUTOFF), rules=_progap_rules, derived=_edge_derived),
+                   relation=(NODE_RELATIONS, _DECLARED, _CUTOFF), rules=_progap_rules, derived=_gap_derived),
     "edgerand": Form("EdgeRand: randomized response on the adjacency + a Laplace edge count", {"": "edgerand"},
                      noise={"edgerand": None}, pure=True, rules=_edgerand_rules),
     "privgnn": Form("PrivGNN (Olatunji et al. 2023): Poisson-subsampled Laplace per query", {"": "privgnn"},
@@ -220,11 +260,11 @@ FORMS: dict[str, Form] = {
                                                                    "sound; 1 with --convention paper)",
                           "single_teacher": "the SINGLEGNN ablation: one subsample and one teacher answer every query"},
                     defaults={"sensitivity": None}, convention="formulas behind its Tables 2-3 (not a sound bound)",
-                    rules=_privgnn_rules, paper=lambda spec, form: _paper_convention(spec)),
+                    rules=_privgnn_rules, paper=lambda spec: _paper_convention(spec)),
     "pate": Form("PATE-M / PATE-G (PrivGNN's baselines): Laplace-noisy vote counts per query", {"": "pate"},
                  noise={"pate": "lam"}, noise_help={"lam": "lambda = 1 / Laplace scale on each vote count"},
                  inverse=True, convention="data-independent moments accountant (Papernot et al. 2017), as PrivGNN's "
-                                          "Table 2", paper=lambda spec, form: _paper_convention(spec)),
+                                          "Table 2", paper=lambda spec: _paper_convention(spec)),
 }
 
 
@@ -449,7 +489,7 @@ def _account(spec: AccountSpec) -> tuple[dict[str, Any], Any]:
         return account_run(spec.values["run_id"], spec.delta), None
     form, values, noise = FORMS[spec.form], dict(spec.values), spec.noise
     if form.paper is not None and values.get("convention") == "paper":
-        return form.paper(spec, form), None
+        return form.paper(spec), None
     fn = FAMILIES[spec.family]
     kwargs = {p.name: values[form.option(p.name)] for p in form.parameters(spec.family) if p.name != noise}
     reported = {k: v for k, v in values.items() if k != form.option(noise or "")}

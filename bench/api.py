@@ -36,13 +36,16 @@ with type, default and meaning).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from bench import DEFAULT_EXPERIMENT
 from bench.cliargs import check_threads
 from bench.options import as_items
-from bench.request import (AccountSpec, AuditSpec, ReproduceSpec, RunSpec, SweepError, SweepSpec, VerifySpec,
-                           api_job, names)
+from bench.request import (AuditSpec, ReproduceSpec, RunSpec, SweepError, SweepSpec, VerifySpec, api_job,
+                           names)
+
+if TYPE_CHECKING:
+    from bench.account import AccountSpec
 
 Overrides = Iterable[str] | Mapping[str, Any] | None
 
@@ -263,6 +266,7 @@ def account(form: str | AccountSpec, *, delta: float | None = None, epsilon: flo
         api.account("gap", level="edge", depth=2, sigma=7.0189, delta=1e-4)["epsilon"]
         api.account("dp-mlp", num_train=1000, batch_size=100, steps=200, epsilon=2, delta=1e-5)["noise_multiplier"]
     """
+    from bench.account import AccountSpec
     from bench.account import account as account_job
 
     spec = form if isinstance(form, AccountSpec) else AccountSpec.of(form, delta=delta, epsilon=epsilon,

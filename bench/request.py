@@ -531,47 +531,6 @@ class ReproduceSpec:
 
 
 
-@dataclass(frozen=True)
-class AccountSpec:
-    """An account request (``bench account FORM``): a form's parameters (its ledger families', named by option;
-    :data:`bench.account.FORMS`), and what to compute with which accountant. Built, it holds the family the form's
-    selector picks, every option's value with the defaults in, and the parameter the target calibrates
-    (:func:`bench.account.resolve`: each rule of a form is written there once)."""
-
-    form: str = option(help="the form: dpsgd, dp-mlp, dpgnn, drw, gap, progap, edgerand, privgnn, pate (a method "
-                            "family's ledger), or run (a tracked run's)", cli=False)
-    params: dict[str, Any] = option(help="the form's options by name, e.g. {'level': 'edge', 'depth': 2, 'sigma': 7}",
-                                    factory=dict, cli=False)
-    delta: float | None = option(None, "the delta of the epsilon")
-    epsilon: float | None = option(None, "calibrate the noise to this epsilon instead", group="noise")
-    accountant: str | None = option(None, "tight (default, what runs report and calibrate with): the smallest sound "
-                                          "bound the suite has; rdp: the RDP bound (the papers'); pld: privacy-loss "
-                                          "distributions; or a registered accountant (`bench accountants list`) that "
-                                          "passes the conformance suite, as a run's", metavar="NAME")
-    conversion: str | None = option(None, "the RDP -> DP conversion of --accountant rdp (implied by this option; "
-                                          "default improved; standard = Mironov Prop. 3, as papers report)",
-                                    choices=("improved", "standard"))
-
-    family: str | None = field(default=None, init=False, compare=False)
-    values: dict[str, Any] = field(default_factory=dict, init=False, compare=False)
-    noise: str | None = field(default=None, init=False, compare=False)
-
-    REQUIRED: ClassVar[tuple[str, ...]] = ("form",)
-
-    def __post_init__(self) -> None:
-        from bench.account import resolve
-
-        _set(self, form=str(self.form), params=dict(self.params or {}), delta=_opt(float, self.delta),
-             epsilon=_opt(float, self.epsilon))
-        _set(self, **resolve(self))
-
-    @classmethod
-    def of(cls, form: str, *, delta: float | None = None, epsilon: float | None = None, accountant: str | None = None,
-           conversion: str | None = None, **params: Any) -> "AccountSpec":
-        """``AccountSpec.of("gap", level="edge", depth=2, sigma=7.0, delta=1e-4)``: the form's options as keywords."""
-        return cls(form, params, delta=delta, epsilon=epsilon, accountant=accountant, conversion=conversion)
-
-
 def check_request(methods: Sequence[str], dataset: str, split: str | None, seeds: Sequence[int],
                   epsilon: float | None, delta: float | None, known: Collection[str] | None = None) -> tuple[Any, str]:
     """Raise a :class:`~methods.errors.BenchError` for the first invalid part of a request, in the order a run

@@ -237,7 +237,7 @@ def test_a_form_checks_its_family_once_the_selector_picks_it(capsys):
 def test_the_api_account_is_the_commands_json(capsys):
     """``bench.api.account`` builds the same request as the command line and returns its ``--json`` object."""
     from bench import api
-    from bench.request import AccountSpec
+    from bench.account import AccountSpec
 
     for name in ("progap-node", "gap-edge", "privgnn", "drw-transductive"):
         args = FORMS[name][0].split()
