@@ -109,6 +109,27 @@ def check_canary_type(method: Method, canary_type: str, canary: CanaryConfig) ->
             raise ConfigError("gradient canaries need the dedicated canary pattern (one feature column per canary)")
 
 
+def prepare_canaries(method: Method, task: Task, mode: str, canaries: int, canary: CanaryConfig, canary_type: str,
+                     seed: int | RunStreams = 0) -> tuple[CanaryConfig, CanarySet | None]:
+    """An audit's canaries, checked and drawn once, before anything is trained: the design ``canary`` (validated;
+    ``canary_type`` must apply to ``method`` and to it), for a pooled audit its worst case
+    (:func:`audits.pooled.worst_case_design`, node- or feature-level DP-SGD only), and the set
+    :func:`draw_canaries` draws for it (None for a non-private method: nothing is audited). Returns the design an
+    audit records and the set it runs with."""
+    canary.validate()
+    check_canary_type(method, canary_type, canary)  # gradient canaries need a DP-SGD method, private or not
+    if method.privacy_unit == "none":
+        return canary, None
+    if mode == "pooled":
+        from audits.pooled import worst_case_design
+
+        if method.privacy_unit not in ("node", "feature"):
+            raise ConfigError(f"--mode pooled audits node- or feature-level DP-SGD, not "
+                              f"{method.privacy_unit}-level {method.name}")
+        canary = worst_case_design(method, canary)
+    return canary, draw_canaries(method, task, mode, canaries, canary, seed)
+
+
 def draw_canaries(probe: Method, task: Task, mode: str, canaries: int, canary: CanaryConfig | None = None,
                   seed: int | RunStreams = 0) -> CanarySet:
     """The canaries an audit of ``probe`` in ``mode`` runs with: the design ``canary`` within the method's declared

@@ -25,7 +25,7 @@ from bench.datasets import GraphDataset, load_dataset
 from bench.memory import check_model_fits
 from bench.options import field_names, scoped_overrides
 from bench.request import AUDIT_MODES, AuditSpec, RunSpec, VerifySpec
-from bench.splits import make_task
+from bench.splits import split_task
 from methods.base import (Budget, BudgetError, ConfigError, Method, Task, available_methods, config_dict,
                           default_delta, get_method, stable_hash)
 from methods.device import resolve_device
@@ -203,8 +203,9 @@ class RunPlan:
     accountant_note: str = ""  # what the admission found (bench.conformance.check.admit); "" for a run accountant
 
     def task(self, seed: int) -> Task:
-        """The split of the dataset at ``seed`` (a split is computed per run from its seed)."""
-        return make_task(self.dataset, self.split, seed)
+        """The split of the dataset at ``seed`` (a split is computed per run from its seed; the request checked the
+        split's name)."""
+        return split_task(self.dataset, self.split, seed)
 
     def budget(self, method: Method, task: Task) -> Budget:
         return resolve_budget(self.epsilon, self.delta, method, task)
@@ -232,6 +233,12 @@ class RunPlan:
 
 def plan_run(spec: RunSpec) -> RunPlan:
     """Validate the whole request and load the data; raise a BenchError before anything is written."""
+    return _plan_run(spec)[0]
+
+
+def _plan_run(spec: RunSpec) -> tuple[RunPlan, list[Method]]:
+    """:func:`plan_run`, and each method as built once while planning (an audit or verification checks its
+    probe, which holds no state: a fit builds its own from the plan)."""
     if not spec.methods:
         raise ConfigError("no method given")
     classes = [get_method(m) for m in spec.methods]  # the registry decides the names (plugins included)
@@ -239,9 +246,10 @@ def plan_run(spec: RunSpec) -> RunPlan:
     seeds = tuple(spec.seeds)
     eps, delta = spec.epsilon, spec.delta
     user = scoped_overrides(spec.overrides, {c.name: field_names(c.Config) for c in classes})
-    methods = []
+    methods, probes = [], []
     for cls in classes:
         mp, method = _plan_method(cls, name.name, split, eps, user[cls.name], spec.hparams, bool(spec.overrides))
+        probes.append(method)
         if method.is_private and eps is None:
             raise BudgetError(f"method {cls.name} is private: give --epsilon (or --epsilon inf to train without noise)")
         if method.is_private and eps is not None and delta is not None:
@@ -265,10 +273,11 @@ def plan_run(spec: RunSpec) -> RunPlan:
     for mp in methods:
         check_model_fits(mp.name, mp.hparams, int(dataset.data.x.size(1)), device)
     if delta is not None and eps is not None and math.isfinite(eps):
-        warn_unusual_delta(delta, classes, make_task(dataset, split, seeds[0]))
+        warn_unusual_delta(delta, classes, split_task(dataset, split, seeds[0]))
     tracking = Tracking(spec.experiment, spec.track, spec.progress, MappingProxyType(dict(spec.tags)))
-    return RunPlan(tuple(methods), dataset, split, seeds, eps, delta, device, tracking, attacks, spec.secure_noise,
+    plan = RunPlan(tuple(methods), dataset, split, seeds, eps, delta, device, tracking, attacks, spec.secure_noise,
                    spec.diagnostics, spec.log_release, spec.accountant, accountant_note)
+    return plan, probes
 
 
 def _identity(mp: MethodPlan, plan: RunPlan, budget: Budget, **seeds: Any) -> dict[str, Any]:
@@ -311,13 +320,14 @@ class AuditPlan:
 
 
 def plan_audit(spec: AuditSpec) -> AuditPlan:
-    """Validate an audit request like a run's, plus the audit's options and a dry run of the canary design."""
+    """Validate an audit request like a run's, plus the audit's options, and draw its canaries
+    (:func:`audits.runner.prepare_canaries`)."""
     from audits.canaries import CanaryConfig
-    from audits.runner import check_canary_type, draw_canaries
+    from audits.runner import prepare_canaries
 
     seed = spec.seed
-    run = plan_run(spec.run)
-    mp = run.methods[0]
+    run, probes = _plan_run(spec.run)
+    method = probes[0]
     if spec.mode == "pooled":  # fresh anchors only; a given degree is an explicit request (worst_case_design)
         canary = CanaryConfig(hops=0, degree=spec.canary_degree or 0, scale=spec.canary_scale,
                               pattern="dedicated", fresh_anchors=spec.canary_degree is not None)
@@ -325,25 +335,12 @@ def plan_audit(spec: AuditSpec) -> AuditPlan:
         canary = CanaryConfig(hops=2 if spec.hops is None else spec.hops,
                               degree=1 if spec.canary_degree is None else spec.canary_degree,
                               scale=spec.canary_scale, pattern=spec.canary_pattern, fresh_anchors=spec.fresh_anchors)
-    canary.validate()
-    task = run.task(seed)
-    method = mp.build()
-    method.check_task(task)
-    budget = run.budget(method, task)
-    method.check_budget(budget)
-    check_canary_type(method, spec.canary_type, canary)  # gradient canaries need a DP-SGD method, private or not
-    canary_set = None
-    if method.privacy_unit != "none":
-        # the canaries, drawn once: a graph too small for them is an input error, and the audit runs with them
-        if spec.mode == "pooled":
-            from audits.pooled import worst_case_design
-
-            if method.privacy_unit not in ("node", "feature"):
-                raise ConfigError(f"--mode pooled audits node- or feature-level DP-SGD, not "
-                                  f"{method.privacy_unit}-level {mp.name}")
-            canary = worst_case_design(method, canary)
-        canary_set = draw_canaries(method, task, spec.mode, spec.canaries, canary, seed)
     workers = (spec.workers or pooled_workers(spec.trials)) if spec.mode == "pooled" else 1
+    task = run.task(seed)
+    budget = run.budget(method, task)
+    method.admit(task, budget)
+    # a graph too small for the canaries is an input error, and the audit runs with the set drawn here
+    canary, canary_set = prepare_canaries(method, task, spec.mode, spec.canaries, canary, spec.canary_type, seed)
     return AuditPlan(run, task, budget, spec.mode, spec.trials, spec.canaries, spec.confidence, canary,
                      spec.canary_type, seed, workers, canary_set)
 
@@ -392,19 +389,18 @@ def plan_verify(spec: VerifySpec) -> VerifyPlan:
     if named is not None and named.privacy_unit != "none" and (epsilon is None or not math.isfinite(epsilon)):
         raise ConfigError(f"bench verify checks a privacy claim: give a finite --epsilon/-e ({named.name} is "
                           f"{named.privacy_unit}-level private)")
-    run = plan_run(spec.run)
+    run, probes = _plan_run(spec.run)
+    method = probes[0]
     cfg = VerifyConfig(seeds=tuple(run.seeds), quick=spec.quick, confidence=spec.confidence, canaries=spec.canaries,
                        trials=spec.trials, checks=tuple(spec.checks or CHECKS), device=run.device,
                        progress=run.tracking.progress, inference_tries=spec.inference_tries)
     cfg.validate()
     task = run.task(int(run.seeds[0]))
-    method = run.methods[0].build()
     # "-e inf" for a non-private method is what it claims: the same as no --epsilon
     if not method.is_private and epsilon is not None and math.isinf(epsilon):
         run = dataclasses.replace(run, epsilon=None)
-    method.check_task(task)
     budget = run.budget(method, task)
-    method.check_budget(budget)
+    method.admit(task, budget)
     return VerifyPlan(run, task, budget, cfg, spec.quick)
 
 

@@ -68,6 +68,12 @@ def _check_nonempty(name: str, dataset: str, **parts: Tensor) -> None:
 def make_task(ds: GraphDataset, split: str, seed: int = 0) -> Task:
     """Apply the named split with ``seed`` to a loaded dataset."""
     check_split(split, ds.name)
+    return split_task(ds, split, seed)
+
+
+def split_task(ds: GraphDataset, split: str, seed: int = 0) -> Task:
+    """:func:`make_task` for a split already checked against the dataset's name (a request's,
+    :func:`bench.request.check_request`): the name is not read again."""
     if seed < 0:
         raise SplitError(f"seed must be >= 0 (got {seed})")
     gen = RunStreams(int(seed)).torch("split")
@@ -198,4 +204,4 @@ def split_catalog() -> list[dict[str, Any]]:
     return [{"name": k, "description": v} for k, v in SPLITS.items()]
 
 
-__all__ = ["SPLITS", "SplitError", "check_split", "default_split", "make_task", "split_catalog"]
+__all__ = ["SPLITS", "SplitError", "check_split", "default_split", "make_task", "split_catalog", "split_task"]

@@ -324,6 +324,12 @@ class Method(ABC):  # noqa: B024 - subclasses implement ``_fit``; no abstract me
                 f"(supported: {', '.join(self.settings)})"
             )
 
+    def admit(self, task: Task, budget: Budget) -> None:
+        """The checks ``fit`` makes, made by a plan before anything runs (:meth:`check_task`, then
+        :meth:`check_budget`): a request this method cannot run is an error before a run opens."""
+        self.check_task(task)
+        self.check_budget(budget)
+
     def fit(self, task: Task, budget: Budget, seed: int | RunStreams = 0, device: str | torch.device = "cpu",
             progress: bool = False) -> Fitted:
         """Train on ``task`` under ``budget`` and return the released model.

@@ -21,6 +21,7 @@ from pathlib import Path
 from bench.datasets.base import DatasetError, GraphDataset, Spec
 from bench.datasets.cache import cache_dir, fingerprint, locked, stage, work_dir
 from bench.datasets.csbm import make_csbm
+from bench.datasets.facebook import spec as facebook_spec
 from bench.datasets.normalize import finish, normalize_graph
 from bench.datasets.registry import (SPECS, DatasetName, canonical_dataset, expected_files, parse_dataset_name,
                                      resolve_dataset)
@@ -37,22 +38,23 @@ def load_dataset(name: str | DatasetName, data_root: str | os.PathLike | None = 
     in-process per raw-file fingerprint; do not mutate them."""
     resolved = name if isinstance(name, DatasetName) else resolve_dataset(name)
     canonical, spec, opts = resolved.name, resolved.spec, resolved.options
+    items = tuple(sorted(opts.items()))
     if spec.synthetic:
-        return _load(canonical, "", "", tuple(sorted(opts.items())))
-    name = canonical
-    root = locate(name, data_root, download)
-    canonical, spec, opts = parse_dataset_name(name, root)
+        return _load(canonical, spec.key, "", "", items)
+    root = locate(canonical, data_root, download)
+    if spec.key not in SPECS:  # a Facebook100 school: its spec is the file found under root
+        canonical, spec, opts = parse_dataset_name(canonical, root)
     fp = fingerprint(root, spec.files(opts))
-    return _load(canonical, str(root), fp, tuple(sorted(opts.items())))
+    return _load(canonical, spec.key, str(root), fp, items)
 
 
 @lru_cache(maxsize=8)
-def _load(canonical: str, root_s: str, fp: str, opts_items: tuple) -> GraphDataset:
-    _, spec, _ = parse_dataset_name(canonical, Path(root_s) if root_s else None)
+def _load(canonical: str, key: str, root_s: str, fp: str, opts_items: tuple) -> GraphDataset:
+    root = Path(root_s) if root_s else None
+    spec = SPECS[key] if key in SPECS else facebook_spec(key, root)
     opts = dict(opts_items)
     if spec.synthetic:
         return finish(canonical, spec.build(None, opts))
-    root = Path(root_s)
     work = work_dir(spec.key, fp)
     with locked(work / ".lock"):
         missing = stage(spec.files(opts), root, work)
