@@ -242,6 +242,16 @@ class Preflight:
     seconds: float
 
 
+def _admitted(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: VerifyConfig) -> Method:
+    """The battery's probe, once the configuration is valid and, where there is a claim to verify, the method
+    admits the task and the budget (:meth:`methods.base.Method.admit`)."""
+    cfg.validate()
+    probe = make_method()
+    if probe.is_private and budget.is_private:
+        probe.admit(task, budget)
+    return probe
+
+
 def preflight(make_method: Callable[[], Method], task: Task, budget: Budget,
               cfg: VerifyConfig | None = None) -> Preflight | None:
     """The first seed's base fit, made first so that a method missing part of the interface (no ledger, a
@@ -250,12 +260,9 @@ def preflight(make_method: Callable[[], Method], task: Task, budget: Budget,
     None for a non-private method or budget (nothing is fitted), or where the fit fails otherwise (the run opened
     next records that failure)."""
     cfg = cfg or VerifyConfig()
-    cfg.validate()
-    probe = make_method()
+    probe = _admitted(make_method, task, budget, cfg)
     if not probe.is_private or not budget.is_private:
         return None
-    probe.check_task(task)
-    probe.check_budget(budget)
     seed = cfg.seeds[0]
     b = Battery(make_method, task, budget, cfg, seed, 0.0)
     try:
@@ -274,16 +281,13 @@ def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: V
     ``on_check`` is called with every check as it finishes (the CLI logs each as an MLflow child run); ``first``
     (:func:`preflight`) is the first seed's base fit, made already."""
     cfg = cfg or VerifyConfig()
-    cfg.validate()
-    probe = make_method()
+    probe = _admitted(make_method, task, budget, cfg)
     t0 = time.perf_counter()
     if not probe.is_private or not budget.is_private:
         return VerifyReport(probe.name, probe.privacy_unit, task.dataset, task.split, budget.epsilon, budget.delta,
                             cfg.confidence, list(cfg.seeds), [], time.perf_counter() - t0,
                             note=f"{probe.name} " + ("is not private" if not probe.is_private else
                                                      "was given no finite epsilon") + ": no privacy claim to verify")
-    probe.check_task(task)
-    probe.check_budget(budget)
     unit = probe.privacy_unit
     checks: list[Check] = []
     # the error budget: split over every statistical check of every seed, fixed before any fit (by the method's
@@ -311,8 +315,8 @@ def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: V
                 emit(c)
         # then the statistical ones: those whose mechanisms did not run are reported before the others
         stat = [s for s in specs if s.statistical]
-        first = [s for s in stat if s.kinds != ANY and not s.kinds & b.mechanisms()]
-        for s in first + [s for s in stat if s not in first]:
+        unran = [s for s in stat if s.kinds != ANY and not s.kinds & b.mechanisms()]
+        for s in unran + [s for s in stat if s not in unran]:
             c = _run_or_skip(s, b, unit, alpha)
             if c is not None:
                 emit(c)

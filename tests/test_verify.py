@@ -262,3 +262,17 @@ def test_shuffled_fixed_size_batches_accounted_as_poisson_are_a_violation(task):
     lc = by_name(rep)["ledger-counts"]
     assert lc.verdict == VIOLATION and "look like fixed-size (shuffled) batches" in lc.detail
     assert by_name(run("dp-mlp", task, **DPMLP))["ledger-counts"].verdict == PASS
+
+
+def test_every_seed_is_verified_after_the_preflight_fit(task):
+    """The battery runs each seed of the configuration, the first from the preflight's base fit."""
+    from audits.verify import preflight
+
+    cls = get_method("dp-mlp")
+    cfg = VerifyConfig(seeds=(0, 1), quick=True, canaries=60, inference_tries=2, checks=("ledger-counts",))
+    budget = Budget(1.0, 1e-4)
+    first = preflight(lambda: cls(**DPMLP), task, budget, cfg)
+    rep = verify(lambda: cls(**DPMLP), task, budget, cfg, first=first)
+    seeds = {c.seed for c in rep.checks}
+    assert seeds == {0, 1}, [(c.name, c.seed) for c in rep.checks]
+    assert by_name(rep)["ledger-counts"].verdict == PASS
