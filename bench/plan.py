@@ -322,19 +322,12 @@ class AuditPlan:
 def plan_audit(spec: AuditSpec) -> AuditPlan:
     """Validate an audit request like a run's, plus the audit's options, and draw its canaries
     (:func:`audits.runner.prepare_canaries`)."""
-    from audits.canaries import CanaryConfig
     from audits.runner import prepare_canaries
 
     seed = spec.seed
     run, probes = _plan_run(spec.run)
     method = probes[0]
-    if spec.mode == "pooled":  # fresh anchors only; a given degree is an explicit request (worst_case_design)
-        canary = CanaryConfig(hops=0, degree=spec.canary_degree or 0, scale=spec.canary_scale,
-                              pattern="dedicated", fresh_anchors=spec.canary_degree is not None)
-    else:
-        canary = CanaryConfig(hops=2 if spec.hops is None else spec.hops,
-                              degree=1 if spec.canary_degree is None else spec.canary_degree,
-                              scale=spec.canary_scale, pattern=spec.canary_pattern, fresh_anchors=spec.fresh_anchors)
+    canary = spec.canary_design()
     workers = (spec.workers or pooled_workers(spec.trials)) if spec.mode == "pooled" else 1
     task = run.task(seed)
     budget = run.budget(method, task)

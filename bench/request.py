@@ -346,6 +346,19 @@ class AuditSpec:
         """The audit's seed: its run's one seed."""
         return self.run.seeds[0]
 
+    def canary_design(self) -> Any:
+        """The canary design this request asks for (:class:`audits.canaries.CanaryConfig`, whose defaults fill
+        what the request leaves out): for a pooled audit the isolated dedicated canaries its worst-case design
+        starts from, fresh anchors only where ``canary_degree`` asks for them (:func:`audits.pooled.worst_case_design`)."""
+        from audits.canaries import CanaryConfig
+
+        if self.mode == "pooled":
+            return CanaryConfig(hops=0, degree=self.canary_degree or 0, scale=self.canary_scale, pattern="dedicated",
+                                fresh_anchors=self.canary_degree is not None)
+        given = {k: v for k, v in (("hops", self.hops), ("degree", self.canary_degree)) if v is not None}
+        return CanaryConfig(**given, scale=self.canary_scale, pattern=self.canary_pattern,
+                            fresh_anchors=self.fresh_anchors)
+
     def __post_init__(self) -> None:
         if self.level == "mechanism":
             raise ConfigError("--level mechanism audits mechanisms, not a method's run (bench.api.audit_mechanisms)")
