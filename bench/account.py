@@ -463,7 +463,7 @@ def resolve_accountant(accountant: str | None, conversion: str | None) -> tuple[
     elif conversion and accountant != "rdp":
         raise BenchError(f"--conversion applies to --accountant rdp only (got --accountant {accountant})")
     elif accountant not in ACCOUNTANTS:
-        from bench.conformance.check import admit
+        from methods.privacy.conformance.check import admit
 
         admit(accountant)  # a registered accountant accounts here as it would a run: once admitted
     return accountant, conversion or "improved"

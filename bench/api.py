@@ -62,7 +62,7 @@ def run(spec: RunSpec, *, threads: int | None = None, log: Callable[[str], None]
     (see :func:`attack`). ``hparams=False``: ignore the checked-in hyperparameters (configs/hparams*.yaml).
     ``log_release=False``: do not log the released model (:mod:`bench.release`), which :func:`attack_recorded` reads.
     ``accountant``: what calibrates and reports (default ``tight``; a registered one once the conformance suite
-    admits it, :func:`bench.conformance.check.admit`)."""
+    admits it, :func:`methods.privacy.conformance.check.admit`)."""
     from bench.run import run_targets, using_threads
 
     with using_threads(threads):
@@ -281,16 +281,16 @@ def check_accountants(accountants: str | Iterable[str] | None = None, *, cases: 
                       against: str | os.PathLike | None = None, rtol: float = 1e-6,
                       record: str | os.PathLike | None = None, junit: str | os.PathLike | None = None,
                       progress: bool = False):
-    """Run accountants over the conformance corpus (:mod:`bench.conformance`; ``bench accountants check``):
+    """Run accountants over the conformance corpus (:mod:`methods.privacy.conformance`; ``bench accountants check``):
     each ``accountants`` name (default ``ours-tight``, ``ours-rdp`` and ``ours-pld``; ``"all"``: every registered one, plugins
     included) on each case of the ``corpus`` files (default: the shipped corpus) whose id matches the glob
     ``cases`` and that carries any of ``tags``. Each result is TIGHT, LOOSE, UNSOUND, UNSUPPORTED or ERROR.
     ``against``: a golden file to compare with (values moved beyond ``rtol``, relative, or support changed);
     ``record``: write the golden file of this check; ``junit``: write JUnit XML. Bad input raises a
     :class:`~methods.errors.BenchError` before any accountant runs. Returns a
-    :class:`bench.conformance.check.CheckOutcome` (``failed``, ``report.results``, ``report.summary()``,
+    :class:`methods.privacy.conformance.check.CheckOutcome` (``failed``, ``report.results``, ``report.summary()``,
     ``comparison``)."""
-    from bench.conformance.check import check_job
+    from bench.accountants import check_job
 
     corpus = [corpus] if isinstance(corpus, (str, os.PathLike)) else corpus
     return check_job(accountants, pattern=cases, tags=names(tags), corpus=corpus, against_path=against,

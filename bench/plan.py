@@ -200,7 +200,7 @@ class RunPlan:
     diagnostics: bool = False
     log_release: bool = True
     accountant: str | None = None  # RunSpec.accountant, admitted
-    accountant_note: str = ""  # what the admission found (bench.conformance.check.admit); "" for a run accountant
+    accountant_note: str = ""  # what the admission found (methods.privacy.conformance.check.admit); "" for a run accountant
 
     def task(self, seed: int) -> Task:
         """The split of the dataset at ``seed`` (a split is computed per run from its seed; the request checked the
@@ -265,7 +265,7 @@ def _plan_run(spec: RunSpec) -> tuple[RunPlan, list[Method]]:
         attacks = plan_attacks(spec.attacks, spec.attack_overrides, spec.bootstrap, spec.plot_dir)
     accountant_note = ""
     if spec.accountant is not None:
-        from bench.conformance.check import admit
+        from methods.privacy.conformance.check import admit
 
         accountant_note = admit(str(spec.accountant))
     device = resolve_device(spec.device)

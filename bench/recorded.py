@@ -15,7 +15,7 @@ from typing import Any
 from attacks.base import Target
 from bench import release, tracking
 from bench.attack import AttackPlan, attack_one
-from bench.conformance import adapters  # noqa: F401 - the registered accountants a record may name
+from methods.privacy.conformance import adapters  # noqa: F401 - the registered accountants a record may name
 from bench.datasets import load_dataset
 from bench.options import field_names
 from bench.run import RunResult

@@ -85,7 +85,7 @@ def accountant_of(record: dict[str, Any]) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _epsilon(ledger_json: str, delta: float, accountant: str) -> float:
-    from bench.conformance import adapters  # noqa: F401 - the registered accountants a record may name
+    from methods.privacy.conformance import adapters  # noqa: F401 - the registered accountants a record may name
     from methods.privacy import PrivacyLedger
     from methods.privacy.accountant import parse_accountant
 

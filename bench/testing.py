@@ -18,7 +18,7 @@
 Each check takes a registered name and raises AssertionError (or the contract's own
 :class:`~methods.errors.ContractViolation`) naming what failed. Method checks fit the method's ``smoke_config`` on
 two small seeded tasks (:func:`contract_tasks`: a transductive and a private-public contextual SBM); accountant
-checks run the conformance suite's admission (:func:`bench.conformance.check.admit`); attack checks play each
+checks run the conformance suite's admission (:func:`methods.privacy.conformance.check.admit`); attack checks play each
 attack's game against a GCN on both tasks. The helpers live at the top
 layer because the contract needs the harness's datasets and splits (``methods`` may not import them).
 """
@@ -211,8 +211,8 @@ def check_accountant_interface(name: str) -> None:
 
 def check_accountant_is_admitted(name: str) -> None:
     """Sound on every case of the conformance suite's admission corpus it supports: what lets it account a run
-    (:func:`bench.conformance.check.admit`)."""
-    from bench.conformance.check import admit
+    (:func:`methods.privacy.conformance.check.admit`)."""
+    from methods.privacy.conformance.check import admit
     from methods.errors import BenchError
 
     try:
@@ -295,7 +295,7 @@ def parametrize_with_methods(names: Iterable[str] | None = None):
 
 def parametrize_with_accountants(names: Iterable[str] | None = None):
     """The same over accountants: ``names`` (default: every registered one) x :data:`ACCOUNTANT_CHECKS`."""
-    from bench.conformance import adapters  # noqa: F401 - the suite's adapters register themselves
+    from methods.privacy.conformance import adapters  # noqa: F401 - the suite's adapters register themselves
     from methods.privacy.registry import available_accountants
 
     return _parametrize("accountant", list(available_accountants()) if names is None else list(names),

@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from bench.conformance.adapters import library_version
-from bench.conformance.cases import Case, Reference, save_cases
+from methods.privacy.conformance.adapters import library_version
+from methods.privacy.conformance.cases import Case, Reference, save_cases
 
 PATH = Path(__file__).parent / "data" / "conformance_mini.json"
 EXACT = "exact (closed form)"

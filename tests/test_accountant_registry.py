@@ -11,7 +11,7 @@ import math
 import pytest
 
 from bench.cli import load_plugin, main
-from bench.conformance.check import admit
+from methods.privacy.conformance.check import admit
 from bench.plan import RunSpec, plan_run
 from bench.records import spent_epsilon
 from bench.run import run_one
@@ -166,7 +166,7 @@ def test_a_sweep_audits_and_verifications_account_with_the_named_accountant():
     (run,) = [r for r in tracking.search_runs("registry-sweep") if not r.data.tags.get("mlflow.parentRunId")]
     assert run.data.params["accountant"] == "opacus-rdp" and "accountant_conformance" in run.data.params
     # an audit's and a verification's fits calibrate with it: it is asked while they run (admitted beforehand)
-    from bench.conformance.adapters import OpacusRdp
+    from methods.privacy.conformance.adapters import OpacusRdp
 
     calls = []
 

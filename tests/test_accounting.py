@@ -190,7 +190,7 @@ def test_dpgnn_pld_is_theorem_1s_pair_and_below_its_rdp():
     sum_k h(k) [N(k a) vs N(0)] (a = 1 / (lambda N(K,r))); composed, below Theorem 1's RDP bound."""
     from scipy.stats import norm
 
-    from bench.conformance.limits import hypergeometric_weights
+    from methods.privacy.conformance.limits import hypergeometric_weights
     from methods.privacy.events import HypergeometricGaussian
 
     e = HypergeometricGaussian(num_train=50, occurrence_bound=4, batch_size=10, noise_multiplier=0.8)

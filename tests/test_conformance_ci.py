@@ -13,7 +13,7 @@ import pytest
 
 GOLDEN = Path(__file__).parent / "data" / "accountants_golden_ci.json"
 OURS = ["ours-tight", "ours-rdp", "ours-pld"]
-#: the regimes where a float's rounding is largest next to the epsilon or delta (bench/conformance/corpus tags)
+#: the regimes where a float's rounding is largest next to the epsilon or delta (methods/privacy/conformance/corpus tags)
 EXTREME_TAGS = ("tiny-delta", "eps-small", "eps-large")
 
 
@@ -27,7 +27,7 @@ def _margins() -> dict[str, tuple[float, float]]:
 def extreme_cases(fast: bool = True) -> list:
     """Every corpus case with an extreme delta or epsilon; ``fast``: without noise multipliers below 1, Laplace
     epsilons above 20 and sampling rates from 1/2 (wide PLDs: seconds each), which the slow run keeps."""
-    from bench.conformance.check import corpus_cases
+    from methods.privacy.conformance.check import corpus_cases
     from methods.privacy.events import event_from_dict
 
     def cheap(case) -> bool:
@@ -65,7 +65,7 @@ def test_our_accountants_are_sound_on_the_ci_slice_and_nothing_moved_from_the_go
 
 
 def test_our_accountants_clear_the_exact_epsilon_at_extreme_delta_and_epsilon():
-    from bench.conformance.check import check
+    from methods.privacy.conformance.check import check
 
     cases = extreme_cases()
     tags = {t for c in cases for t in c.tags}
@@ -76,7 +76,7 @@ def test_our_accountants_clear_the_exact_epsilon_at_extreme_delta_and_epsilon():
 
 @pytest.mark.slow
 def test_our_accountants_clear_the_exact_epsilon_on_every_extreme_case():
-    from bench.conformance.check import check
+    from methods.privacy.conformance.check import check
 
     cases = extreme_cases(fast=False)
     assert_sound_with_room(check(cases, OURS), cases)
@@ -85,7 +85,7 @@ def test_our_accountants_clear_the_exact_epsilon_on_every_extreme_case():
 @pytest.mark.slow
 def test_our_accountants_are_sound_on_the_whole_corpus_and_tight_on_nine_cases_in_ten():
     from bench import api
-    from bench.conformance.check import corpus_cases
+    from methods.privacy.conformance.check import corpus_cases
     from bench.studies.accountant_conformance import _best_of_ours
 
     outcome = api.check_accountants(OURS)

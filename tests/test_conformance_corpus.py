@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.conformance import limits as L
-from bench.conformance.cases import load_cases
+from methods.privacy.conformance import limits as L
+from methods.privacy.conformance.cases import load_cases
 from methods.errors import BenchError
 from methods.privacy.events import EVENT_TYPES
 from tests.conftest import REPO, bench_env
@@ -85,7 +85,7 @@ def test_the_mixture_pair_is_not_a_bound_on_a_dpgnn_step(cases):
     from scipy.optimize import brentq
     from scipy.stats import norm
 
-    from bench.conformance import references as R
+    from methods.privacy.conformance import references as R
 
     h, s = L.hypergeometric_weights(3, 2, 2), 0.25 * 2
     assert h == pytest.approx({1: 2 / 3, 2: 1 / 3})
@@ -194,7 +194,7 @@ def test_bad_input_is_a_bench_error():
 
 
 def test_the_limits_import_without_torch():
-    code = "import sys, bench.conformance.limits\nprint('torch' in sys.modules)"
+    code = "import sys, methods.privacy.conformance.limits\nprint('torch' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=bench_env(), cwd=REPO,
                        timeout=120)
     assert r.returncode == 0, r.stderr

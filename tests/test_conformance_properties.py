@@ -15,7 +15,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from bench.conformance import adapters as A
+from methods.privacy.conformance import adapters as A
 from methods.privacy.events import Gaussian, PoissonGaussian
 
 #: absolute slack of each accountant's monotonicity (its discretisation error; 0: exact up to rounding)
@@ -144,8 +144,8 @@ def test_bench_account_epsilon_is_what_the_adapter_accounts(accountant, capsys):
 def test_opacus_gdp_crashes_where_epsilon_is_zero():
     """Opacus 1.6's GDP accountant searches epsilon in [0, 500] and raises where delta(0) <= delta (the answer is
     0): the suite reports that as an ERROR. This test fails once Opacus answers 0 there, so the note can go."""
-    from bench.conformance.cases import Case
-    from bench.conformance.check import evaluate
+    from methods.privacy.conformance.cases import Case
+    from methods.privacy.conformance.check import evaluate
 
     case = Case(id="tiny", events=({"kind": "poisson_gaussian", "rate": 0.005, "noise_multiplier": 2.0,
                                     "count": 1},), delta=1e-2, lower_limit=0.0, lower_limit_method="epsilon >= 0")

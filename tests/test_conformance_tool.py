@@ -16,9 +16,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from bench.cli import main
-from bench.conformance import adapters as A
-from bench.conformance.cases import load_cases
-from bench.conformance.check import SOUNDNESS_SLACK, TIGHT_FACTOR, evaluate, fmt_value, verdict
+from methods.privacy.conformance import adapters as A
+from methods.privacy.conformance.cases import load_cases
+from methods.privacy.conformance.check import SOUNDNESS_SLACK, TIGHT_FACTOR, evaluate, fmt_value, verdict
 from tests.conformance_mini import PATH, build_cases, gaussian_exact_epsilon, rr_exact_epsilon
 from tests.conftest import REPO, bench_env
 
@@ -376,7 +376,7 @@ def test_bad_input_exits_2_with_one_error_line(capsys, tmp_path):
 
 
 def test_an_empty_corpus_folder_is_bad_input(capsys, monkeypatch, tmp_path):
-    from bench.conformance import cases as C
+    from methods.privacy.conformance import cases as C
 
     monkeypatch.setattr(C, "CORPUS_DIR", tmp_path)
     code, out, err = cli(capsys, "accountants", "check")
@@ -429,7 +429,7 @@ def test_bench_help_lists_the_command():
 
 
 def test_importing_the_adapters_and_listing_loads_no_torch():
-    code = ("import sys\nimport bench.conformance.adapters as A, bench.conformance.check\n"
+    code = ("import sys\nimport methods.privacy.conformance.adapters as A, methods.privacy.conformance.check\n"
             "from bench.cli import main\n"
             "rows = [A.describe(n) for n in A.available_accountants()]\n"
             "assert main(['accountants', 'list']) == 0\n"

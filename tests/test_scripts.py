@@ -238,8 +238,8 @@ def test_the_accountant_conformance_page_counts_verdicts_and_names_every_unsound
     """scripts.accountant_conformance: the page of a check on the mini corpus: the summary rows, the per-kind
     counts, the UNSOUND row of a deliberately unsound plugin accountant, our accountants' non-TIGHT cases."""
     from bench import api
-    from bench.conformance.adapters import unregister_accountant
-    from bench.conformance.check import corpus_cases
+    from methods.privacy.conformance.adapters import unregister_accountant
+    from methods.privacy.conformance.check import corpus_cases
     from bench.cli import load_plugin
     from bench.studies.accountant_conformance import page
 

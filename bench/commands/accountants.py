@@ -21,7 +21,7 @@ import json
 
 from bench.cliargs import COMMANDS, FILE_RULE, _float, command, list_arg
 
-DEFAULT_RTOL = 1e-6  # bench.conformance.check.DEFAULT_RTOL (not imported: the parser stays light)
+DEFAULT_RTOL = 1e-6  # methods.privacy.conformance.check.DEFAULT_RTOL (not imported: the parser stays light)
 
 
 @command("accountants", "check privacy accountants against the conformance corpus: sound, how tight, golden files")
@@ -42,7 +42,7 @@ def _accountants_parser(sub) -> argparse.ArgumentParser:
     list_arg(c, "--tag", dest="tags", default=[], metavar="TAG",
                    help="only the cases carrying any of these tags (e.g. ci)")
     list_arg(c, "--corpus", metavar="FILE",
-                   help="corpus file(s) (default: every file of bench/conformance/corpus/)")
+                   help="corpus file(s) (default: every file of methods/privacy/conformance/corpus/)")
     c.add_argument("--json", action="store_true", help="print the whole report as one JSON object")
     c.add_argument("--junit", metavar="FILE",
                    help="also write JUnit XML: a test per case and accountant, UNSOUND, ERROR and golden differences "
@@ -65,8 +65,8 @@ def cmd_accountants(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from bench.conformance.adapters import available_accountants, describe
-    from bench.conformance.check import accountant_names
+    from methods.privacy.conformance.adapters import available_accountants, describe
+    from methods.privacy.conformance.check import accountant_names
     from bench.io import format_table
 
     names = accountant_names(args.names) if args.names else list(available_accountants())
@@ -95,7 +95,7 @@ def _check(args: argparse.Namespace) -> int:
 def reference_cell(r) -> str:
     """The epsilon a result's ratio is taken to, and what it is: the case's tightest sound reference (an
     independent upper bound), or its lower limit where it has none."""
-    from bench.conformance.check import LIMIT_AS_REFERENCE, fmt_value
+    from methods.privacy.conformance.check import LIMIT_AS_REFERENCE, fmt_value
 
     what = "lower limit: no sound reference" if r.reference_name == LIMIT_AS_REFERENCE else r.reference_name
     return f"{fmt_value(r.reference)} ({what})"
@@ -104,7 +104,7 @@ def reference_cell(r) -> str:
 def print_outcome(out, args: argparse.Namespace) -> None:
     """The results table, the per-accountant and per-event-kind summaries, the golden comparison and a one-line
     verdict."""
-    from bench.conformance.check import SOUNDNESS_SLACK, TIGHT_FACTOR, VERDICTS, fmt_value
+    from methods.privacy.conformance.check import SOUNDNESS_SLACK, TIGHT_FACTOR, VERDICTS, fmt_value
     from bench.io import format_table
 
     rep = out.report

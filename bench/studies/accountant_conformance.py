@@ -3,7 +3,7 @@
     python -m scripts.accountant_conformance [--out docs/accountants/conformance.md]
         [--golden docs/accountants/golden.json] [--corpus FILE ...] [--accountant NAME ...]
 
-Runs ``bench.api.check_accountants`` (default: every built-in accountant) over ``bench/conformance/corpus/`` and
+Runs ``bench.api.check_accountants`` (default: every built-in accountant) over ``methods/privacy/conformance/corpus/`` and
 writes the page: library versions, the per-accountant summary (sound / tight / loose / unsupported / unsound /
 error), the same per event kind and per hard regime, every UNSOUND or ERROR result, and every case on which one of
 our accountants is not TIGHT. ``--golden`` records every value (``bench accountants check --against`` diffs a
@@ -42,7 +42,7 @@ def _count_table(rows: dict[tuple[str, str], dict[str, int]], first: str, accoun
 
 
 def page(outcome: Any, commit: str, cases: list) -> str:
-    """The Markdown page of a check's outcome (``bench.conformance.check.CheckOutcome``)."""
+    """The Markdown page of a check's outcome (``methods.privacy.conformance.check.CheckOutcome``)."""
     from bench.studies._common import markdown
 
     report = outcome.report
@@ -50,7 +50,7 @@ def page(outcome: Any, commit: str, cases: list) -> str:
     names = [a["name"] for a in report.accountants]
     summary = report.summary()
     lines = ["# Accountant conformance: the table", "",
-             f"Every built-in accountant on the {len(report.cases)} cases of `bench/conformance/corpus/`, produced "
+             f"Every built-in accountant on the {len(report.cases)} cases of `methods/privacy/conformance/corpus/`, produced "
              f"by `python -m scripts.accountant_conformance` at commit `{commit[:10]}` (libraries: "
              + ", ".join(f"{k} {v}" for k, v in sorted(report.libraries.items())) + "). Verdicts and their "
              "tolerances: [Accountant conformance](index.md#verdicts-and-their-tolerances). The values are in "
@@ -120,14 +120,14 @@ def _fmt(x: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from bench import api
-    from bench.conformance.adapters import available_accountants
-    from bench.conformance.check import corpus_cases
+    from methods.privacy.conformance.adapters import available_accountants
+    from methods.privacy.conformance.check import corpus_cases
     from bench.studies._common import clean_commit, save
 
     p = argparse.ArgumentParser(prog="python -m scripts.accountant_conformance", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=DEFAULT_OUT)
     p.add_argument("--golden", default=DEFAULT_GOLDEN)
-    p.add_argument("--corpus", nargs="*", help="corpus files (default: bench/conformance/corpus/)")
+    p.add_argument("--corpus", nargs="*", help="corpus files (default: methods/privacy/conformance/corpus/)")
     p.add_argument("--accountant", nargs="*", help="accountants (default: every built-in one)")
     args = p.parse_args(argv)
     commit = clean_commit()

@@ -1,11 +1,11 @@
-"""Regenerate the accountant conformance corpus: ``bench/conformance/corpus/*.json``.
+"""Regenerate the accountant conformance corpus: ``methods/privacy/conformance/corpus/*.json``.
 
     python -m scripts.build_accountant_corpus [--out DIR] [--only gaussian laplace ...] [--leaderboard-cap 150]
 
 One file per event kind (a grid of parameters, hard regimes included on purpose) and ``leaderboard.json`` (the
 composite ledgers of the published leaderboard cells, ``docs/leaderboard/runs/*.jsonl``, deduplicated by
-(events, delta)). Every case gets a sound lower limit (:mod:`bench.conformance.limits`) and the independent
-references that cover it (:mod:`bench.conformance.references`). Deterministic; a progress line per file.
+(events, delta)). Every case gets a sound lower limit (:mod:`methods.privacy.conformance.limits`) and the independent
+references that cover it (:mod:`methods.privacy.conformance.references`). Deterministic; a progress line per file.
 
 Tags: the event kinds; ``source:grid`` or ``source:leaderboard`` (+ the methods and datasets); the regimes
 ``tiny-q`` (a rate <= 1e-4), ``large-sigma`` (a noise multiplier > 5), ``small-sigma`` (< 1), ``tiny-delta``
@@ -29,9 +29,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from bench.conformance import limits as L
-from bench.conformance import references as R
-from bench.conformance.cases import CORPUS_DIR, Case, Reference, save_cases
+from methods.privacy.conformance import limits as L
+from methods.privacy.conformance import references as R
+from methods.privacy.conformance.cases import CORPUS_DIR, Case, Reference, save_cases
 from methods.privacy.events import (FixedSizeGaussian, Gaussian, HypergeometricGaussian, Laplace, PoissonGaussian,
                                     PoissonLaplace, RandomizedResponse, event_from_dict)
 

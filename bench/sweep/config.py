@@ -6,7 +6,7 @@ split), ``epsilons``, ``seeds``, ``delta``, ``set`` (hyperparameters: a mapping 
 ``canaries``, ``methods``, ``epsilons``, ``seeds``), ``device``, ``order`` (the keys cells run by, e.g.
 ``[dataset, seed]``: every method's seed 0 on the first dataset first; default: config order, method by method),
 ``accountant`` (what calibrates and reports every cell; a registered one admitted here,
-:func:`bench.conformance.check.admit`) and ``methods``: names, or mappings with ``name`` and their own ``set``,
+:func:`methods.privacy.conformance.check.admit`) and ``methods``: names, or mappings with ``name`` and their own ``set``,
 ``splits``, ``epsilons``, ``datasets``, ``seeds``. Everything is checked here (names,
 hyperparameters, attacks, budgets); no data is loaded. :func:`build_config` also expands the grid into cells.
 """
@@ -185,7 +185,7 @@ def read_grid(raw: Any, where: str = "config") -> Grid:
         raise SweepError(f"{where}: order must list distinct keys among {', '.join(ORDER_KEYS)} (got {order!r})")
     accountant = raw.get("accountant")
     if accountant is not None:
-        from bench.conformance.check import admit
+        from methods.privacy.conformance.check import admit
 
         try:
             admit(str(accountant))  # a registered accountant passes the conformance suite before any cell runs

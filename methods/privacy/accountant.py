@@ -133,7 +133,7 @@ def parse_accountant(name: str) -> tuple[str, str]:
 
 def registered_epsilon(name: str, events: list[Event], delta: float) -> float:
     """The epsilon of ``events`` at ``delta`` as the accountant registered as ``name`` computes it, taken as it
-    returns it (its soundness is what the conformance suite tests, ``bench.conformance.check.admit``)."""
+    returns it (its soundness is what the conformance suite tests, ``methods.privacy.conformance.check.admit``)."""
     events = [e for e in events if e.count]
     if not events:
         return 0.0

@@ -16,7 +16,7 @@ An accountant is a class with a ``description``, ``version()`` and ``epsilon(eve
 """
 
 from methods.privacy.registry import Unsupported, register_accountant
-from bench.conformance.limits import gaussian_epsilon  # exact mu-GDP epsilon at delta (mpmath)
+from methods.privacy.conformance.limits import gaussian_epsilon  # exact mu-GDP epsilon at delta (mpmath)
 
 
 @register_accountant("basic-composition")

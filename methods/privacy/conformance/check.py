@@ -1,13 +1,13 @@
 """Run accountants over conformance cases: a verdict per (case, accountant), golden files, JUnit XML.
 
 Verdicts, for an accountant's value ``v`` on a case with sound lower limit ``L`` and tightest sound reference
-``R`` (:meth:`~bench.conformance.cases.Case.best_reference`; ``L`` itself when the case has none):
+``R`` (:meth:`~methods.privacy.conformance.cases.Case.best_reference`; ``L`` itself when the case has none):
 
 * ``UNSOUND``: ``v < L x (1 - 1e-9)``: below what the mechanism provably spends (the slack absorbs float noise
   in ``L`` only, never a real shortfall);
 * ``TIGHT``: sound and ``v <= 1.01 x R``;
 * ``LOOSE``: sound and above that, with its factor ``v / R``;
-* ``UNSUPPORTED``: the accountant raised :class:`~bench.conformance.adapters.Unsupported` (with its reason);
+* ``UNSUPPORTED``: the accountant raised :class:`~methods.privacy.conformance.adapters.Unsupported` (with its reason);
 * ``ERROR``: it raised anything else or returned something that is not a number; a failure, like UNSOUND.
 
 Golden files pin every value with the library versions that produced it: :func:`record` writes one,
@@ -50,7 +50,7 @@ class Result:
     """One accountant on one case: ``value`` (None for UNSUPPORTED and ERROR), the case's ``lower_limit``, the
     ``reference`` the ratio is taken to (and its ``reference_name``), the ``verdict`` and its ``detail`` (the
     factor, the reason, the error), ``seconds`` spent in the accountant (its caches cold), and the case's event ``kind``
-    (:attr:`~bench.conformance.cases.Case.kind`)."""
+    (:attr:`~methods.privacy.conformance.cases.Case.kind`)."""
 
     case: str
     accountant: str
@@ -94,7 +94,7 @@ def verdict(value: float, lower_limit: float, reference: float) -> tuple[str, st
 
 def evaluate(case, accountant: Any) -> Result:
     """Run one accountant on one case (``case.ledger_events()`` at ``case.delta``) and judge its value."""
-    from bench.conformance.adapters import Unsupported, check_epsilon
+    from methods.privacy.conformance.adapters import Unsupported, check_epsilon
 
     best = case.best_reference()
     ref, ref_name = (best.epsilon, best.name) if best is not None else (case.lower_limit, LIMIT_AS_REFERENCE)
@@ -165,15 +165,18 @@ class Report:
 
 
 def library_versions() -> dict[str, str]:
-    from bench.conformance.adapters import library_version
+    """The installed version of each of :data:`LIBRARIES` (a report states them)."""
+    from methods.privacy.conformance.adapters import library_version
 
     return {name: library_version(name).split(" ", 1)[1] for name in LIBRARIES}
 
 
-def check(cases: Sequence, accountants: Iterable[Any], *, progress: bool = False) -> Report:
+def check(cases: Sequence, accountants: Iterable[Any], *, progress: bool = False,
+          libraries: dict[str, str] | None = None) -> Report:
     """Every accountant (a registered name or an instance with ``name``, ``description``, ``version()`` and
-    ``epsilon()``) on every case. A case's failure never stops the run: it is that result's ERROR."""
-    from bench.conformance.adapters import describe, get_accountant
+    ``epsilon()``) on every case. A case's failure never stops the run: it is that result's ERROR. ``libraries``:
+    the versions the report states (default :func:`library_versions`; the harness names its checkout's commit)."""
+    from methods.privacy.conformance.adapters import describe, get_accountant
     from methods.progress import progress_bar
 
     accs = [get_accountant(a) if isinstance(a, str) else a for a in accountants]
@@ -192,7 +195,8 @@ def check(cases: Sequence, accountants: Iterable[Any], *, progress: bool = False
                 bar.set_postfix_str(f"{acc.name} on {case.id}", refresh=False)
                 results.append(evaluate(case, acc))
                 bar.update(1)
-    return Report(results=results, accountants=infos, libraries=library_versions(), cases=[c.id for c in cases])
+    return Report(results=results, accountants=infos, libraries=libraries or library_versions(),
+                  cases=[c.id for c in cases])
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -206,14 +210,6 @@ def golden_dict(report: Report) -> dict[str, Any]:
                             for a in report.accountants},
             "results": [{"case": r.case, "accountant": r.accountant, "status": r.status, "value": _num(r.value),
                          "verdict": r.verdict, "detail": r.detail} for r in report.results]}
-
-
-def record(report: Report, path: str | os.PathLike) -> None:
-    """Write the golden file of ``report``: every value, verdict and support status, with the accountants' and
-    libraries' versions (JSON, written atomically; values exactly as floats, ``"inf"`` for infinity)."""
-    from bench.io import write_text_atomic
-
-    write_text_atomic(path, json.dumps(golden_dict(report), indent=1) + "\n")
 
 
 def load_golden(path: str | os.PathLike) -> dict[str, Any]:
@@ -386,12 +382,6 @@ def junit_xml(report: Report, differences: Iterable[Difference] = ()) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_junit(report: Report, path: str | os.PathLike, differences: Iterable[Difference] = ()) -> None:
-    from bench.io import write_text_atomic
-
-    write_text_atomic(path, junit_xml(report, differences))
-
-
 # --------------------------------------------------------------------------------------------------------------
 # the job (bench accountants check, bench.api.check_accountants)
 # --------------------------------------------------------------------------------------------------------------
@@ -419,7 +409,7 @@ class CheckOutcome:
 def accountant_names(names: str | Iterable[str] | None) -> list[str]:
     """Registered names from ``"a,b"``, ``["a", "b"]`` or ``"all"`` (every registered one, plugins included);
     None: :data:`DEFAULT_ACCOUNTANTS`. An unknown name is a ConfigError."""
-    from bench.conformance.adapters import available_accountants, get_accountant
+    from methods.privacy.conformance.adapters import available_accountants, get_accountant
 
     items = list(DEFAULT_ACCOUNTANTS) if names is None else [names] if isinstance(names, str) else list(names)
     out: list[str] = []
@@ -449,7 +439,7 @@ def admit(name: str) -> str:
     shipped corpus it supports (:data:`ADMISSION_CORPUS`; a BenchError naming its first failure otherwise, before
     any run opens). Returns what the run records of the check ("" for a run accountant). Once per registered class
     and process: seconds for most, about a minute for a PLD accountant."""
-    from bench.conformance import adapters  # noqa: F401 - the suite's adapters register themselves
+    from methods.privacy.conformance import adapters  # noqa: F401 - the suite's adapters register themselves
     from methods.privacy.accountant import builtin_accountant
     from methods.privacy.registry import available_accountants
 
@@ -463,7 +453,7 @@ def admit(name: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _admit(name: str, cls: type) -> str:
-    from bench.conformance import adapters
+    from methods.privacy.conformance import adapters
 
     cases = corpus_cases()
     report = check(cases, [name])
@@ -482,7 +472,7 @@ def corpus_cases(corpus: Iterable[str | os.PathLike] | None = None, pattern: str
     """The cases to check: those of the ``corpus`` files (default: the shipped corpus) whose id matches the glob
     ``pattern`` and that carry any of ``tags``; each case's events and delta validated. Nothing selected, an
     unreadable file or an invalid case is a BenchError (bad input, exit 2)."""
-    from bench.conformance.cases import CORPUS_DIR, load_cases
+    from methods.privacy.conformance.cases import CORPUS_DIR, load_cases
 
     paths = None if corpus is None else [Path(p) for p in corpus]
     if paths is not None and not paths:
@@ -505,36 +495,6 @@ def corpus_cases(corpus: Iterable[str | os.PathLike] | None = None, pattern: str
         except (BenchError, TypeError, ValueError) as e:
             raise BenchError(f"case {c.id}: invalid event ({e})") from None
     return cases
-
-
-def check_job(accountants: str | Iterable[str] | None = None, *, pattern: str | None = None,
-              tags: Iterable[str] = (), corpus: Iterable[str | os.PathLike] | None = None,
-              against_path: str | os.PathLike | None = None, rtol: float = DEFAULT_RTOL,
-              record_path: str | os.PathLike | None = None, junit_path: str | os.PathLike | None = None,
-              progress: bool = False) -> CheckOutcome:
-    """Validate every input (names, corpus, selection, golden file, output paths: a BenchError before any
-    accountant runs), check, compare with the golden file, then write the golden and JUnit files."""
-    from bench.io import check_output_file
-
-    if not (isinstance(rtol, (int, float)) and rtol >= 0 and math.isfinite(rtol)):
-        raise BenchError(f"--rtol must be a finite number >= 0 (got {rtol})")
-    names = accountant_names(accountants)
-    check_output_file(record_path, "--record")
-    check_output_file(junit_path, "--junit")
-    golden = None if against_path is None else load_golden(against_path)
-    cases = corpus_cases(corpus, pattern, tags)
-    if golden is not None:
-        held = {(row["case"], row["accountant"]) for row in golden["results"]}
-        if not any((c.id, n) in held for c in cases for n in names):
-            raise BenchError(f"golden file {against_path} holds none of the selected cases for "
-                             f"{', '.join(names)}: nothing to compare")
-    report = check(cases, names, progress=progress)
-    comparison = None if against_path is None else against(report, against_path, rtol)
-    if record_path is not None:
-        record(report, record_path)
-    if junit_path is not None:
-        write_junit(report, junit_path, comparison.differences if comparison else ())
-    return CheckOutcome(report, comparison)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -591,5 +551,4 @@ def _first_line(e: BaseException) -> str:
 
 __all__ = ["ADMISSION_CORPUS", "CheckOutcome", "Comparison", "DEFAULT_ACCOUNTANTS", "DEFAULT_RTOL", "Difference",
            "Report", "Result", "SOUNDNESS_SLACK", "TIGHT_FACTOR", "VERDICTS", "accountant_names", "admit", "against",
-           "check", "check_job",
-           "corpus_cases", "evaluate", "junit_xml", "load_golden", "record", "select", "verdict", "write_junit"]
+           "check", "corpus_cases", "evaluate", "junit_xml", "load_golden", "select", "verdict"]

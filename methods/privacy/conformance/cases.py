@@ -10,7 +10,7 @@ A case is a composite ledger (a list of :mod:`methods.privacy.events` dicts, eac
   ``sound`` (an upper bound on the true epsilon, as an accountant must report) or not (an estimate: a CLT or a
   discretisation that may fall below).
 
-Files: ``bench/conformance/corpus/*.json``, one JSON object ``{"version": 1, "cases": [...]}`` per file (a file
+Files: ``methods/privacy/conformance/corpus/*.json``, one JSON object ``{"version": 1, "cases": [...]}`` per file (a file
 per event kind or source). Case ids are unique across the corpus and stable: golden files key on them.
 """
 
@@ -26,7 +26,7 @@ from typing import Any, Iterable
 from methods.errors import BenchError
 
 #: the shipped corpus, read from the installed package (package data), so the default works from any directory
-CORPUS_DIR = Path(str(resources.files("bench.conformance") / "corpus"))
+CORPUS_DIR = Path(str(resources.files("methods.privacy.conformance") / "corpus"))
 FORMAT_VERSION = 1
 
 

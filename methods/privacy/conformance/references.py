@@ -1,12 +1,12 @@
 """Independent reference epsilons of a ledger (the corpus's ``references``), from libraries and papers.
 
-Each function returns a :class:`~bench.conformance.cases.Reference` or None when its method does not cover
+Each function returns a :class:`~methods.privacy.conformance.cases.Reference` or None when its method does not cover
 the ledger. None of them calls :mod:`methods.privacy` (the accountants under test):
 
 * ``dp-accounting RDP`` / ``dp-accounting PLD`` (pessimistic): the library's events and PLDs (for DP-GNN steps
   its mixture-of-Gaussians pair, an unproven estimate);
 * ``Opacus RDP`` / ``Opacus PRV`` (its ``eps_upper``) / ``Opacus GDP`` (a CLT estimate: unsound);
-* ``exact``: the closed forms of :mod:`bench.conformance.limits` (Gaussian mu-GDP, randomized response, one
+* ``exact``: the closed forms of :mod:`methods.privacy.conformance.limits` (Gaussian mu-GDP, randomized response, one
   Laplace release), exact hence sound;
 * ``optimal pure-DP composition``: a ledger of pure mechanisms is dominated by randomized responses of the same
   epsilons (Kairouz, Oh & Viswanath 2015), whose composition is computed exactly;
@@ -29,8 +29,8 @@ from typing import Any, Callable, Iterable, Sequence
 import mpmath
 import numpy as np
 
-from bench.conformance import limits as L
-from bench.conformance.cases import Reference
+from methods.privacy.conformance import limits as L
+from methods.privacy.conformance.cases import Reference
 from methods.privacy.events import (FixedSizeGaussian, Gaussian, HypergeometricGaussian, Laplace, PoissonGaussian,
                                     PoissonLaplace, RandomizedResponse)
 

@@ -31,13 +31,10 @@ from methods.privacy.registry import (Unsupported, available_accountants, get_ac
 
 def library_version(distribution: str) -> str:
     """``"name X.Y.Z"`` of an installed distribution (``"name (not installed)"`` if it is not), without
-    importing it."""
+    importing it. For this suite's own, the installed number; the harness's reports name the checkout's commit
+    beside it (``bench.accountants``)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    if distribution == "dp-gnn-bench":  # what this checkout runs as, not only the last release's number
-        from bench.version import current
-
-        return f"{distribution} {current()}"
     try:
         return f"{distribution} {version(distribution)}"
     except PackageNotFoundError:

@@ -456,7 +456,7 @@ def hypergeometric_pairs(num_train: int, occurrence_bound: int, batch_size: int,
     the batch holds k ~ Hypergeometric(num_train, N, m) of them, and the noise std is sigma = lambda * 2 C N. The
     batch sum is -m C u for every batch in one graph and (2k - m) C u in the other; in noise stds, after
     centring: P = sum_k h(k) N(k / (lambda N), 1) vs Q = N(0, 1), realisable, hence a lower limit (not a proven
-    upper bound: :func:`bench.conformance.references.dpa_pld`). Theorem 1's RDP at k, alpha k^2 / (2 lambda^2
+    upper bound: :func:`methods.privacy.conformance.references.dpa_pld`). Theorem 1's RDP at k, alpha k^2 / (2 lambda^2
     N^2), is that of N(k/(lambda N)) vs N(0). Both directions. (The pair keeps num_train fixed in both graphs, as
     the theorem's model does.)"""
     _check_positive("noise_multiplier", noise_multiplier)
