@@ -242,13 +242,13 @@ class Preflight:
     seconds: float
 
 
-def _admitted(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: VerifyConfig) -> Method:
+def _checked_probe(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: VerifyConfig) -> Method:
     """The battery's probe, once the configuration is valid and, where there is a claim to verify, the method
-    admits the task and the budget (:meth:`methods.base.Method.admit`)."""
+    accepts the task and the budget (:meth:`methods.base.Method.check_fit`)."""
     cfg.validate()
     probe = make_method()
     if probe.is_private and budget.is_private:
-        probe.admit(task, budget)
+        probe.check_fit(task, budget)
     return probe
 
 
@@ -260,7 +260,7 @@ def preflight(make_method: Callable[[], Method], task: Task, budget: Budget,
     None for a non-private method or budget (nothing is fitted), or where the fit fails otherwise (the run opened
     next records that failure)."""
     cfg = cfg or VerifyConfig()
-    probe = _admitted(make_method, task, budget, cfg)
+    probe = _checked_probe(make_method, task, budget, cfg)
     if not probe.is_private or not budget.is_private:
         return None
     seed = cfg.seeds[0]
@@ -281,7 +281,7 @@ def verify(make_method: Callable[[], Method], task: Task, budget: Budget, cfg: V
     ``on_check`` is called with every check as it finishes (the CLI logs each as an MLflow child run); ``first``
     (:func:`preflight`) is the first seed's base fit, made already."""
     cfg = cfg or VerifyConfig()
-    probe = _admitted(make_method, task, budget, cfg)
+    probe = _checked_probe(make_method, task, budget, cfg)
     t0 = time.perf_counter()
     if not probe.is_private or not budget.is_private:
         return VerifyReport(probe.name, probe.privacy_unit, task.dataset, task.split, budget.epsilon, budget.delta,

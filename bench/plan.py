@@ -331,7 +331,7 @@ def plan_audit(spec: AuditSpec) -> AuditPlan:
     workers = (spec.workers or pooled_workers(spec.trials)) if spec.mode == "pooled" else 1
     task = run.task(seed)
     budget = run.budget(method, task)
-    method.admit(task, budget)
+    method.check_fit(task, budget)
     # a graph too small for the canaries is an input error, and the audit runs with the set drawn here
     canary, canary_set = prepare_canaries(method, task, spec.mode, spec.canaries, canary, spec.canary_type, seed)
     return AuditPlan(run, task, budget, spec.mode, spec.trials, spec.canaries, spec.confidence, canary,
@@ -393,7 +393,7 @@ def plan_verify(spec: VerifySpec) -> VerifyPlan:
     if not method.is_private and epsilon is not None and math.isinf(epsilon):
         run = dataclasses.replace(run, epsilon=None)
     budget = run.budget(method, task)
-    method.admit(task, budget)
+    method.check_fit(task, budget)
     return VerifyPlan(run, task, budget, cfg, spec.quick)
 
 

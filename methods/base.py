@@ -324,11 +324,11 @@ class Method(ABC):  # noqa: B024 - subclasses implement ``_fit``; no abstract me
                 f"(supported: {', '.join(self.settings)})"
             )
 
-    def admit(self, task: Task, budget: Budget) -> None:
-        """The checks ``fit`` makes, made by a plan before anything runs (:meth:`check_task`, then
-        :meth:`check_budget`): a request this method cannot run is an error before a run opens."""
-        self.check_task(task)
+    def check_fit(self, task: Task, budget: Budget) -> None:
+        """The checks ``fit`` makes of its inputs (:meth:`check_budget`, then :meth:`check_task`), which a plan
+        makes before anything runs: a request this method cannot run is an error before a run opens."""
         self.check_budget(budget)
+        self.check_task(task)
 
     def fit(self, task: Task, budget: Budget, seed: int | RunStreams = 0, device: str | torch.device = "cpu",
             progress: bool = False) -> Fitted:
@@ -338,8 +338,7 @@ class Method(ABC):  # noqa: B024 - subclasses implement ``_fit``; no abstract me
         streams of a sub-run)."""
         from methods.device import resolve_device
 
-        self.check_budget(budget)
-        self.check_task(task)
+        self.check_fit(task, budget)
         streams = RunStreams.of(seed)
         ctx = FitContext(task, budget, streams, resolve_device(device), progress)
         with streams.global_torch("dropout", device=ctx.device):
