@@ -200,7 +200,8 @@ class RunPlan:
     diagnostics: bool = False
     log_release: bool = True
     accountant: str | None = None  # RunSpec.accountant, admitted
-    accountant_note: str = ""  # what the admission found (methods.privacy.conformance.check.admit); "" for a run accountant
+    #: what the admission found (methods.privacy.conformance.check.admit); "" for a run accountant
+    accountant_note: str = ""
 
     def task(self, seed: int) -> Task:
         """The split of the dataset at ``seed`` (a split is computed per run from its seed; the request checked the

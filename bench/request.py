@@ -349,7 +349,8 @@ class AuditSpec:
     def canary_design(self) -> Any:
         """The canary design this request asks for (:class:`audits.canaries.CanaryConfig`, whose defaults fill
         what the request leaves out): for a pooled audit the isolated dedicated canaries its worst-case design
-        starts from, fresh anchors only where ``canary_degree`` asks for them (:func:`audits.pooled.worst_case_design`)."""
+        starts from, fresh anchors only where ``canary_degree`` asks for them
+        (:func:`audits.pooled.worst_case_design`)."""
         from audits.canaries import CanaryConfig
 
         if self.mode == "pooled":

@@ -13,7 +13,8 @@ import pytest
 
 GOLDEN = Path(__file__).parent / "data" / "accountants_golden_ci.json"
 OURS = ["ours-tight", "ours-rdp", "ours-pld"]
-#: the regimes where a float's rounding is largest next to the epsilon or delta (methods/privacy/conformance/corpus tags)
+#: the regimes where a float's rounding is largest next to the epsilon or delta (the tags of
+#: methods/privacy/conformance/corpus)
 EXTREME_TAGS = ("tiny-delta", "eps-small", "eps-large")
 
 

@@ -3,11 +3,11 @@
     python -m scripts.accountant_conformance [--out docs/accountants/conformance.md]
         [--golden docs/accountants/golden.json] [--corpus FILE ...] [--accountant NAME ...]
 
-Runs ``bench.api.check_accountants`` (default: every built-in accountant) over ``methods/privacy/conformance/corpus/`` and
-writes the page: library versions, the per-accountant summary (sound / tight / loose / unsupported / unsound /
-error), the same per event kind and per hard regime, every UNSOUND or ERROR result, and every case on which one of
-our accountants is not TIGHT. ``--golden`` records every value (``bench accountants check --against`` diffs a
-later run against it). The page names the commit it was produced from, which must be clean.
+Runs ``bench.api.check_accountants`` (default: every built-in accountant) over ``methods/privacy/conformance/corpus/``
+and writes the page: library versions, the per-accountant summary (sound / tight / loose / unsupported / unsound /
+error), the same per event kind and per hard regime, every UNSOUND or ERROR result, and every case on which one of our
+accountants is not TIGHT. ``--golden`` records every value (``bench accountants check --against`` diffs a later run
+against it). The page names the commit it was produced from, which must be clean.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def page(outcome: Any, commit: str, cases: list) -> str:
     names = [a["name"] for a in report.accountants]
     summary = report.summary()
     lines = ["# Accountant conformance: the table", "",
-             f"Every built-in accountant on the {len(report.cases)} cases of `methods/privacy/conformance/corpus/`, produced "
+             f"Every built-in accountant on the {len(report.cases)} cases of "
+             f"`methods/privacy/conformance/corpus/`, produced "
              f"by `python -m scripts.accountant_conformance` at commit `{commit[:10]}` (libraries: "
              + ", ".join(f"{k} {v}" for k, v in sorted(report.libraries.items())) + "). Verdicts and their "
              "tolerances: [Accountant conformance](index.md#verdicts-and-their-tolerances). The values are in "

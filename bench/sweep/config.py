@@ -1,14 +1,14 @@
 """Reading a sweep config: a YAML file (or the same mapping in Python) -> a validated :class:`Grid`.
 
-Top-level keys: ``experiment``, ``description``, ``datasets``, ``splits`` (``default`` = the dataset's default
-split), ``epsilons``, ``seeds``, ``delta``, ``set`` (hyperparameters: a mapping or ``key=value`` strings;
-``method.key`` scopes one), ``attacks``, ``attack_set``, ``bootstrap``, ``audits`` (``modes``, ``trials``,
-``canaries``, ``methods``, ``epsilons``, ``seeds``), ``device``, ``order`` (the keys cells run by, e.g.
-``[dataset, seed]``: every method's seed 0 on the first dataset first; default: config order, method by method),
-``accountant`` (what calibrates and reports every cell; a registered one admitted here,
-:func:`methods.privacy.conformance.check.admit`) and ``methods``: names, or mappings with ``name`` and their own ``set``,
-``splits``, ``epsilons``, ``datasets``, ``seeds``. Everything is checked here (names,
-hyperparameters, attacks, budgets); no data is loaded. :func:`build_config` also expands the grid into cells.
+Top-level keys: ``experiment``, ``description``, ``datasets``, ``splits`` (``default`` = the dataset's default split),
+``epsilons``, ``seeds``, ``delta``, ``set`` (hyperparameters: a mapping or ``key=value`` strings; ``method.key``
+scopes one), ``attacks``, ``attack_set``, ``bootstrap``, ``audits`` (``modes``, ``trials``, ``canaries``, ``methods``,
+``epsilons``, ``seeds``), ``device``, ``order`` (the keys cells run by, e.g. ``[dataset, seed]``: every method's seed
+0 on the first dataset first; default: config order, method by method), ``accountant`` (what calibrates and reports
+every cell; a registered one admitted here, :func:`methods.privacy.conformance.check.admit`) and ``methods``: names,
+or mappings with ``name`` and their own ``set``, ``splits``, ``epsilons``, ``datasets``, ``seeds``. Everything is
+checked here (names, hyperparameters, attacks, budgets); no data is loaded. :func:`build_config` also expands the grid
+into cells.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """The one accountant registry: every accountant a run, a calibration, ``bench account`` or the conformance suite
 can name, by name.
 
-An accountant is a class with a one-line ``description``, ``version()`` and ``epsilon(events, delta) -> float``
-for a list of :mod:`methods.privacy.events` events at ``delta``; it raises :class:`Unsupported` with a reason for
-a ledger it has no bound for. The suite's own run accountants (``tight``, ``rdp``, ``rdp/standard``, ``pld``:
-:mod:`methods.privacy.accountant`) are built in; the conformance suite's adapters (``methods.privacy.conformance.adapters``)
-and a plugin's classes register here with :func:`register_accountant`, so that one a run names is the one the
-conformance suite tested (``bench run --accountant NAME``, admitted by ``methods.privacy.conformance.check.admit``).
+An accountant is a class with a one-line ``description``, ``version()`` and ``epsilon(events, delta) -> float`` for a
+list of :mod:`methods.privacy.events` events at ``delta``; it raises :class:`Unsupported` with a reason for a ledger
+it has no bound for. The suite's own run accountants (``tight``, ``rdp``, ``rdp/standard``, ``pld``:
+:mod:`methods.privacy.accountant`) are built in; the conformance suite's adapters
+(``methods.privacy.conformance.adapters``) and a plugin's classes register here with :func:`register_accountant`, so
+that one a run names is the one the conformance suite tested (``bench run --accountant NAME``, admitted by
+``methods.privacy.conformance.check.admit``).
 """
 
 from __future__ import annotations

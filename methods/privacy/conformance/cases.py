@@ -10,8 +10,8 @@ A case is a composite ledger (a list of :mod:`methods.privacy.events` dicts, eac
   ``sound`` (an upper bound on the true epsilon, as an accountant must report) or not (an estimate: a CLT or a
   discretisation that may fall below).
 
-Files: ``methods/privacy/conformance/corpus/*.json``, one JSON object ``{"version": 1, "cases": [...]}`` per file (a file
-per event kind or source). Case ids are unique across the corpus and stable: golden files key on them.
+Files: ``methods/privacy/conformance/corpus/*.json``, one JSON object ``{"version": 1, "cases": [...]}`` per file (a
+file per event kind or source). Case ids are unique across the corpus and stable: golden files key on them.
 """
 
 from __future__ import annotations
