@@ -160,19 +160,34 @@ def test_sweep_cell_ids_are_unchanged():
         assert hashlib.sha256("\n".join(ids).encode()).hexdigest() == want["sha256"], config
 
 
+AUDIT = ["audit", "-m", "dp-mlp", "-d", "csbm:nodes=300,features=15", "-e", "4", "--no-track", "--no-progress"]
+
+
 def test_an_audits_journey_resolves_its_request_once():
     """``bench audit`` from the command line to the first training (bench/studies/trace_journey.py): each function that
-    reads part of the request runs once, but for the dataset name and the split check, read twice: where the request
-    is built (:class:`bench.request.RunSpec`, before the heavy imports) and by the loader's cache key or make_task's
-    own guard; and the journey stays within the modules and climbs it takes now that the request is built once
-    (31 modules, 20 climbs: ``bench study trace-journey``)."""
-    from bench.studies.trace_journey import trace
+    reads part of the request runs once (the request is built once, before the heavy imports, and nothing below
+    the plan reads a name or an option again), within the modules and climbs the journey takes now (31 modules, 14
+    climbs: ``bench study trace-journey``)."""
+    from bench.studies.trace_journey import RESOLVERS, trace
 
-    j = trace(["audit", "-m", "dp-mlp", "-d", "csbm:nodes=300,features=15", "-e", "4", "--no-track",
-               "--no-progress"])
+    j = trace(AUDIT)
     assert j.reached
     s = j.summary()
-    assert s["modules"] <= 31 and s["climbs"] <= 20, s
-    twice = {"bench.datasets.registry:resolve_dataset", "bench.split_names:check_split"}
-    assert all(n <= (2 if k in twice else 1) for k, n in j.resolutions.items()), j.resolutions
-    assert j.resolutions["bench.datasets:load_dataset"] == 1 and j.resolutions["methods.base:get_method"] == 1
+    assert s["modules"] <= 31 and s["climbs"] <= 14, s
+    assert all(j.resolutions[k] == 1 for k in RESOLVERS if k != "bench.splits:make_task"), j.resolutions
+    assert j.resolutions["bench.splits:make_task"] == 0  # the plan splits with the name the request checked
+
+
+def test_a_journey_counts_from_where_it_starts():
+    """``--start``: the journey from :func:`bench.audit.audit_one` (the plan and the audit's set-up) is the tail of
+    the command's, starting in that module; entries are calls into repository functions, so a dataclass's generated
+    ``__init__`` or a comprehension never counts as a return to the module that runs it; a start never reached is a
+    journey that did not reach its stop."""
+    from bench.studies.trace_journey import INLINE, trace
+
+    whole, tail = trace(AUDIT), trace(AUDIT, start="bench.audit:audit_one")
+    assert tail.reached and tail.sequence[0] == "bench.audit"
+    assert set(tail.sequence) <= set(whole.sequence) and len(tail.sequence) < len(whole.sequence)
+    assert tail.summary()["modules"] <= 23 and tail.summary()["climbs"] <= 11, tail.summary()
+    assert "<listcomp>" in INLINE and "<genexpr>" in INLINE
+    assert not trace(AUDIT, start="bench.audit:no_such_function").reached

@@ -3,20 +3,25 @@ command line until the work starts (the first training), as one sequence.
 
     python -m scripts.trace_journey audit -m dp-mlp -d csbm:nodes=300,features=16 -e 4 --no-track
     python -m scripts.trace_journey --stop methods.base:fit_method run -m dp-mlp -d csbm:nodes=300 -e 4 --no-track
+    python -m scripts.trace_journey --start bench.audit:audit_one audit -m dp-mlp -d csbm:nodes=300,features=16 -e 4
 
-The command runs under :func:`sys.setprofile` in this process; after every Python call and return the module of the
-innermost frame that lies in ``bench/``, ``attacks/``, ``audits/`` or ``methods/`` is noted (third-party frames are
-attributed to the repository frame that called them; code run while a module is being imported is not the
-journey and is left out), consecutive repeats merged. The journey ends where the command hands the resolved request
-to the work: ``--stop MODULE:FUNCTION`` (default: ``audits.runner:audit`` for ``audit``, ``audits.verify:verify``
-for ``verify``, ``methods.base:fit_method`` otherwise), which is replaced by a function that stops the command.
+The command runs under :func:`sys.setprofile` in this process. A call into a function defined in ``bench/``,
+``attacks/``, ``audits/`` or ``methods/`` enters that function's module (``sequence``, consecutive repeats merged):
+a call into third-party or generated code (a dataclass's ``__init__``) enters nothing, control staying in its
+caller's module, and a comprehension's or generator expression's frame is part of the function it is written in
+(:data:`INLINE`; Python 3.12 runs the comprehensions inline, PEP 709, so the figures do not depend on the
+version). Where control is after every call *and return* is noted too (``control``: the innermost repository
+frame, third-party frames attributed to the repository frame that called them). Code run while a module is being
+imported is not the journey and is left out. The journey starts at the first call of ``--start MODULE:FUNCTION``
+(default: the command line) and ends where the command hands the resolved request to the work: ``--stop
+MODULE:FUNCTION`` (default: ``audits.runner:audit`` for ``audit``, ``audits.verify:verify`` for ``verify``,
+``methods.base:fit_method`` otherwise), which is replaced by a function that stops the command.
 
-Reported (one JSON object), over the modules *entered* (a call into one of its functions; ``sequence``):
-``modules`` (distinct modules touched), ``revisits`` (entries into a module already left) and ``climbs`` (steps
-from a lower layer to a higher one: methods < attacks, audits < bench); ``control_revisits`` and ``control_climbs``
-count the same over where control is after every call *and return* (``control``), so a return from ``methods``
-into its ``bench`` caller is a climb too; ``resolutions``: how often each function that reads part of the request
-(:data:`RESOLVERS`) was entered.
+Reported (one JSON object), over the modules entered: ``modules`` (distinct modules), ``stays`` (the sequence's
+length), ``revisits`` (entries into a module already left) and ``climbs`` (steps from a lower layer to a higher
+one: methods < attacks, audits < bench); ``control_revisits`` and ``control_climbs`` count the same over
+``control``, so a return from ``methods`` into its ``bench`` caller is a climb too; ``resolutions``: how often each
+function that reads part of the request (:data:`RESOLVERS`) was entered.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ RANK = {"methods": 0, "attacks": 1, "audits": 1, "bench": 2}
 RESOLVERS = ("bench.datasets.registry:resolve_dataset", "methods.base:get_method", "bench.options:scoped_overrides",
              "bench.hparams:lookup", "bench.split_names:check_split", "bench.splits:make_task",
              "bench.datasets:load_dataset", "methods.device:resolve_device")
+#: the frames of an expression, not a function of the module: part of the function they run in (Python 3.12 runs
+#: list, dict and set comprehensions inline, PEP 709, so counting them would make the figures depend on the version)
+INLINE = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 STOPS = {"audit": "audits.runner:audit", "verify": "audits.verify:verify"}
 DEFAULT_STOP = "methods.base:fit_method"
 
@@ -63,14 +71,14 @@ class Journey:
     control: list[str] = field(default_factory=list)
     #: calls of each of :data:`RESOLVERS`
     resolutions: dict[str, int] = field(default_factory=dict)
-    reached: bool = False  # the command got to the stop point (else it ended or failed before)
+    reached: bool = False  # the command got from the start to the stop point (else it ended or failed before)
 
     @property
     def modules(self) -> int:
         return len(set(self.sequence))
 
     def summary(self) -> dict[str, Any]:
-        return {"modules": self.modules, "revisits": revisits(self.sequence), "climbs": climbs(self.sequence),
+        return {"modules": self.modules, "stays": len(self.sequence), "revisits": revisits(self.sequence), "climbs": climbs(self.sequence),
                 "control_revisits": revisits(self.control), "control_climbs": climbs(self.control),
                 "reached": self.reached, **asdict(self)}
 
@@ -131,16 +139,19 @@ def _patch_stop(target: str, reached: Callable[[], None]) -> Callable[[], None]:
     return undo
 
 
-def trace(argv: list[str], stop: str | None = None) -> Journey:
-    """Run ``bench ARGV`` and return its journey up to ``stop`` (see the module docstring)."""
+def trace(argv: list[str], stop: str | None = None, start: str | None = None) -> Journey:
+    """Run ``bench ARGV`` and return its journey from ``start`` (default: the command line) up to ``stop`` (see the
+    module docstring)."""
     from bench import cli
 
     command = cli.command_of(argv)
     journey = Journey()
 
+    started = start is None
+
     def reached() -> None:
         sys.setprofile(None)
-        journey.reached = True
+        journey.reached = started  # a journey that never started did not reach the stop either
 
     undo = _patch_stop(stop or STOPS.get(command or "", DEFAULT_STOP), reached)
     cache: dict[str, str | None] = {}
@@ -161,6 +172,11 @@ def trace(argv: list[str], stop: str | None = None) -> Journey:
         return found
 
     def profile(frame, event, arg) -> None:
+        nonlocal started
+        if not started:
+            if event != "call" or f"{module_of(frame.f_code.co_filename, cache)}:{frame.f_code.co_name}" != start:
+                return
+            started = True
         if event == "call":
             here = frame
         elif event == "return":
@@ -172,10 +188,13 @@ def trace(argv: list[str], stop: str | None = None) -> Journey:
             return
         if not control or control[-1] != m:
             control.append(m)
-        if event == "call":
-            if not entered or entered[-1] != m:
-                entered.append(m)
-            key = f"{m}:{here.f_code.co_name}"
+        if event == "call" and here.f_code.co_name not in INLINE:
+            own = module_of(here.f_code.co_filename, cache)
+            if own is None:  # a third-party or generated function: control stays in its caller's module
+                return
+            if not entered or entered[-1] != own:
+                entered.append(own)
+            key = f"{own}:{here.f_code.co_name}"
             if key in counts:
                 counts[key] += 1
 
@@ -192,12 +211,13 @@ def trace(argv: list[str], stop: str | None = None) -> Journey:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--start", help="MODULE:FUNCTION where the journey starts (default: the command line)")
     p.add_argument("--stop", help="MODULE:FUNCTION where the journey ends (default: by command, see above)")
     p.add_argument("--sequence", action="store_true", help="also print the sequence, one module a line")
     p.add_argument("bench_args", nargs=argparse.REMAINDER, help="the bench command line")
     args = p.parse_args(argv)
     os.environ.setdefault("BENCH_OFFLINE", "1")
-    j = trace(args.bench_args, args.stop)
+    j = trace(args.bench_args, args.stop, args.start)
     out = j.summary()
     if not args.sequence:
         out.pop("sequence")
