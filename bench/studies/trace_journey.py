@@ -9,13 +9,14 @@ The command runs under :func:`sys.setprofile` in this process. A call into a fun
 ``attacks/``, ``audits/`` or ``methods/`` enters that function's module (``sequence``, consecutive repeats merged):
 a call into third-party or generated code (a dataclass's ``__init__``) enters nothing, control staying in its
 caller's module, and a comprehension's or generator expression's frame is part of the function it is written in
-(:data:`INLINE`; Python 3.12 runs the comprehensions inline, PEP 709, so the figures do not depend on the
-version). Where control is after every call *and return* is noted too (``control``: the innermost repository
-frame, third-party frames attributed to the repository frame that called them). Code run while a module is being
-imported is not the journey and is left out. The journey starts at the first call of ``--start MODULE:FUNCTION``
-(default: the command line) and ends where the command hands the resolved request to the work: ``--stop
-MODULE:FUNCTION`` (default: ``audits.runner:audit`` for ``audit``, ``audits.verify:verify`` for ``verify``,
-``methods.base:fit_method`` otherwise), which is replaced by a function that stops the command.
+(:data:`INLINE`: whether an interpreter gives a comprehension a frame of its own, as 3.11 does and 3.12 no longer
+does, PEP 709, is not a step of the journey). Where control is after every call *and return* is noted too
+(``control``: the innermost repository frame, third-party frames attributed to the repository frame that called
+them). Code run while a module is being imported is not the journey and is left out. The journey starts at the first
+call of ``--start MODULE:FUNCTION`` (default: the command line) and ends where the command hands the resolved
+request to the work: ``--stop MODULE:FUNCTION`` (default: ``audits.runner:audit`` for ``audit``,
+``audits.verify:verify`` for ``verify``, ``methods.base:fit_method`` otherwise), which is replaced by a function
+that stops the command.
 
 Reported (one JSON object), over the modules entered: ``modules`` (distinct modules), ``stays`` (the sequence's
 length), ``revisits`` (entries into a module already left) and ``climbs`` (steps from a lower layer to a higher
@@ -43,7 +44,7 @@ RESOLVERS = ("bench.datasets.registry:resolve_dataset", "methods.base:get_method
              "bench.hparams:lookup", "bench.split_names:check_split", "bench.splits:make_task",
              "bench.datasets:load_dataset", "methods.device:resolve_device")
 #: the frames of an expression, not a function of the module: part of the function they run in (Python 3.12 runs
-#: list, dict and set comprehensions inline, PEP 709, so counting them would make the figures depend on the version)
+#: list, dict and set comprehensions inline, PEP 709; counting their frames would count an interpreter's choice)
 INLINE = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 STOPS = {"audit": "audits.runner:audit", "verify": "audits.verify:verify"}
 DEFAULT_STOP = "methods.base:fit_method"
@@ -78,7 +79,8 @@ class Journey:
         return len(set(self.sequence))
 
     def summary(self) -> dict[str, Any]:
-        return {"modules": self.modules, "stays": len(self.sequence), "revisits": revisits(self.sequence), "climbs": climbs(self.sequence),
+        return {"modules": self.modules, "stays": len(self.sequence), "revisits": revisits(self.sequence),
+                "climbs": climbs(self.sequence),
                 "control_revisits": revisits(self.control), "control_climbs": climbs(self.control),
                 "reached": self.reached, **asdict(self)}
 
