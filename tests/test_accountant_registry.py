@@ -166,7 +166,7 @@ def test_a_sweep_audits_and_verifications_account_with_the_named_accountant():
     (run,) = [r for r in tracking.search_runs("registry-sweep") if not r.data.tags.get("mlflow.parentRunId")]
     assert run.data.params["accountant"] == "opacus-rdp" and "accountant_conformance" in run.data.params
     # an audit's and a verification's fits calibrate with it: it is asked while they run (admitted beforehand)
-    from methods.privacy.conformance.adapters import OpacusRdp
+    from methods.privacy.conformance.adapters.opacus import OpacusRdp
 
     calls = []
 
@@ -194,3 +194,36 @@ def test_a_sweep_audits_and_verifications_account_with_the_named_accountant():
         assert len(calls) > before
     finally:
         unregister_accountant("test-counting-opacus-rdp")
+
+
+def test_the_built_in_adapters_are_the_modules_of_their_folder(tmp_path, monkeypatch):
+    """The folder is the list: each built-in adapter comes from a module of ``methods/privacy/conformance/adapters/``
+    that registers on import, listed in the modules' declared order (ours, dp-accounting, Opacus); a new library's
+    adapters are one more module, found with no other edit, and an accountant without an order follows them."""
+    import sys
+
+    from methods.privacy.conformance import adapters
+    from methods.privacy.registry import available_accountants
+    from methods.registry import discover, registering_modules
+
+    mods = registering_modules(adapters.__name__, adapters.__path__, "register_accountant")
+    assert sorted(mods) == [f"{adapters.__name__}.{m}" for m in ("dp_accounting", "opacus", "ours")]
+    builtins = {n: c for n, c in available_accountants().items() if c.__module__ in mods}
+    assert [c.__module__.rpartition(".")[2] for c in builtins.values()] == [
+        "ours"] * 3 + ["dp_accounting"] * 2 + ["opacus"] * 3
+    pkg = tmp_path / "more_adapters"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mine.py").write_text(
+        "from methods.privacy.registry import register_accountant\n\n\n"
+        "@register_accountant('folder-test')\nclass Mine:\n    description = 'a test'\n\n"
+        "    def version(self):\n        return '0'\n\n    def epsilon(self, events, delta):\n        return 1.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert discover("more_adapters", [str(pkg)], "register_accountant") == ["more_adapters.mine"]
+        listed = list(available_accountants())
+        assert listed[-1] == "folder-test" and listed[:len(builtins)] == list(builtins)
+    finally:
+        unregister_accountant("folder-test")
+        for m in ("more_adapters.mine", "more_adapters"):
+            sys.modules.pop(m, None)

@@ -34,12 +34,13 @@ RUN_ACCOUNTANTS = ("rdp", "pld", "tight")
 ACCOUNTANT_REGISTRY: Registry[type] = Registry("accountant")
 
 
-def register_accountant(name: str) -> Callable[[type], type]:
+def register_accountant(name: str, order: float | None = None) -> Callable[[type], type]:
     """Class decorator: ``@register_accountant("mine")`` makes an accountant available to ``bench accountants`` and
     to runs (``--accountant mine``).
 
     The class needs a one-line ``description`` and the methods ``version()`` and ``epsilon(events, delta)``; it
-    is instantiated without arguments wherever it is used."""
+    is instantiated without arguments wherever it is used. ``order``: its place in every listing (the built-in
+    adapters' modules declare theirs; accountants without one follow in registration order)."""
 
     def deco(cls: type) -> type:
         if not isinstance(cls, type):
@@ -53,7 +54,7 @@ def register_accountant(name: str) -> Callable[[type], type]:
             raise ConfigError(f"accountant {name}: the class needs a description string and version() and "
                               f"epsilon(events, delta) methods (missing: {', '.join(missing) or 'description'})")
         ACCOUNTANT_REGISTRY.add(name, cls, same=lambda prev, new: (prev.__module__, prev.__qualname__)
-                                == (new.__module__, new.__qualname__))
+                                == (new.__module__, new.__qualname__), order=order)
         cls.name = name
         return cls
 
