@@ -9,6 +9,7 @@ from methods.privacy.registry import Unsupported, register_accountant
 #: where this module's accountants are listed: first
 ORDER = 0
 
+
 class _Ours:
     def prepare(self) -> None:
         import methods.privacy.accountant  # noqa: F401 - and through it dp-accounting: outside the timed calls
